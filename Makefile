@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# gpumig out-of-tree build.  The kernel-side objects are listed in Kbuild;
+# this file only drives kbuild and the project's scripts.
+#
+#   make [KDIR=/path/to/configured/kernel]   build the modules
+#   make check                               every test (see README.md)
+#   make demo                                the live-migration demo
+
+ifeq ($(KERNELRELEASE),)
+
+KVER ?= $(shell uname -r)
+DISTRO_KVER ?= 6.12.117+deb12-amd64
+ifneq ($(wildcard /lib/modules/$(KVER)/build),)
+KDIR ?= /lib/modules/$(KVER)/build
+else
+KDIR ?= /lib/modules/$(DISTRO_KVER)/build
+endif
+
+PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+
+.PHONY: all modules clean install check static kunit fuzz demo deps \
+	dkms-install dkms-remove
+
+all: modules
+
+modules:
+	@test -d "$(KDIR)" || { echo "KDIR=$(KDIR) does not exist; pass KDIR=/path/to/kernel/build"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
+
+clean:
+	@if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
+	$(MAKE) -C tools clean
+
+deps:
+	scripts/install-deps.sh
+
+# Every test: static checks, builds against every supported kernel, KUnit
+# and VM tests in the debug kernel, distro-kernel VM tests, fuzzing.
+check:
+	scripts/check.sh
+
+static:
+	scripts/check.sh --only static
+
+kunit:
+	scripts/check.sh --only kunit
+
+fuzz:
+	scripts/check.sh --only fuzz
+
+demo:
+	scripts/demo.sh
+
+dkms-install:
+	scripts/dkms.sh install $(DISTRO_KVER)
+
+dkms-remove:
+	scripts/dkms.sh remove $(DISTRO_KVER)
+
+endif

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig: the VFIO live-migration engine shared by gpumig's front ends.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/module.h>
+
+#include <gpumig/stream.h>
+
+static int __init gpumig_init(void)
+{
+	pr_info("gpumig: migration engine loaded (stream version %u.%u)\n",
+		GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR);
+	return 0;
+}
+
+static void __exit gpumig_exit(void)
+{
+}
+
+module_init(gpumig_init);
+module_exit(gpumig_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("The gpumig authors");
+MODULE_DESCRIPTION("gpumig VFIO live-migration engine");
+MODULE_VERSION("0.1");

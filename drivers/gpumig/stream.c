@@ -1,0 +1,739 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig migration stream: encoder and incremental parser.
+ *
+ * The destination treats the stream as hostile.  Every section header is
+ * checked (magic, its own CRC, sequence number, type, length against the
+ * destination's limits) before any byte of its payload is accepted, and a
+ * payload reaches its callback only after its CRC matched.  The only
+ * allocation is the payload buffer, sized once from the limits.  Input may
+ * arrive in any split; the parser keeps no pointer into the caller's data.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/crc32.h>
+#include <linux/errno.h>
+#include <linux/export.h>
+#include <linux/kernel.h>
+#include <linux/minmax.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include <gpumig/stream.h>
+
+static u32 gpumig_crc(u32 crc, const void *p, size_t len)
+{
+	return crc32_le(crc, p, len);
+}
+
+/* ---- compatibility descriptor ------------------------------------- */
+
+/**
+ * gpumig_compat_check() - may a destination accept a source's state?
+ * @src: the source's descriptor, from the stream
+ * @dst: the destination's own descriptor
+ * @msg: buffer for a message naming the first mismatch
+ * @len: size of @msg
+ *
+ * The rule is "what the source's guest may rely on is a subset of what the
+ * destination offers": the same device family, type, memory size, page size
+ * and a state layout the destination understands; at least as many queues;
+ * every feature the source has.
+ *
+ * Return: 0 when compatible, -EOPNOTSUPP with @msg set otherwise.
+ */
+int gpumig_compat_check(const struct gpumig_compat *src,
+			const struct gpumig_compat *dst, char *msg, size_t len)
+{
+	if (src->backend != dst->backend) {
+		snprintf(msg, len, "device family mismatch: source %u, destination %u",
+			 src->backend, dst->backend);
+		return -EOPNOTSUPP;
+	}
+	if (strncmp(src->type_name, dst->type_name, GPUMIG_TYPE_NAME_LEN)) {
+		snprintf(msg, len, "type mismatch: source %.32s, destination %.32s",
+			 src->type_name, dst->type_name);
+		return -EOPNOTSUPP;
+	}
+	if (src->vram_size != dst->vram_size) {
+		snprintf(msg, len, "VRAM size mismatch: source %llu bytes, destination %llu bytes",
+			 src->vram_size, dst->vram_size);
+		return -EOPNOTSUPP;
+	}
+	if (src->nr_queues > dst->nr_queues) {
+		snprintf(msg, len, "queue count: source has %u, destination only %u",
+			 src->nr_queues, dst->nr_queues);
+		return -EOPNOTSUPP;
+	}
+	if (src->features & ~dst->features) {
+		snprintf(msg, len, "features 0x%llx of the source are missing on the destination",
+			 src->features & ~dst->features);
+		return -EOPNOTSUPP;
+	}
+	if (src->page_size != dst->page_size) {
+		snprintf(msg, len, "MMU page size mismatch: source %u, destination %u",
+			 src->page_size, dst->page_size);
+		return -EOPNOTSUPP;
+	}
+	if (src->arch_version > dst->arch_version) {
+		snprintf(msg, len, "state layout version %u is newer than the destination's %u",
+			 src->arch_version, dst->arch_version);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_compat_check);
+
+/**
+ * gpumig_compat_format() - print a descriptor as one "key=value" line
+ * @c: descriptor
+ * @buf: output
+ * @len: size of @buf
+ *
+ * This is the form sysfs shows to schedulers.
+ *
+ * Return: characters written, as scnprintf().
+ */
+int gpumig_compat_format(const struct gpumig_compat *c, char *buf, size_t len)
+{
+	return scnprintf(buf, len,
+			 "stream=%u.%u backend=%u type=%.32s vram=%llu queues=%u features=0x%llx page_size=%u state_version=%u\n",
+			 GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR, c->backend,
+			 c->type_name, c->vram_size, c->nr_queues, c->features,
+			 c->page_size, c->arch_version);
+}
+EXPORT_SYMBOL_GPL(gpumig_compat_format);
+
+static void gpumig_compat_to_wire(const struct gpumig_compat *c,
+				  struct gpumig_wire_compat *w)
+{
+	memset(w, 0, sizeof(*w));
+	strscpy_pad(w->type_name, c->type_name, sizeof(w->type_name));
+	w->vram_size = cpu_to_le64(c->vram_size);
+	w->backend = cpu_to_le32(c->backend);
+	w->nr_queues = cpu_to_le32(c->nr_queues);
+	w->features = cpu_to_le64(c->features);
+	w->page_size = cpu_to_le32(c->page_size);
+	w->arch_version = cpu_to_le32(c->arch_version);
+}
+
+static void gpumig_compat_from_wire(const struct gpumig_wire_compat *w,
+				    struct gpumig_compat *c)
+{
+	memset(c, 0, sizeof(*c));
+	memcpy(c->type_name, w->type_name, sizeof(c->type_name) - 1);
+	c->vram_size = le64_to_cpu(w->vram_size);
+	c->backend = le32_to_cpu(w->backend);
+	c->nr_queues = le32_to_cpu(w->nr_queues);
+	c->features = le64_to_cpu(w->features);
+	c->page_size = le32_to_cpu(w->page_size);
+	c->arch_version = le32_to_cpu(w->arch_version);
+}
+
+/* ---- encoder -------------------------------------------------------- */
+
+/**
+ * gpumig_writer_init() - start a new stream
+ * @w: writer
+ */
+void gpumig_writer_init(struct gpumig_writer *w)
+{
+	w->seq = 0;
+	w->bytes = 0;
+	w->crc = ~0U;
+}
+EXPORT_SYMBOL_GPL(gpumig_writer_init);
+
+/**
+ * gpumig_vram_section_size() - bytes a VRAM chunk takes in the stream
+ * @len: chunk length
+ * @zero: the chunk is sent as a zero chunk
+ *
+ * Return: the section's size including framing.
+ */
+size_t gpumig_vram_section_size(u32 len, bool zero)
+{
+	return sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_vram) +
+	       (zero ? 0 : len);
+}
+EXPORT_SYMBOL_GPL(gpumig_vram_section_size);
+
+/**
+ * gpumig_blob_section_size() - bytes an arch/work section takes
+ * @len: payload length
+ *
+ * Return: the section's size including framing.
+ */
+size_t gpumig_blob_section_size(u32 len)
+{
+	return sizeof(struct gpumig_sec_hdr) + len;
+}
+EXPORT_SYMBOL_GPL(gpumig_blob_section_size);
+
+/*
+ * Emit one section whose payload is the concatenation of @p1 and @p2
+ * (either may be empty).  Everything is written to @dst at once, so the
+ * writer never holds a half-emitted section.
+ */
+static ssize_t gpumig_emit(struct gpumig_writer *w, void *dst, size_t room,
+			   u16 type, const void *p1, u32 l1,
+			   const void *p2, u32 l2)
+{
+	struct gpumig_sec_hdr h;
+	size_t total = sizeof(h) + (size_t)l1 + l2;
+	u8 *out = dst;
+	u32 crc;
+
+	if ((u64)l1 + l2 > U32_MAX)
+		return -EMSGSIZE;
+	if (room < total)
+		return -ENOSPC;
+
+	crc = gpumig_crc(~0U, p1, l1);
+	crc = gpumig_crc(crc, p2, l2);
+	h.magic = cpu_to_le32(GPUMIG_SEC_MAGIC);
+	h.type = cpu_to_le16(type);
+	h.flags = 0;
+	h.seq = cpu_to_le32(w->seq);
+	h.len = cpu_to_le32(l1 + l2);
+	h.payload_crc = cpu_to_le32(crc);
+	h.hdr_crc = cpu_to_le32(gpumig_crc(~0U, &h,
+					   offsetof(struct gpumig_sec_hdr, hdr_crc)));
+
+	memcpy(out, &h, sizeof(h));
+	if (l1)
+		memcpy(out + sizeof(h), p1, l1);
+	if (l2)
+		memcpy(out + sizeof(h) + l1, p2, l2);
+
+	w->crc = gpumig_crc(w->crc, out, total);
+	w->bytes += total;
+	w->seq++;
+	return total;
+}
+
+/**
+ * gpumig_emit_header() - emit the header section (must be first)
+ * @w: writer
+ * @dst: output buffer
+ * @room: its size
+ * @compat: the source's compatibility descriptor
+ *
+ * Return: bytes written, -ENOSPC if @room is too small, -EINVAL if a
+ * section was already emitted.
+ */
+ssize_t gpumig_emit_header(struct gpumig_writer *w, void *dst, size_t room,
+			   const struct gpumig_compat *compat)
+{
+	struct gpumig_wire_header hdr = {
+		.major = cpu_to_le16(GPUMIG_STREAM_MAJOR),
+		.minor = cpu_to_le16(GPUMIG_STREAM_MINOR),
+	};
+
+	if (w->seq)
+		return -EINVAL;
+	gpumig_compat_to_wire(compat, &hdr.compat);
+	return gpumig_emit(w, dst, room, GPUMIG_SEC_HEADER, &hdr, sizeof(hdr),
+			   NULL, 0);
+}
+EXPORT_SYMBOL_GPL(gpumig_emit_header);
+
+/**
+ * gpumig_emit_vram() - emit one chunk of device memory
+ * @w: writer
+ * @dst: output buffer
+ * @room: its size
+ * @offset: chunk offset in VRAM
+ * @data: chunk contents, or NULL for an all-zero chunk
+ * @len: chunk length
+ *
+ * Return: bytes written or a negative errno.
+ */
+ssize_t gpumig_emit_vram(struct gpumig_writer *w, void *dst, size_t room,
+			 u64 offset, const void *data, u32 len)
+{
+	struct gpumig_wire_vram v = {
+		.offset = cpu_to_le64(offset),
+		.flags = cpu_to_le32(data ? 0 : GPUMIG_VRAM_ZERO),
+		.len = cpu_to_le32(len),
+	};
+
+	return gpumig_emit(w, dst, room, GPUMIG_SEC_VRAM, &v, sizeof(v),
+			   data, data ? len : 0);
+}
+EXPORT_SYMBOL_GPL(gpumig_emit_vram);
+
+/**
+ * gpumig_emit_blob() - emit an opaque section (arch state, work, note)
+ * @w: writer
+ * @dst: output buffer
+ * @room: its size
+ * @type: GPUMIG_SEC_ARCH, GPUMIG_SEC_WORK or an optional type
+ * @data: payload
+ * @len: its length
+ *
+ * Return: bytes written or a negative errno.
+ */
+ssize_t gpumig_emit_blob(struct gpumig_writer *w, void *dst, size_t room,
+			 u16 type, const void *data, u32 len)
+{
+	if (type == GPUMIG_SEC_HEADER || type == GPUMIG_SEC_END ||
+	    type == GPUMIG_SEC_VRAM)
+		return -EINVAL;
+	return gpumig_emit(w, dst, room, type, data, len, NULL, 0);
+}
+EXPORT_SYMBOL_GPL(gpumig_emit_blob);
+
+/**
+ * gpumig_emit_end() - emit the end section
+ * @w: writer
+ * @dst: output buffer
+ * @room: its size
+ *
+ * Return: bytes written or a negative errno.
+ */
+ssize_t gpumig_emit_end(struct gpumig_writer *w, void *dst, size_t room)
+{
+	struct gpumig_wire_end e = {
+		.nr_sections = cpu_to_le32(w->seq),
+		.stream_crc = cpu_to_le32(w->crc),
+		.total_bytes = cpu_to_le64(w->bytes),
+	};
+
+	return gpumig_emit(w, dst, room, GPUMIG_SEC_END, &e, sizeof(e), NULL, 0);
+}
+EXPORT_SYMBOL_GPL(gpumig_emit_end);
+
+/* ---- parser --------------------------------------------------------- */
+
+/**
+ * gpumig_parser_set_error() - fail the parser with a reason
+ * @p: parser
+ * @err: negative errno
+ * @fmt: message format
+ *
+ * The first error sticks: later calls leave the first reason in place.
+ *
+ * Return: the parser's error.
+ */
+int gpumig_parser_set_error(struct gpumig_parser *p, int err,
+			    const char *fmt, ...)
+{
+	va_list args;
+
+	if (p->state == GPUMIG_PARSE_FAILED)
+		return p->err;
+	p->state = GPUMIG_PARSE_FAILED;
+	p->err = err;
+	va_start(args, fmt);
+	vsnprintf(p->msg, sizeof(p->msg), fmt, args);
+	va_end(args);
+	return err;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_set_error);
+
+/**
+ * gpumig_parser_init() - prepare to read a stream
+ * @p: parser
+ * @lim: what the destination accepts
+ * @ops: where checked sections go
+ * @priv: argument for @ops
+ *
+ * Allocates the payload buffer, bounded by @lim.
+ *
+ * Return: 0, -EINVAL for unusable limits or -ENOMEM.
+ */
+int gpumig_parser_init(struct gpumig_parser *p,
+		       const struct gpumig_parser_limits *lim,
+		       const struct gpumig_parser_ops *ops, void *priv)
+{
+	size_t size = sizeof(struct gpumig_wire_header);
+
+	memset(p, 0, sizeof(*p));
+	if (!lim->max_chunk || lim->max_chunk > GPUMIG_SEC_MAX_PAYLOAD ||
+	    lim->max_arch > GPUMIG_SEC_MAX_PAYLOAD ||
+	    lim->max_work > GPUMIG_SEC_MAX_PAYLOAD)
+		return -EINVAL;
+	size = max(size, sizeof(struct gpumig_wire_vram) + lim->max_chunk);
+	size = max_t(size_t, size, lim->max_arch);
+	size = max_t(size_t, size, lim->max_work);
+	size = max(size, sizeof(struct gpumig_wire_end));
+
+	p->buf = kvmalloc(size, GFP_KERNEL);
+	if (!p->buf)
+		return -ENOMEM;
+	p->buf_size = size;
+	p->lim = *lim;
+	p->ops = ops;
+	p->priv = priv;
+	p->state = GPUMIG_PARSE_HDR;
+	p->stream_crc = ~0U;
+	return 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_init);
+
+/**
+ * gpumig_parser_destroy() - free what gpumig_parser_init() allocated
+ * @p: parser
+ */
+void gpumig_parser_destroy(struct gpumig_parser *p)
+{
+	kvfree(p->buf);
+	p->buf = NULL;
+	p->buf_size = 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_destroy);
+
+static const char *gpumig_sec_name(u16 type)
+{
+	switch (type) {
+	case GPUMIG_SEC_HEADER:
+		return "header";
+	case GPUMIG_SEC_VRAM:
+		return "VRAM";
+	case GPUMIG_SEC_ARCH:
+		return "architectural state";
+	case GPUMIG_SEC_WORK:
+		return "in-flight work";
+	case GPUMIG_SEC_END:
+		return "end";
+	default:
+		return "unknown";
+	}
+}
+
+/* Largest payload the destination accepts for a known section type. */
+static u64 gpumig_sec_max_len(const struct gpumig_parser *p, u16 type)
+{
+	switch (type) {
+	case GPUMIG_SEC_HEADER:
+		return sizeof(struct gpumig_wire_header);
+	case GPUMIG_SEC_VRAM:
+		return sizeof(struct gpumig_wire_vram) + (u64)p->lim.max_chunk;
+	case GPUMIG_SEC_ARCH:
+		return p->lim.max_arch;
+	case GPUMIG_SEC_WORK:
+		return p->lim.max_work;
+	case GPUMIG_SEC_END:
+		return sizeof(struct gpumig_wire_end);
+	default:
+		return p->lim.max_skip;
+	}
+}
+
+static bool gpumig_sec_known(u16 type)
+{
+	switch (type) {
+	case GPUMIG_SEC_HEADER:
+	case GPUMIG_SEC_VRAM:
+	case GPUMIG_SEC_ARCH:
+	case GPUMIG_SEC_WORK:
+	case GPUMIG_SEC_END:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A complete section header is in p->hdr: check it before trusting it. */
+static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
+{
+	struct gpumig_sec_hdr h;
+	u32 crc, seq;
+	u64 max;
+
+	memcpy(&h, p->hdr, sizeof(h));
+	if (le32_to_cpu(h.magic) != GPUMIG_SEC_MAGIC)
+		return gpumig_parser_set_error(p, -EBADMSG,
+			"bad section magic 0x%08x at offset %llu",
+			le32_to_cpu(h.magic), p->sec_start);
+	crc = gpumig_crc(~0U, &h, offsetof(struct gpumig_sec_hdr, hdr_crc));
+	if (crc != le32_to_cpu(h.hdr_crc))
+		return gpumig_parser_set_error(p, -EBADMSG,
+			"section header checksum mismatch at offset %llu",
+			p->sec_start);
+
+	p->type = le16_to_cpu(h.type);
+	p->len = le32_to_cpu(h.len);
+	p->want_crc = le32_to_cpu(h.payload_crc);
+	seq = le32_to_cpu(h.seq);
+
+	if (h.flags)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"section %u has unknown flags 0x%x", seq,
+			le16_to_cpu(h.flags));
+	if (seq != p->seq)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"section out of order: got number %u, expected %u (offset %llu)",
+			seq, p->seq, p->sec_start);
+	if (p->seq == 0 && p->type != GPUMIG_SEC_HEADER)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"stream does not start with a header section (type 0x%04x)",
+			p->type);
+	if (p->seq != 0 && p->type == GPUMIG_SEC_HEADER)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"second header section at offset %llu", p->sec_start);
+	if (!gpumig_sec_known(p->type) && !(p->type & GPUMIG_SEC_OPTIONAL))
+		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
+			"unknown mandatory section type 0x%04x at offset %llu",
+			p->type, p->sec_start);
+
+	max = gpumig_sec_max_len(p, p->type);
+	if (p->len > max)
+		return gpumig_parser_set_error(p, -EMSGSIZE,
+			"%s section of %u bytes exceeds the destination's limit of %llu",
+			gpumig_sec_name(p->type), p->len, max);
+	if ((p->type == GPUMIG_SEC_HEADER || p->type == GPUMIG_SEC_END) &&
+	    p->len != max)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"%s section has length %u, expected %llu",
+			gpumig_sec_name(p->type), p->len, max);
+	if (p->type == GPUMIG_SEC_VRAM && p->len < sizeof(struct gpumig_wire_vram))
+		return gpumig_parser_set_error(p, -EINVAL,
+			"VRAM section of %u bytes is shorter than its chunk header",
+			p->len);
+
+	p->skip = !gpumig_sec_known(p->type);
+	p->crc = ~0U;
+	p->fill = 0;
+	p->state = GPUMIG_PARSE_PAYLOAD;
+	return 0;
+}
+
+static int gpumig_parse_header(struct gpumig_parser *p)
+{
+	struct gpumig_wire_header h;
+	struct gpumig_compat c;
+	u16 major, minor;
+	int ret;
+
+	memcpy(&h, p->buf, sizeof(h));
+	major = le16_to_cpu(h.major);
+	minor = le16_to_cpu(h.minor);
+	if (major != GPUMIG_STREAM_MAJOR)
+		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
+			"stream version %u.%u is not supported (this destination reads %u.x)",
+			major, minor, GPUMIG_STREAM_MAJOR);
+	if (h.flags || h.compat.reserved)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"header has unknown flags or reserved bits set");
+	if (h.compat.type_name[GPUMIG_TYPE_NAME_LEN - 1])
+		return gpumig_parser_set_error(p, -EINVAL,
+			"header type name is not NUL terminated");
+
+	gpumig_compat_from_wire(&h.compat, &c);
+	ret = p->ops->header(p->priv, major, minor, &c);
+	if (ret)
+		return gpumig_parser_set_error(p, ret,
+			"source refused by the destination");
+	return 0;
+}
+
+static int gpumig_parse_vram(struct gpumig_parser *p)
+{
+	struct gpumig_wire_vram v;
+	u32 flags, len, data_len = p->len - sizeof(v);
+	u64 offset, end;
+	int ret;
+
+	memcpy(&v, p->buf, sizeof(v));
+	offset = le64_to_cpu(v.offset);
+	flags = le32_to_cpu(v.flags);
+	len = le32_to_cpu(v.len);
+
+	if (flags & ~GPUMIG_VRAM_ZERO)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"VRAM chunk has unknown flags 0x%x", flags);
+	if (flags & GPUMIG_VRAM_ZERO ? data_len != 0 : data_len != len)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"VRAM chunk length %u does not match its section (%u data bytes)",
+			len, data_len);
+	if (!len || len > p->lim.max_chunk)
+		return gpumig_parser_set_error(p, -EMSGSIZE,
+			"VRAM chunk of %u bytes (limit %u)", len, p->lim.max_chunk);
+	if (check_add_overflow(offset, (u64)len, &end) || end > p->lim.vram_size)
+		return gpumig_parser_set_error(p, -ERANGE,
+			"VRAM chunk at 0x%llx+0x%x lies outside the destination's %llu bytes",
+			offset, len, p->lim.vram_size);
+
+	ret = p->ops->vram(p->priv, offset,
+			   flags & GPUMIG_VRAM_ZERO ? NULL : p->buf + sizeof(v),
+			   len);
+	if (ret)
+		return gpumig_parser_set_error(p, ret,
+			"VRAM chunk at 0x%llx refused by the destination", offset);
+	return 0;
+}
+
+static int gpumig_parse_end(struct gpumig_parser *p)
+{
+	struct gpumig_wire_end e;
+	int ret;
+
+	memcpy(&e, p->buf, sizeof(e));
+	if (le32_to_cpu(e.nr_sections) != p->seq ||
+	    le64_to_cpu(e.total_bytes) != p->sec_start)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"end section counts %u sections/%llu bytes, stream had %u/%llu",
+			le32_to_cpu(e.nr_sections), le64_to_cpu(e.total_bytes),
+			p->seq, p->sec_start);
+	/* The end section carries the CRC of everything before it. */
+	if (le32_to_cpu(e.stream_crc) != p->sec_crc)
+		return gpumig_parser_set_error(p, -EBADMSG,
+			"whole-stream checksum mismatch");
+	ret = p->ops->end(p->priv);
+	if (ret)
+		return gpumig_parser_set_error(p, ret,
+			"end of stream refused by the destination");
+	p->state = GPUMIG_PARSE_DONE;
+	return 0;
+}
+
+/* The payload of the current section is complete and its CRC matched. */
+static int gpumig_dispatch(struct gpumig_parser *p)
+{
+	switch (p->type) {
+	case GPUMIG_SEC_HEADER:
+		return gpumig_parse_header(p);
+	case GPUMIG_SEC_VRAM:
+		return gpumig_parse_vram(p);
+	case GPUMIG_SEC_ARCH:
+	case GPUMIG_SEC_WORK: {
+		int (*fn)(void *priv, const void *data, u32 len);
+		int ret;
+
+		fn = p->type == GPUMIG_SEC_ARCH ? p->ops->arch : p->ops->work;
+		ret = fn(p->priv, p->buf, p->len);
+		if (ret)
+			return gpumig_parser_set_error(p, ret,
+				"%s section refused by the destination",
+				gpumig_sec_name(p->type));
+		return 0;
+	}
+	case GPUMIG_SEC_END:
+		return gpumig_parse_end(p);
+	default:
+		return 0;	/* optional, skipped */
+	}
+}
+
+static int gpumig_sec_complete(struct gpumig_parser *p)
+{
+	int ret;
+
+	if (p->crc != p->want_crc)
+		return gpumig_parser_set_error(p, -EBADMSG,
+			"%s section %u: payload checksum mismatch",
+			gpumig_sec_name(p->type), p->seq);
+	ret = gpumig_dispatch(p);
+	if (ret)
+		return ret;
+	if (p->state == GPUMIG_PARSE_DONE)
+		return 0;
+	p->seq++;
+	p->state = GPUMIG_PARSE_HDR;
+	p->hdr_fill = 0;
+	return 0;
+}
+
+/**
+ * gpumig_parser_feed() - give the parser the next piece of the stream
+ * @p: parser
+ * @data: bytes
+ * @len: how many
+ *
+ * Pieces may be split anywhere.  A section's callback runs when its last
+ * byte arrives and its checksums match.
+ *
+ * Return: @len, or a negative errno once the stream is known to be bad
+ * (the reason is in gpumig_parser_error()); the error is sticky.
+ */
+ssize_t gpumig_parser_feed(struct gpumig_parser *p, const void *data,
+			   size_t len)
+{
+	const u8 *in = data;
+	size_t left = len;
+	int ret;
+
+	if (p->state == GPUMIG_PARSE_FAILED)
+		return p->err;
+
+	while (left) {
+		size_t n;
+
+		switch (p->state) {
+		case GPUMIG_PARSE_HDR:
+			if (!p->hdr_fill) {
+				p->sec_start = p->offset;
+				p->sec_crc = p->stream_crc;
+			}
+			n = min(left, sizeof(p->hdr) - p->hdr_fill);
+			memcpy(p->hdr + p->hdr_fill, in, n);
+			p->hdr_fill += n;
+			p->stream_crc = gpumig_crc(p->stream_crc, in, n);
+			break;
+		case GPUMIG_PARSE_PAYLOAD:
+			n = min_t(size_t, left, p->len - p->fill);
+			if (!p->skip)
+				memcpy(p->buf + p->fill, in, n);
+			p->crc = gpumig_crc(p->crc, in, n);
+			p->fill += n;
+			p->stream_crc = gpumig_crc(p->stream_crc, in, n);
+			break;
+		case GPUMIG_PARSE_DONE:
+			return gpumig_parser_set_error(p, -EINVAL,
+				"%zu bytes of data after the end of the stream",
+				left);
+		default:
+			return p->err;
+		}
+		in += n;
+		left -= n;
+		p->offset += n;
+
+		if (p->state == GPUMIG_PARSE_HDR &&
+		    p->hdr_fill == sizeof(p->hdr)) {
+			ret = gpumig_parse_sec_hdr(p);
+			if (ret)
+				return ret;
+		}
+		if (p->state == GPUMIG_PARSE_PAYLOAD && p->fill == p->len) {
+			ret = gpumig_sec_complete(p);
+			if (ret)
+				return ret;
+		}
+	}
+	return len;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_feed);
+
+/**
+ * gpumig_parser_finish() - the writer has no more data
+ * @p: parser
+ *
+ * Return: 0 if a complete, valid stream was read; otherwise the error, with
+ * truncation reported as -ENODATA.
+ */
+int gpumig_parser_finish(struct gpumig_parser *p)
+{
+	switch (p->state) {
+	case GPUMIG_PARSE_DONE:
+		return 0;
+	case GPUMIG_PARSE_FAILED:
+		return p->err;
+	case GPUMIG_PARSE_HDR:
+		if (!p->seq && !p->hdr_fill)
+			return gpumig_parser_set_error(p, -ENODATA,
+				"empty stream");
+		return gpumig_parser_set_error(p, -ENODATA,
+			"stream truncated after %llu bytes: %u of %zu bytes of a section header, no end section",
+			p->offset, p->hdr_fill, sizeof(p->hdr));
+	default:
+		return gpumig_parser_set_error(p, -ENODATA,
+			"stream truncated after %llu bytes: %s section %u has %u of %u bytes",
+			p->offset, gpumig_sec_name(p->type), p->seq, p->fill,
+			p->len);
+	}
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_finish);

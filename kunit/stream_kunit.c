@@ -1,0 +1,749 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite for the migration stream codec (drivers/gpumig/stream.c).
+ *
+ * A fake destination records every callback.  The reference stream holds
+ * one section of every kind; the tests round-trip it, feed it in every
+ * split, corrupt every byte of it, truncate it at every offset and feed
+ * hand-made hostile sections.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <kunit/test.h>
+#include <linux/crc32.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include <gpumig/stream.h>
+
+#define T_VRAM_SIZE	(1024 * 1024)
+#define T_CHUNK		4096
+#define T_MAX_CALLS	32
+
+struct fake_call {
+	char kind;		/* 'h' header, 'v' vram, 'z' zero vram, 'a', 'w', 'e' */
+	u64 offset;
+	u32 len;
+	u32 sum;		/* crc of the data handed over */
+};
+
+struct fake_dst {
+	struct gpumig_compat self;
+	struct gpumig_compat got;
+	struct fake_call calls[T_MAX_CALLS];
+	int nr_calls;
+	int fail_at;		/* call index that returns -EIO, or -1 */
+	char msg[GPUMIG_PARSER_MSG_LEN];
+	struct gpumig_parser *parser;
+};
+
+static int fake_record(struct fake_dst *d, char kind, u64 offset,
+		       const void *data, u32 len)
+{
+	struct fake_call *c;
+
+	if (d->nr_calls >= T_MAX_CALLS)
+		return -ENOSPC;
+	c = &d->calls[d->nr_calls];
+	c->kind = kind;
+	c->offset = offset;
+	c->len = len;
+	c->sum = data ? crc32_le(0, data, len) : 0;
+	if (d->nr_calls++ == d->fail_at)
+		return -EIO;
+	return 0;
+}
+
+static int fake_header(void *priv, u16 major, u16 minor,
+		       const struct gpumig_compat *src)
+{
+	struct fake_dst *d = priv;
+	int ret;
+
+	d->got = *src;
+	ret = gpumig_compat_check(src, &d->self, d->msg, sizeof(d->msg));
+	if (ret) {
+		gpumig_parser_set_error(d->parser, ret, "%s", d->msg);
+		return ret;
+	}
+	return fake_record(d, 'h', major, NULL, minor);
+}
+
+static int fake_vram(void *priv, u64 offset, const void *data, u32 len)
+{
+	return fake_record(priv, data ? 'v' : 'z', offset, data, len);
+}
+
+static int fake_arch(void *priv, const void *data, u32 len)
+{
+	return fake_record(priv, 'a', 0, data, len);
+}
+
+static int fake_work(void *priv, const void *data, u32 len)
+{
+	return fake_record(priv, 'w', 0, data, len);
+}
+
+static int fake_end(void *priv)
+{
+	return fake_record(priv, 'e', 0, NULL, 0);
+}
+
+static const struct gpumig_parser_ops fake_ops = {
+	.header = fake_header,
+	.vram = fake_vram,
+	.arch = fake_arch,
+	.work = fake_work,
+	.end = fake_end,
+};
+
+static const struct gpumig_parser_limits t_limits = {
+	.vram_size = T_VRAM_SIZE,
+	.max_chunk = T_CHUNK,
+	.max_arch = 512,
+	.max_work = 256,
+	.max_skip = 1024,
+};
+
+static void t_compat(struct gpumig_compat *c)
+{
+	memset(c, 0, sizeof(*c));
+	strscpy(c->type_name, "simgpu-test", sizeof(c->type_name));
+	c->vram_size = T_VRAM_SIZE;
+	c->backend = GPUMIG_BACKEND_FAKE;
+	c->nr_queues = 4;
+	c->features = 0x5;
+	c->page_size = 4096;
+	c->arch_version = 1;
+}
+
+struct t_stream {
+	u8 *buf;
+	size_t len;
+	size_t size;
+	struct gpumig_writer w;
+};
+
+static void t_stream_free(void *p)
+{
+	struct t_stream *s = p;
+
+	kfree(s->buf);
+}
+
+static struct t_stream *t_stream_new(struct kunit *test, size_t size)
+{
+	struct t_stream *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	s->buf = kzalloc(size, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, s->buf);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, t_stream_free, s));
+	s->size = size;
+	gpumig_writer_init(&s->w);
+	return s;
+}
+
+static void t_put(struct kunit *test, struct t_stream *s, ssize_t n)
+{
+	KUNIT_ASSERT_GT(test, n, 0);
+	s->len += n;
+}
+
+static u8 t_pattern[T_CHUNK];
+static u8 t_arch[96];
+static u8 t_work[40];
+
+/* Header, a data chunk, a zero chunk, a note, arch, work, end. */
+static struct t_stream *t_reference(struct kunit *test, u32 chunk_len)
+{
+	struct t_stream *s = t_stream_new(test, 4 * T_CHUNK);
+	struct gpumig_compat c;
+	size_t i;
+
+	for (i = 0; i < sizeof(t_pattern); i++)
+		t_pattern[i] = (u8)(i * 7 + 3);
+	for (i = 0; i < sizeof(t_arch); i++)
+		t_arch[i] = (u8)(0xa0 ^ i);
+	for (i = 0; i < sizeof(t_work); i++)
+		t_work[i] = (u8)(0x50 + i);
+
+	t_compat(&c);
+	t_put(test, s, gpumig_emit_header(&s->w, s->buf + s->len, s->size - s->len, &c));
+	t_put(test, s, gpumig_emit_vram(&s->w, s->buf + s->len, s->size - s->len,
+					0x2000, t_pattern, chunk_len));
+	t_put(test, s, gpumig_emit_vram(&s->w, s->buf + s->len, s->size - s->len,
+					0x10000, NULL, T_CHUNK));
+	t_put(test, s, gpumig_emit_blob(&s->w, s->buf + s->len, s->size - s->len,
+					GPUMIG_SEC_NOTE, "hello", 5));
+	t_put(test, s, gpumig_emit_blob(&s->w, s->buf + s->len, s->size - s->len,
+					GPUMIG_SEC_ARCH, t_arch, sizeof(t_arch)));
+	t_put(test, s, gpumig_emit_blob(&s->w, s->buf + s->len, s->size - s->len,
+					GPUMIG_SEC_WORK, t_work, sizeof(t_work)));
+	t_put(test, s, gpumig_emit_end(&s->w, s->buf + s->len, s->size - s->len));
+	return s;
+}
+
+static void t_parser_free(void *p)
+{
+	gpumig_parser_destroy(p);
+}
+
+static struct fake_dst *t_dst(struct kunit *test)
+{
+	struct fake_dst *d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, d);
+	d->parser = kunit_kzalloc(test, sizeof(*d->parser), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, d->parser);
+	t_compat(&d->self);
+	d->fail_at = -1;
+	KUNIT_ASSERT_EQ(test, 0, gpumig_parser_init(d->parser, &t_limits,
+						    &fake_ops, d));
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, t_parser_free,
+							   d->parser));
+	return d;
+}
+
+/* Feed @len bytes in pieces of at most @step; return the final result. */
+static int t_feed(struct fake_dst *d, const u8 *buf, size_t len, size_t step)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		size_t n = min(step, len - off);
+		ssize_t r = gpumig_parser_feed(d->parser, buf + off, n);
+
+		if (r < 0)
+			return r;
+		if (r != n)
+			return -EFAULT;
+		off += n;
+	}
+	return gpumig_parser_finish(d->parser);
+}
+
+static void t_check_reference_calls(struct kunit *test, struct fake_dst *d,
+				    u32 chunk_len)
+{
+	static const char order[] = "hvzawe";
+	int i;
+
+	KUNIT_ASSERT_EQ(test, d->nr_calls, (int)strlen(order));
+	for (i = 0; i < d->nr_calls; i++)
+		KUNIT_EXPECT_EQ(test, d->calls[i].kind, order[i]);
+	KUNIT_EXPECT_EQ(test, d->calls[0].offset, (u64)GPUMIG_STREAM_MAJOR);
+	KUNIT_EXPECT_EQ(test, d->calls[1].offset, 0x2000ULL);
+	KUNIT_EXPECT_EQ(test, d->calls[1].len, chunk_len);
+	KUNIT_EXPECT_EQ(test, d->calls[1].sum, crc32_le(0, t_pattern, chunk_len));
+	KUNIT_EXPECT_EQ(test, d->calls[2].offset, 0x10000ULL);
+	KUNIT_EXPECT_EQ(test, d->calls[2].len, (u32)T_CHUNK);
+	KUNIT_EXPECT_EQ(test, d->calls[3].sum, crc32_le(0, t_arch, sizeof(t_arch)));
+	KUNIT_EXPECT_EQ(test, d->calls[4].sum, crc32_le(0, t_work, sizeof(t_work)));
+	KUNIT_EXPECT_STREQ(test, d->got.type_name, "simgpu-test");
+	KUNIT_EXPECT_EQ(test, d->got.vram_size, (u64)T_VRAM_SIZE);
+	KUNIT_EXPECT_EQ(test, d->got.features, 0x5ULL);
+	KUNIT_EXPECT_EQ(test, d->got.nr_queues, 4U);
+}
+
+static void stream_round_trip(struct kunit *test)
+{
+	struct t_stream *s = t_reference(test, T_CHUNK);
+	struct fake_dst *d = t_dst(test);
+
+	KUNIT_EXPECT_EQ(test, s->len, (size_t)s->w.bytes +
+			sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_end));
+	KUNIT_ASSERT_EQ(test, 0, t_feed(d, s->buf, s->len, s->len));
+	KUNIT_EXPECT_TRUE(test, gpumig_parser_done(d->parser));
+	t_check_reference_calls(test, d, T_CHUNK);
+}
+
+static void stream_section_sizes(struct kunit *test)
+{
+	struct t_stream *s = t_stream_new(test, 2 * T_CHUNK);
+	ssize_t n;
+
+	n = gpumig_emit_vram(&s->w, s->buf, s->size, 0, t_pattern, 100);
+	KUNIT_EXPECT_EQ(test, (size_t)n, gpumig_vram_section_size(100, false));
+	n = gpumig_emit_vram(&s->w, s->buf, s->size, 0, NULL, 100);
+	KUNIT_EXPECT_EQ(test, (size_t)n, gpumig_vram_section_size(100, true));
+	n = gpumig_emit_blob(&s->w, s->buf, s->size, GPUMIG_SEC_ARCH, t_arch, 33);
+	KUNIT_EXPECT_EQ(test, (size_t)n, gpumig_blob_section_size(33));
+	/* Too little room: nothing written, the writer unchanged. */
+	n = gpumig_emit_blob(&s->w, s->buf, 10, GPUMIG_SEC_ARCH, t_arch, 33);
+	KUNIT_EXPECT_EQ(test, n, (ssize_t)-ENOSPC);
+	KUNIT_EXPECT_EQ(test, s->w.seq, 3U);
+	/* Framing types cannot be emitted as blobs. */
+	n = gpumig_emit_blob(&s->w, s->buf, s->size, GPUMIG_SEC_END, t_arch, 4);
+	KUNIT_EXPECT_EQ(test, n, (ssize_t)-EINVAL);
+}
+
+/* Two pieces, split at every position, and byte by byte. */
+static void stream_every_split(struct kunit *test)
+{
+	struct t_stream *s = t_reference(test, 64);
+	size_t split;
+
+	for (split = 0; split <= s->len; split++) {
+		struct fake_dst *d = t_dst(test);
+		ssize_t r1, r2;
+
+		r1 = gpumig_parser_feed(d->parser, s->buf, split);
+		r2 = gpumig_parser_feed(d->parser, s->buf + split, s->len - split);
+		KUNIT_ASSERT_EQ_MSG(test, r1, (ssize_t)split, "split %zu", split);
+		KUNIT_ASSERT_EQ_MSG(test, r2, (ssize_t)(s->len - split), "split %zu", split);
+		KUNIT_ASSERT_EQ(test, 0, gpumig_parser_finish(d->parser));
+		t_check_reference_calls(test, d, 64);
+		kunit_release_action(test, t_parser_free, d->parser);
+	}
+	{
+		struct fake_dst *d = t_dst(test);
+
+		KUNIT_ASSERT_EQ(test, 0, t_feed(d, s->buf, s->len, 1));
+		t_check_reference_calls(test, d, 64);
+	}
+}
+
+/* Flipping any bits of any single byte must be detected. */
+static void stream_every_corruption(struct kunit *test)
+{
+	static const u8 flips[] = { 0x01, 0x80, 0xff, 0x5a };
+	struct t_stream *s = t_reference(test, 64);
+	size_t off;
+	int f;
+
+	for (off = 0; off < s->len; off++) {
+		for (f = 0; f < ARRAY_SIZE(flips); f++) {
+			struct fake_dst *d = t_dst(test);
+			int ret;
+
+			s->buf[off] ^= flips[f];
+			ret = t_feed(d, s->buf, s->len, 37);
+			s->buf[off] ^= flips[f];
+			KUNIT_ASSERT_LT_MSG(test, ret, 0,
+					    "corruption 0x%02x at %zu accepted",
+					    flips[f], off);
+			KUNIT_EXPECT_NE(test, d->parser->msg[0], '\0');
+			/* Nothing after the damaged section reached the device. */
+			KUNIT_EXPECT_FALSE(test, gpumig_parser_done(d->parser));
+			kunit_release_action(test, t_parser_free, d->parser);
+		}
+	}
+}
+
+static void stream_every_truncation(struct kunit *test)
+{
+	struct t_stream *s = t_reference(test, 64);
+	size_t cut;
+
+	for (cut = 0; cut < s->len; cut++) {
+		struct fake_dst *d = t_dst(test);
+		int ret = t_feed(d, s->buf, cut, 29);
+
+		KUNIT_ASSERT_EQ_MSG(test, ret, -ENODATA, "truncated at %zu", cut);
+		KUNIT_EXPECT_NOT_NULL(test, strstr(d->parser->msg,
+						   cut ? "truncated" : "empty"));
+		KUNIT_EXPECT_NE(test, d->nr_calls ? d->calls[d->nr_calls - 1].kind : 0,
+				'e');
+		kunit_release_action(test, t_parser_free, d->parser);
+	}
+}
+
+static void stream_data_after_end(struct kunit *test)
+{
+	struct t_stream *s = t_reference(test, 64);
+	struct fake_dst *d = t_dst(test);
+
+	KUNIT_ASSERT_EQ(test, 0, t_feed(d, s->buf, s->len, s->len));
+	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, s->buf, 1),
+			(ssize_t)-EINVAL);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(d->parser->msg, "after the end"));
+	/* Sticky: finishing now reports the same error. */
+	KUNIT_EXPECT_EQ(test, gpumig_parser_finish(d->parser), -EINVAL);
+}
+
+static void stream_callback_error_sticks(struct kunit *test)
+{
+	struct t_stream *s = t_reference(test, 64);
+	struct fake_dst *d = t_dst(test);
+
+	d->fail_at = 1;		/* the first VRAM chunk */
+	KUNIT_EXPECT_EQ(test, t_feed(d, s->buf, s->len, 11), -EIO);
+	KUNIT_EXPECT_EQ(test, d->nr_calls, 2);
+	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, s->buf, 1),
+			(ssize_t)-EIO);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(d->parser->msg, "0x2000"));
+}
+
+/* ---- hostile, well-checksummed sections --------------------------- */
+
+/* Frame an arbitrary section with correct checksums. */
+static size_t t_raw_section(u8 *out, u16 type, u32 seq, const void *payload,
+			    u32 len, u32 claimed_len)
+{
+	struct gpumig_sec_hdr h = {
+		.magic = cpu_to_le32(GPUMIG_SEC_MAGIC),
+		.type = cpu_to_le16(type),
+		.seq = cpu_to_le32(seq),
+		.len = cpu_to_le32(claimed_len),
+		.payload_crc = cpu_to_le32(crc32_le(~0U, payload, len)),
+	};
+
+	h.hdr_crc = cpu_to_le32(crc32_le(~0U, &h, offsetof(struct gpumig_sec_hdr,
+							   hdr_crc)));
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), payload, len);
+	return sizeof(h) + len;
+}
+
+struct hostile_case {
+	const char *name;
+	int err;
+	const char *msg;	/* substring of the parser's message */
+};
+
+enum hostile_kind {
+	H_HUGE_LEN, H_HUGE_ARCH, H_VRAM_OUTSIDE, H_VRAM_WRAP, H_VRAM_LEN_MISMATCH,
+	H_VRAM_ZERO_WITH_DATA, H_VRAM_SHORT, H_UNKNOWN_MANDATORY, H_NO_HEADER,
+	H_TWO_HEADERS, H_SEQ_GAP, H_REORDERED, H_MAJOR, H_FLAGS, H_END_COUNT,
+	H_VRAM_FLAGS, H_OPTIONAL_TOO_BIG, H_COUNT
+};
+
+static const struct hostile_case hostile_cases[H_COUNT] = {
+	[H_HUGE_LEN] = { "VRAM length 4 GiB", -EMSGSIZE, "exceeds" },
+	[H_HUGE_ARCH] = { "arch state too large", -EMSGSIZE, "architectural state section" },
+	[H_VRAM_OUTSIDE] = { "VRAM chunk past the end", -ERANGE, "outside" },
+	[H_VRAM_WRAP] = { "VRAM offset wraps", -ERANGE, "outside" },
+	[H_VRAM_LEN_MISMATCH] = { "VRAM inner length lies", -EINVAL, "does not match" },
+	[H_VRAM_ZERO_WITH_DATA] = { "zero chunk carrying data", -EINVAL, "does not match" },
+	[H_VRAM_SHORT] = { "VRAM section shorter than its header", -EINVAL, "shorter" },
+	[H_UNKNOWN_MANDATORY] = { "unknown mandatory section", -EPROTONOSUPPORT,
+				  "unknown mandatory" },
+	[H_NO_HEADER] = { "stream without header", -EINVAL, "does not start" },
+	[H_TWO_HEADERS] = { "second header", -EINVAL, "second header" },
+	[H_SEQ_GAP] = { "missing section", -EINVAL, "out of order" },
+	[H_REORDERED] = { "reordered sections", -EINVAL, "out of order" },
+	[H_MAJOR] = { "stream major version 2", -EPROTONOSUPPORT, "version 2.0" },
+	[H_FLAGS] = { "unknown section flags", -EINVAL, "flags" },
+	[H_END_COUNT] = { "end section lies about the count", -EINVAL, "end section counts" },
+	[H_VRAM_FLAGS] = { "unknown chunk flags", -EINVAL, "unknown flags" },
+	[H_OPTIONAL_TOO_BIG] = { "optional section over the skip limit", -EMSGSIZE, "exceeds" },
+};
+
+static void hostile_desc(const struct hostile_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(hostile, hostile_cases, hostile_desc);
+
+static size_t t_valid_header(u8 *out, u16 major)
+{
+	struct gpumig_wire_header h = {
+		.major = cpu_to_le16(major),
+	};
+	struct gpumig_compat c;
+
+	t_compat(&c);
+	strscpy(h.compat.type_name, c.type_name, sizeof(h.compat.type_name));
+	h.compat.vram_size = cpu_to_le64(c.vram_size);
+	h.compat.backend = cpu_to_le32(c.backend);
+	h.compat.nr_queues = cpu_to_le32(c.nr_queues);
+	h.compat.features = cpu_to_le64(c.features);
+	h.compat.page_size = cpu_to_le32(c.page_size);
+	h.compat.arch_version = cpu_to_le32(c.arch_version);
+	return t_raw_section(out, GPUMIG_SEC_HEADER, 0, &h, sizeof(h), sizeof(h));
+}
+
+static size_t t_vram_raw(u8 *out, u32 seq, u64 offset, u32 flags, u32 inner_len,
+			 u32 data_len)
+{
+	struct gpumig_wire_vram v = {
+		.offset = cpu_to_le64(offset),
+		.flags = cpu_to_le32(flags),
+		.len = cpu_to_le32(inner_len),
+	};
+	u8 *payload = kzalloc(sizeof(v) + data_len, GFP_KERNEL);
+	size_t n;
+
+	if (!payload)
+		return 0;
+	memcpy(payload, &v, sizeof(v));
+	n = t_raw_section(out, GPUMIG_SEC_VRAM, seq, payload, sizeof(v) + data_len,
+			  sizeof(v) + data_len);
+	kfree(payload);
+	return n;
+}
+
+static void stream_hostile(struct kunit *test)
+{
+	const struct hostile_case *c = test->param_value;
+	enum hostile_kind k = c - hostile_cases;
+	struct fake_dst *d = t_dst(test);
+	u8 *buf = kunit_kzalloc(test, 4 * T_CHUNK, GFP_KERNEL);
+	size_t n = 0;
+	int ret;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	if (k != H_NO_HEADER && k != H_MAJOR)
+		n += t_valid_header(buf, GPUMIG_STREAM_MAJOR);
+
+	switch (k) {
+	case H_HUGE_LEN:
+		n += t_raw_section(buf + n, GPUMIG_SEC_VRAM, 1, t_pattern, 16, U32_MAX);
+		break;
+	case H_HUGE_ARCH:
+		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 1, t_pattern, 513, 513);
+		break;
+	case H_VRAM_OUTSIDE:
+		n += t_vram_raw(buf + n, 1, T_VRAM_SIZE - 8, 0, 16, 16);
+		break;
+	case H_VRAM_WRAP:
+		n += t_vram_raw(buf + n, 1, U64_MAX - 7, 0, 16, 16);
+		break;
+	case H_VRAM_LEN_MISMATCH:
+		n += t_vram_raw(buf + n, 1, 0, 0, 2048, 16);
+		break;
+	case H_VRAM_ZERO_WITH_DATA:
+		n += t_vram_raw(buf + n, 1, 0, GPUMIG_VRAM_ZERO, 16, 16);
+		break;
+	case H_VRAM_SHORT:
+		n += t_raw_section(buf + n, GPUMIG_SEC_VRAM, 1, t_pattern, 8, 8);
+		break;
+	case H_UNKNOWN_MANDATORY:
+		n += t_raw_section(buf + n, 0x0042, 1, t_pattern, 8, 8);
+		break;
+	case H_NO_HEADER:
+		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 0, t_arch, 8, 8);
+		break;
+	case H_TWO_HEADERS:
+		n += t_valid_header(buf + n, GPUMIG_STREAM_MAJOR);
+		break;
+	case H_SEQ_GAP:
+		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 2, t_arch, 8, 8);
+		break;
+	case H_REORDERED:
+		n += t_raw_section(buf + n, GPUMIG_SEC_WORK, 2, t_work, 8, 8);
+		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 1, t_arch, 8, 8);
+		break;
+	case H_MAJOR:
+		n += t_valid_header(buf, 2);
+		break;
+	case H_FLAGS: {
+		struct gpumig_sec_hdr *h = (void *)(buf + n);
+
+		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 1, t_arch, 8, 8);
+		h->flags = cpu_to_le16(4);
+		h->hdr_crc = cpu_to_le32(crc32_le(~0U, h, offsetof(struct gpumig_sec_hdr,
+								   hdr_crc)));
+		break;
+	}
+	case H_END_COUNT: {
+		struct gpumig_wire_end e = { .nr_sections = cpu_to_le32(7) };
+
+		n += t_raw_section(buf + n, GPUMIG_SEC_END, 1, &e, sizeof(e), sizeof(e));
+		break;
+	}
+	case H_VRAM_FLAGS:
+		n += t_vram_raw(buf + n, 1, 0, 0x10, 16, 16);
+		break;
+	case H_OPTIONAL_TOO_BIG:
+		n += t_raw_section(buf + n, GPUMIG_SEC_NOTE, 1, t_pattern, 1025, 1025);
+		break;
+	default:
+		KUNIT_FAIL(test, "no case %d", k);
+		return;
+	}
+	KUNIT_ASSERT_GT(test, n, 0);
+	ret = t_feed(d, buf, n, 13);
+	KUNIT_EXPECT_EQ_MSG(test, ret, c->err, "message: %s", d->parser->msg);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(d->parser->msg, c->msg),
+				  "message: %s", d->parser->msg);
+	/* No hostile section may reach the device. */
+	KUNIT_EXPECT_LE(test, d->nr_calls, 1);
+}
+
+/* A length over the limit is refused from the header alone. */
+static void stream_length_checked_before_payload(struct kunit *test)
+{
+	struct fake_dst *d = t_dst(test);
+	u8 buf[256];
+	size_t n = t_valid_header(buf, GPUMIG_STREAM_MAJOR);
+
+	n += t_raw_section(buf + n, GPUMIG_SEC_WORK, 1, t_work, 0, 257);
+	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, buf, n), (ssize_t)-EMSGSIZE);
+}
+
+static void stream_optional_skipped(struct kunit *test)
+{
+	struct fake_dst *d = t_dst(test);
+	struct gpumig_writer w;
+	struct gpumig_compat c;
+	u8 *buf = kunit_kzalloc(test, 4 * T_CHUNK, GFP_KERNEL);
+	size_t n = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	t_compat(&c);
+	gpumig_writer_init(&w);
+	n += gpumig_emit_header(&w, buf, 4 * T_CHUNK, &c);
+	/* An optional type this reader has never heard of. */
+	n += gpumig_emit_blob(&w, buf + n, 4 * T_CHUNK - n, 0x8123, t_pattern, 1000);
+	n += gpumig_emit_end(&w, buf + n, 4 * T_CHUNK - n);
+	KUNIT_ASSERT_EQ(test, 0, t_feed(d, buf, n, 100));
+	KUNIT_EXPECT_EQ(test, d->nr_calls, 2);
+	KUNIT_EXPECT_EQ(test, d->calls[1].kind, 'e');
+}
+
+/* ---- compatibility ---------------------------------------------------- */
+
+enum compat_mutation {
+	M_NONE, M_TYPE, M_VRAM, M_BACKEND, M_QUEUES_MORE, M_QUEUES_FEWER,
+	M_FEAT_EXTRA, M_FEAT_SUBSET, M_PAGE, M_ARCH_NEWER, M_ARCH_OLDER,
+};
+
+struct compat_case {
+	const char *name;
+	enum compat_mutation m;
+	int err;
+	const char *msg;
+};
+
+static const struct compat_case compat_cases[] = {
+	{ "identical", M_NONE, 0, "" },
+	{ "type differs", M_TYPE, -EOPNOTSUPP,
+	  "type mismatch: source simgpu-1G, destination simgpu-test" },
+	{ "VRAM differs", M_VRAM, -EOPNOTSUPP, "VRAM size mismatch" },
+	{ "other family", M_BACKEND, -EOPNOTSUPP, "device family" },
+	{ "source has more queues", M_QUEUES_MORE, -EOPNOTSUPP, "queue count: source has 8" },
+	{ "source has fewer queues", M_QUEUES_FEWER, 0, "" },
+	{ "source has extra feature", M_FEAT_EXTRA, -EOPNOTSUPP, "features 0x100" },
+	{ "source features a subset", M_FEAT_SUBSET, 0, "" },
+	{ "page size differs", M_PAGE, -EOPNOTSUPP, "page size" },
+	{ "newer state layout", M_ARCH_NEWER, -EOPNOTSUPP, "state layout version 2" },
+	{ "older state layout", M_ARCH_OLDER, 0, "" },
+};
+
+static void compat_mutate(struct gpumig_compat *c, enum compat_mutation m)
+{
+	switch (m) {
+	case M_NONE:
+		break;
+	case M_TYPE:
+		strscpy(c->type_name, "simgpu-1G", sizeof(c->type_name));
+		break;
+	case M_VRAM:
+		c->vram_size *= 2;
+		break;
+	case M_BACKEND:
+		c->backend = GPUMIG_BACKEND_PCI;
+		break;
+	case M_QUEUES_MORE:
+		c->nr_queues = 8;
+		break;
+	case M_QUEUES_FEWER:
+		c->nr_queues = 2;
+		break;
+	case M_FEAT_EXTRA:
+		c->features |= 0x100;
+		break;
+	case M_FEAT_SUBSET:
+		c->features = 0x1;
+		break;
+	case M_PAGE:
+		c->page_size = 65536;
+		break;
+	case M_ARCH_NEWER:
+		c->arch_version = 2;
+		break;
+	case M_ARCH_OLDER:
+		c->arch_version = 0;
+		break;
+	}
+}
+
+static void compat_desc(const struct compat_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(compat, compat_cases, compat_desc);
+
+static void stream_compat(struct kunit *test)
+{
+	const struct compat_case *cc = test->param_value;
+	struct gpumig_compat src, dst;
+	char msg[GPUMIG_PARSER_MSG_LEN] = "";
+
+	t_compat(&src);
+	t_compat(&dst);
+	compat_mutate(&src, cc->m);
+	KUNIT_EXPECT_EQ(test, gpumig_compat_check(&src, &dst, msg, sizeof(msg)), cc->err);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(msg, cc->msg), "message: %s", msg);
+}
+
+/* The destination refuses at the header, before any device data. */
+static void stream_incompatible_refused_at_header(struct kunit *test)
+{
+	struct t_stream *s = t_reference(test, 64);
+	struct fake_dst *d = t_dst(test);
+	size_t hdr_len = sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_header);
+
+	d->self.nr_queues = 2;
+	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, s->buf, hdr_len),
+			(ssize_t)-EOPNOTSUPP);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(d->parser->msg, "queue count"));
+	KUNIT_EXPECT_EQ(test, d->nr_calls, 0);
+}
+
+static void stream_compat_format(struct kunit *test)
+{
+	struct gpumig_compat c;
+	char buf[256];
+
+	t_compat(&c);
+	gpumig_compat_format(&c, buf, sizeof(buf));
+	KUNIT_EXPECT_STREQ(test, buf,
+			   "stream=1.0 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1\n");
+}
+
+static void stream_init_limits(struct kunit *test)
+{
+	struct gpumig_parser p;
+	struct gpumig_parser_limits lim = t_limits;
+
+	lim.max_chunk = 0;
+	KUNIT_EXPECT_EQ(test, gpumig_parser_init(&p, &lim, &fake_ops, NULL), -EINVAL);
+	lim.max_chunk = GPUMIG_SEC_MAX_PAYLOAD + 1;
+	KUNIT_EXPECT_EQ(test, gpumig_parser_init(&p, &lim, &fake_ops, NULL), -EINVAL);
+	lim = t_limits;
+	KUNIT_ASSERT_EQ(test, gpumig_parser_init(&p, &lim, &fake_ops, NULL), 0);
+	/* One buffer, sized by the largest section the limits allow. */
+	KUNIT_EXPECT_EQ(test, p.buf_size,
+			(u32)(sizeof(struct gpumig_wire_vram) + T_CHUNK));
+	gpumig_parser_destroy(&p);
+}
+
+static struct kunit_case stream_cases[] = {
+	KUNIT_CASE(stream_round_trip),
+	KUNIT_CASE(stream_section_sizes),
+	KUNIT_CASE(stream_every_split),
+	KUNIT_CASE_SLOW(stream_every_corruption),
+	KUNIT_CASE(stream_every_truncation),
+	KUNIT_CASE(stream_data_after_end),
+	KUNIT_CASE(stream_callback_error_sticks),
+	KUNIT_CASE_PARAM(stream_hostile, hostile_gen_params),
+	KUNIT_CASE(stream_length_checked_before_payload),
+	KUNIT_CASE(stream_optional_skipped),
+	KUNIT_CASE_PARAM(stream_compat, compat_gen_params),
+	KUNIT_CASE(stream_incompatible_refused_at_header),
+	KUNIT_CASE(stream_compat_format),
+	KUNIT_CASE(stream_init_limits),
+	{}
+};
+
+static struct kunit_suite stream_suite = {
+	.name = "gpumig_stream",
+	.test_cases = stream_cases,
+};
+
+kunit_test_suites(&stream_suite);

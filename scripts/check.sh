@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# gpumig's test command (`make check`): everything, from a fresh machine.
+#
+#   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N]
+#
+# Steps: deps kernels static dkms debug-vm distro-vm fuzz.  Each result is a
+# line in build/results/checks.tsv or a KTAP file under build/results; the
+# summary at the end prints "N passed, N failed" and the exit status says
+# whether everything passed.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+only="" fuzz_seconds=${FUZZ_SECONDS:-60}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--only) only=$2; shift 2 ;;
+	--fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
+	*) die "usage: check.sh [--only STEP,...] [--fuzz-seconds N]" ;;
+	esac
+done
+
+BUILD=$GPUMIG_TOP/build
+RES=$BUILD/results
+rm -rf "$RES"
+mkdir -p "$RES"
+CHECKS=$RES/checks.tsv
+: >"$CHECKS"
+
+want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+
+# record NAME STATUS SECONDS [DETAIL]
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$CHECKS"; }
+
+# run_check NAME CMD...: run CMD, log to RES/NAME.log, record the result.
+run_check() {
+	local name=$1 t0 rc logf
+	shift
+	logf=$RES/$(echo "$name" | tr -c 'A-Za-z0-9.-' '_').log
+	t0=$(date +%s)
+	log "check: $name"
+	"$@" >"$logf" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		record "$name" pass $(($(date +%s) - t0))
+	else
+		record "$name" FAIL $(($(date +%s) - t0)) "see ${logf#"$GPUMIG_TOP"/}"
+		tail -n 30 "$logf" >&2
+	fi
+	return $rc
+}
+
+SRC_FILES="Kbuild Makefile dkms.conf include drivers kunit"
+
+# A private copy of the sources per kernel, so builds never mix objects.
+stage() {
+	local dir=$BUILD/$1
+	mkdir -p "$dir"
+	(cd "$GPUMIG_TOP" && rsync -a --delete-excluded --exclude='*.o' \
+		--exclude='*.ko' --exclude='*.cmd' $SRC_FILES "$dir"/)
+	echo "$dir"
+}
+
+# build_clean NAME KDIR [MAKE ARGS]: build with W=1 and sparse; any
+# compiler or sparse diagnostic fails.
+build_clean() {
+	local name=$1 kdir=$2 dir out
+	shift 2
+	dir=$(stage "$name")
+	make -s -C "$dir" clean KDIR="$kdir" >/dev/null 2>&1
+	rm -f "$dir"/*.ko
+	out=$(make -C "$kdir" M="$dir" W=1 "$@" modules 2>&1)
+	local rc=$?
+	echo "$out"
+	[ $rc -eq 0 ] || return $rc
+	# modpost cannot resolve symbols in a tree that was only prepared.
+	if echo "$out" | grep -E 'warning|error' |
+		grep -vE 'modpost: .*(undefined|Module.symvers)|is missing' ; then
+		echo "build_clean: diagnostics above" >&2
+		return 1
+	fi
+}
+
+checkpatch() {
+	local cp=$1/scripts/checkpatch.pl files
+	files=$(cd "$GPUMIG_TOP" && git ls-files '*.c' '*.h' 2>/dev/null ||
+		find include drivers kunit tools -name '*.[ch]')
+	(cd "$GPUMIG_TOP" && perl "$cp" --strict --no-tree --terse --show-types \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -f $files) || return 1
+}
+
+# Kernel log and kmemleak of a VM run: any splat fails it.
+log_clean() {
+	local dir=$1 pat
+	pat='BUG:|WARNING:|KASAN|UBSAN|Oops|general protection|Kernel panic|'
+	pat+='possible (recursive|circular) locking|inconsistent lock state|'
+	pat+='suspicious RCU|lock held when returning|INFO: task .* blocked|'
+	pat+='kmemleak: .* new suspected memory leaks|refcount_t:'
+	[ -s "$dir/dmesg.txt" ] || { echo "no kernel log came back"; return 1; }
+	if grep -E "$pat" "$dir/dmesg.txt"; then
+		return 1
+	fi
+	if [ -s "$dir/kmemleak.txt" ]; then
+		cat "$dir/kmemleak.txt"
+		return 1
+	fi
+	return 0
+}
+
+timed() {
+	local name=$1 t0
+	shift
+	t0=$(date +%s)
+	"$@"
+	local rc=$?
+	log "$name took $(($(date +%s) - t0)) s"
+	return $rc
+}
+
+T_START=$(date +%s)
+
+if want deps; then
+	run_check "install dependencies" "$GPUMIG_TOP/scripts/install-deps.sh"
+fi
+
+DEBUG_KDIR="" NEWEST_KDIR=""
+if want kernels || want static || want debug-vm; then
+	t0=$(date +%s)
+	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
+		record "debug kernel 6.12 (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
+	else
+		record "debug kernel 6.12 (KASAN, lockdep, kmemleak, KUnit) ready" FAIL $(($(date +%s) - t0)) "see build/results/kernel-debug.log"
+		DEBUG_KDIR=""
+	fi
+fi
+if want kernels || want static; then
+	t0=$(date +%s)
+	if NEWEST_KDIR=$(newest_kdir 2>"$RES/kernel-newest.log"); then
+		record "newest kernel 7.3 tree prepared" pass $(($(date +%s) - t0))
+	else
+		record "newest kernel 7.3 tree prepared" FAIL $(($(date +%s) - t0)) "see build/results/kernel-newest.log"
+		NEWEST_KDIR=""
+	fi
+fi
+
+if want static; then
+	if [ -n "$DEBUG_KDIR" ]; then
+		run_check "checkpatch --strict" checkpatch "$DEBUG_KDIR"
+		run_check "build W=1 + sparse C=2: debug 6.12" build_clean debug "$DEBUG_KDIR" C=2
+	fi
+	run_check "build W=1 + sparse C=2: Debian $KVER_DISTRO" build_clean distro "$DISTRO_KDIR" C=2
+	if [ -n "$NEWEST_KDIR" ]; then
+		run_check "build W=1: linux 7.3 (compile only)" build_clean newest "$NEWEST_KDIR" KBUILD_MODPOST_WARN=1
+	fi
+fi
+
+if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
+	[ -f "$BUILD/debug/gpumig.ko" ] || build_clean debug "$DEBUG_KDIR" >/dev/null 2>&1
+	run_check "debug VM: boot, load, run KUnit and VM suites" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/debug" -- \
+		"$GPUMIG_TOP/scripts/guest/run.sh" debug "$RES/debug" "$BUILD/debug"
+	run_check "debug VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
+		log_clean "$RES/debug"
+fi
+
+if want dkms; then
+	run_check "DKMS build and install for $KVER_DISTRO" \
+		"$GPUMIG_TOP/scripts/dkms.sh" install "$KVER_DISTRO"
+fi
+
+if want distro-vm; then
+	run_check "distro VM: boot $KVER_DISTRO, load the DKMS modules" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" -- \
+		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro"
+	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
+fi
+
+if want fuzz; then
+	run_check "fuzz: build the stream fuzzer (clang, libFuzzer, ASan, UBSan)" \
+		make -C "$GPUMIG_TOP/tools/fuzz" O="$BUILD/fuzz-bin" all
+	run_check "fuzz: stream parser, $fuzz_seconds s" \
+		"$GPUMIG_TOP/scripts/fuzz.sh" "$BUILD/fuzz-bin" "$fuzz_seconds"
+fi
+
+log "all steps took $(($(date +%s) - T_START)) s"
+python3 "$GPUMIG_TOP/scripts/summary.py" "$RES"

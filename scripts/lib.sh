@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common settings for gpumig's scripts.  Sourced, not run.
+
+GPUMIG_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Kernel trees are cached outside the repository so that later runs on the
+# same machine reuse them; keyed by kernel version and config hash.
+GPUMIG_CACHE=${GPUMIG_CACHE:-/var/cache/gpumig}
+KVER_DISTRO=${KVER_DISTRO:-6.12.117+deb12-amd64}
+DISTRO_KDIR=/lib/modules/$KVER_DISTRO/build
+DISTRO_VMLINUZ=/boot/vmlinuz-$KVER_DISTRO
+JOBS=${JOBS:-$(nproc)}
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# kernel_tree SERIES FRAGMENT MODE: print the path of a configured tree of
+# linux-source-SERIES built with FRAGMENT.  MODE is "full" (bzImage and
+# modules, for booting) or "prepare" (modules_prepare only, compile checks).
+kernel_tree() {
+	local series=$1 frag=$2 mode=$3 tarball key dir
+	tarball=$(ls /usr/src/linux-source-"$series".tar.* 2>/dev/null | head -n 1)
+	[ -n "$tarball" ] || die "linux-source-$series not installed (run scripts/install-deps.sh)"
+	key=$( { echo "$mode"; basename "$tarball"; stat -c %s "$tarball"; cat "$frag"; gcc --version | head -n 1; } |
+		sha256sum | cut -c1-12)
+	dir=$GPUMIG_CACHE/linux-$series-$mode-$key
+	if [ -f "$dir/.gpumig-done" ]; then
+		echo "$dir/src"
+		return 0
+	fi
+	log "building kernel tree $dir ($mode); this is cached for later runs"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	tar -C "$dir" -xf "$tarball"
+	mv "$dir"/linux-source-"$series" "$dir/src"
+	(
+		cd "$dir/src"
+		make -s allnoconfig >/dev/null
+		cat "$frag" >> .config
+		make -s olddefconfig >/dev/null
+		if [ "$mode" = full ]; then
+			make -s -j"$JOBS" bzImage modules >"$dir/build.log" 2>&1 ||
+				{ tail -n 40 "$dir/build.log" >&2; exit 1; }
+		else
+			make -s -j"$JOBS" modules_prepare >"$dir/build.log" 2>&1 ||
+				{ tail -n 40 "$dir/build.log" >&2; exit 1; }
+		fi
+	) || die "kernel build failed in $dir"
+	touch "$dir/.gpumig-done"
+	echo "$dir/src"
+}
+
+debug_kdir() { kernel_tree 6.12 "$GPUMIG_TOP/scripts/kconfig/debug.config" full; }
+newest_kdir() { kernel_tree 7.3 "$GPUMIG_TOP/scripts/kconfig/debug.config" prepare; }

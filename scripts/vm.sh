@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot KERNEL (a bzImage, or a built kernel tree) with virtme-ng under
+# emulation, run a command inside, and bring back what it wrote to OUT.
+#
+#   scripts/vm.sh KERNEL OUT [--append ARGS] [--qemu-opts OPTS] -- CMD...
+#
+# The guest sees the host's root filesystem read-only and OUT writable.
+# The kernel log of the whole boot is saved as OUT/dmesg.txt by the guest
+# scripts; OUT/console.log keeps what vng printed.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+kernel=$1 out=$2
+shift 2
+append="" qopts=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--append) append=$2; shift 2 ;;
+	--qemu-opts) qopts=$2; shift 2 ;;
+	--) shift; break ;;
+	*) die "vm.sh: unknown option $1" ;;
+	esac
+done
+mkdir -p "$out"
+cmd=$(printf '%q ' "$@")
+
+args=(-r "$kernel" --disable-microvm --memory "${VM_MEMORY:-2G}" --cpus 2
+      --rwdir "$out" --rwdir /tmp)
+[ -n "$append" ] && args+=(--append "$append")
+[ -n "$qopts" ] && args+=(--qemu-opts="$qopts")
+
+log "vm: booting $(basename "$kernel") for: $*"
+set +e
+timeout "${VM_TIMEOUT:-1500}" vng "${args[@]}" --exec "$cmd" \
+	>"$out/console.log" 2>&1 </dev/null
+rc=$?
+set -e
+[ $rc -eq 124 ] && log "vm: timed out after ${VM_TIMEOUT:-1500} s"
+exit $rc

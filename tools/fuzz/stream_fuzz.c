@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer target for the migration stream parser (drivers/gpumig/stream.c,
+ * built unchanged through include/kshim.h).
+ *
+ * Input: two bytes that seed how the rest is split into write()s, then the
+ * stream.  Every input is parsed twice, in one piece and in random pieces,
+ * into a destination whose VRAM and state buffers are exactly as large as
+ * the limits it declared (so AddressSanitizer sees any write the parser let
+ * past a bound), and the two runs must agree on every callback and on the
+ * result: the parser must not depend on how data is split.
+ *
+ * Random bytes almost never carry valid CRCs, so when bit 7 of the second
+ * seed byte is set the target first repairs every checksum in the input:
+ * that lets the fuzzer reach the checks behind them (lengths, bounds,
+ * ordering, the callbacks) with hostile but well-framed sections.
+ */
+#include <kshim.h>
+
+#include "fuzz_common.h"
+
+struct fz_dst {
+	struct gpumig_parser p;
+	u8 *vram;
+	u8 arch[FZ_ARCH];
+	u8 work[FZ_WORK];
+	u32 digest;
+	unsigned int calls;
+	bool ended;
+};
+
+static u32 fz_mix(u32 d, u64 v)
+{
+	return crc32_le(d, &v, sizeof(v));
+}
+
+static int fz_header(void *priv, u16 major, u16 minor, const struct gpumig_compat *src)
+{
+	struct fz_dst *d = priv;
+	struct gpumig_compat self;
+	char msg[GPUMIG_PARSER_MSG_LEN];
+	int ret;
+
+	fz_compat(&self);
+	ret = gpumig_compat_check(src, &self, msg, sizeof(msg));
+	d->digest = fz_mix(d->digest, major << 16 | minor);
+	d->calls++;
+	return ret;
+}
+
+static int fz_vram(void *priv, u64 offset, const void *data, u32 len)
+{
+	struct fz_dst *d = priv;
+
+	if (offset + len > FZ_VRAM_SIZE || len > FZ_CHUNK)
+		abort();	/* the parser let a bad chunk through */
+	if (data)
+		memcpy(d->vram + offset, data, len);
+	else
+		memset(d->vram + offset, 0, len);
+	d->digest = fz_mix(fz_mix(d->digest, offset), len);
+	if (data)
+		d->digest = crc32_le(d->digest, data, len);
+	d->calls++;
+	return 0;
+}
+
+static int fz_blob(struct fz_dst *d, u8 *dst, size_t room, const void *data, u32 len)
+{
+	if (len > room)
+		abort();
+	memcpy(dst, data, len);
+	d->digest = crc32_le(fz_mix(d->digest, len), data, len);
+	d->calls++;
+	return 0;
+}
+
+static int fz_arch(void *priv, const void *data, u32 len)
+{
+	struct fz_dst *d = priv;
+
+	return fz_blob(d, d->arch, sizeof(d->arch), data, len);
+}
+
+static int fz_work(void *priv, const void *data, u32 len)
+{
+	struct fz_dst *d = priv;
+
+	return fz_blob(d, d->work, sizeof(d->work), data, len);
+}
+
+static int fz_end(void *priv)
+{
+	struct fz_dst *d = priv;
+
+	if (d->ended)
+		abort();
+	d->ended = true;
+	d->calls++;
+	return 0;
+}
+
+static const struct gpumig_parser_ops fz_ops = {
+	.header = fz_header, .vram = fz_vram, .arch = fz_arch,
+	.work = fz_work, .end = fz_end,
+};
+
+struct fz_result {
+	int ret;
+	u32 digest;
+	unsigned int calls;
+	char msg[GPUMIG_PARSER_MSG_LEN];
+};
+
+static void fz_run(const u8 *data, size_t size, u32 seed, struct fz_result *r)
+{
+	struct fz_dst d = { 0 };
+	size_t off = 0;
+	int ret = 0;
+
+	d.vram = malloc(FZ_VRAM_SIZE);
+	if (!d.vram || gpumig_parser_init(&d.p, &fz_limits, &fz_ops, &d))
+		abort();
+	while (off < size) {
+		size_t n = size - off;
+		ssize_t got;
+
+		if (seed) {
+			seed ^= seed << 13;
+			seed ^= seed >> 17;
+			seed ^= seed << 5;
+			n = min(n, (size_t)(seed % 97) + 1);
+		}
+		got = gpumig_parser_feed(&d.p, data + off, n);
+		if (got < 0) {
+			ret = got;
+			break;
+		}
+		if ((size_t)got != n)
+			abort();
+		off += n;
+	}
+	if (!ret)
+		ret = gpumig_parser_finish(&d.p);
+	if (!ret && !d.ended)
+		abort();	/* success without an end section */
+	if (ret && !d.p.msg[0])
+		abort();	/* every failure explains itself */
+	r->ret = ret;
+	r->digest = d.digest;
+	r->calls = d.calls;
+	memcpy(r->msg, d.p.msg, sizeof(r->msg));
+	gpumig_parser_destroy(&d.p);
+	free(d.vram);
+}
+
+/* Recompute every section's CRCs, and the end section's stream CRC. */
+static void fz_repair(u8 *buf, size_t size)
+{
+	struct gpumig_sec_hdr h;
+	size_t off = 0;
+	u32 stream = ~0U;
+
+	while (off + sizeof(h) <= size) {
+		size_t avail = size - off - sizeof(h);
+		u8 *payload = buf + off + sizeof(h);
+		u32 len;
+
+		memcpy(&h, buf + off, sizeof(h));
+		len = le32_to_cpu(h.len);
+		if (le16_to_cpu(h.type) == GPUMIG_SEC_END &&
+		    avail >= sizeof(struct gpumig_wire_end)) {
+			struct gpumig_wire_end e;
+
+			memcpy(&e, payload, sizeof(e));
+			e.stream_crc = cpu_to_le32(stream);
+			memcpy(payload, &e, sizeof(e));
+		}
+		h.payload_crc = cpu_to_le32(crc32_le(~0U, payload, min((size_t)len, avail)));
+		h.hdr_crc = cpu_to_le32(crc32_le(~0U, &h, offsetof(struct gpumig_sec_hdr,
+								   hdr_crc)));
+		memcpy(buf + off, &h, sizeof(h));
+		if (len > avail)
+			break;
+		stream = crc32_le(stream, buf + off, sizeof(h) + len);
+		off += sizeof(h) + len;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz_result whole, split;
+	u8 *copy;
+	u32 seed;
+
+	if (size < 2)
+		return 0;
+	seed = (data[0] | data[1] << 8) + 1;
+	copy = malloc(size - 2 + 1);
+	if (!copy)
+		abort();
+	memcpy(copy, data + 2, size - 2);
+	if (data[1] & 0x80)
+		fz_repair(copy, size - 2);
+	fz_run(copy, size - 2, 0, &whole);
+	fz_run(copy, size - 2, seed, &split);
+	free(copy);
+	if (whole.ret != split.ret || whole.digest != split.digest ||
+	    whole.calls != split.calls) {
+		fprintf(stderr, "split-dependent result: %d/%d calls %u/%u\n%s\n%s\n",
+			whole.ret, split.ret, whole.calls, split.calls,
+			whole.msg, split.msg);
+		abort();
+	}
+	return 0;
+}
