@@ -48,7 +48,7 @@ static int fake_record(struct fake_dst *d, char kind, u64 offset,
 	c->kind = kind;
 	c->offset = offset;
 	c->len = len;
-	c->sum = data ? crc32_le(0, data, len) : 0;
+	c->sum = data ? crc32_le(0, (const u8 *)data, len) : 0;
 	if (d->nr_calls++ == d->fail_at)
 		return -EIO;
 	return 0;
@@ -251,8 +251,8 @@ static void stream_round_trip(struct kunit *test)
 	struct t_stream *s = t_reference(test, T_CHUNK);
 	struct fake_dst *d = t_dst(test);
 
-	KUNIT_EXPECT_EQ(test, s->len, (size_t)s->w.bytes +
-			sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_end));
+	KUNIT_EXPECT_EQ(test, s->len, (size_t)s->w.bytes);
+	KUNIT_EXPECT_EQ(test, s->w.seq, 7U);
 	KUNIT_ASSERT_EQ(test, 0, t_feed(d, s->buf, s->len, s->len));
 	KUNIT_EXPECT_TRUE(test, gpumig_parser_done(d->parser));
 	t_check_reference_calls(test, d, T_CHUNK);
@@ -377,6 +377,12 @@ static void stream_callback_error_sticks(struct kunit *test)
 
 /* ---- hostile, well-checksummed sections --------------------------- */
 
+static __le32 t_hdr_crc(const struct gpumig_sec_hdr *h)
+{
+	return cpu_to_le32(crc32_le(~0U, (const u8 *)h,
+				    offsetof(struct gpumig_sec_hdr, hdr_crc)));
+}
+
 /* Frame an arbitrary section with correct checksums. */
 static size_t t_raw_section(u8 *out, u16 type, u32 seq, const void *payload,
 			    u32 len, u32 claimed_len)
@@ -386,11 +392,10 @@ static size_t t_raw_section(u8 *out, u16 type, u32 seq, const void *payload,
 		.type = cpu_to_le16(type),
 		.seq = cpu_to_le32(seq),
 		.len = cpu_to_le32(claimed_len),
-		.payload_crc = cpu_to_le32(crc32_le(~0U, payload, len)),
+		.payload_crc = cpu_to_le32(crc32_le(~0U, (const u8 *)payload, len)),
 	};
 
-	h.hdr_crc = cpu_to_le32(crc32_le(~0U, &h, offsetof(struct gpumig_sec_hdr,
-							   hdr_crc)));
+	h.hdr_crc = t_hdr_crc(&h);
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), payload, len);
 	return sizeof(h) + len;
@@ -437,7 +442,7 @@ static void hostile_desc(const struct hostile_case *c, char *desc)
 
 KUNIT_ARRAY_PARAM(hostile, hostile_cases, hostile_desc);
 
-static size_t t_valid_header(u8 *out, u16 major)
+static size_t t_valid_header(u8 *out, u16 major, u32 seq)
 {
 	struct gpumig_wire_header h = {
 		.major = cpu_to_le16(major),
@@ -452,7 +457,7 @@ static size_t t_valid_header(u8 *out, u16 major)
 	h.compat.features = cpu_to_le64(c.features);
 	h.compat.page_size = cpu_to_le32(c.page_size);
 	h.compat.arch_version = cpu_to_le32(c.arch_version);
-	return t_raw_section(out, GPUMIG_SEC_HEADER, 0, &h, sizeof(h), sizeof(h));
+	return t_raw_section(out, GPUMIG_SEC_HEADER, seq, &h, sizeof(h), sizeof(h));
 }
 
 static size_t t_vram_raw(u8 *out, u32 seq, u64 offset, u32 flags, u32 inner_len,
@@ -486,7 +491,7 @@ static void stream_hostile(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, buf);
 	if (k != H_NO_HEADER && k != H_MAJOR)
-		n += t_valid_header(buf, GPUMIG_STREAM_MAJOR);
+		n += t_valid_header(buf, GPUMIG_STREAM_MAJOR, 0);
 
 	switch (k) {
 	case H_HUGE_LEN:
@@ -517,7 +522,7 @@ static void stream_hostile(struct kunit *test)
 		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 0, t_arch, 8, 8);
 		break;
 	case H_TWO_HEADERS:
-		n += t_valid_header(buf + n, GPUMIG_STREAM_MAJOR);
+		n += t_valid_header(buf + n, GPUMIG_STREAM_MAJOR, 1);
 		break;
 	case H_SEQ_GAP:
 		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 2, t_arch, 8, 8);
@@ -527,15 +532,14 @@ static void stream_hostile(struct kunit *test)
 		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 1, t_arch, 8, 8);
 		break;
 	case H_MAJOR:
-		n += t_valid_header(buf, 2);
+		n += t_valid_header(buf, 2, 0);
 		break;
 	case H_FLAGS: {
 		struct gpumig_sec_hdr *h = (void *)(buf + n);
 
 		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 1, t_arch, 8, 8);
 		h->flags = cpu_to_le16(4);
-		h->hdr_crc = cpu_to_le32(crc32_le(~0U, h, offsetof(struct gpumig_sec_hdr,
-								   hdr_crc)));
+		h->hdr_crc = t_hdr_crc(h);
 		break;
 	}
 	case H_END_COUNT: {
@@ -568,7 +572,7 @@ static void stream_length_checked_before_payload(struct kunit *test)
 {
 	struct fake_dst *d = t_dst(test);
 	u8 buf[256];
-	size_t n = t_valid_header(buf, GPUMIG_STREAM_MAJOR);
+	size_t n = t_valid_header(buf, GPUMIG_STREAM_MAJOR, 0);
 
 	n += t_raw_section(buf + n, GPUMIG_SEC_WORK, 1, t_work, 0, 257);
 	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, buf, n), (ssize_t)-EMSGSIZE);

@@ -6,7 +6,10 @@
 #
 #   scripts/vm.sh KERNEL OUT [--append ARGS] [--qemu-opts OPTS] -- CMD...
 #
-# The guest sees the host's root filesystem read-only and OUT writable.
+# The guest sees the host's root filesystem read-only (with throw-away
+# overlays on /etc, /tmp, /var...) and OUT writable.  OUT is given to vng as
+# GUEST=HOST: virtme-ng 1.35 refuses a plain relative --rwdir outside its
+# overlays unless the current directory is /.
 # The kernel log of the whole boot is saved as OUT/dmesg.txt by the guest
 # scripts; OUT/console.log keeps what vng printed.
 set -euo pipefail
@@ -26,8 +29,10 @@ done
 mkdir -p "$out"
 cmd=$(printf '%q ' "$@")
 
-args=(-r "$kernel" --disable-microvm --memory "${VM_MEMORY:-2G}" --cpus 2
-      --rwdir "$out" --rwdir /tmp)
+# --disable-kvm: /dev/kvm may exist on these machines but does not work
+# (QEMU aborts setting MSRs); TCG is the only reliable accelerator.
+args=(-r "$kernel" --disable-kvm --disable-microvm --memory "${VM_MEMORY:-2G}" --cpus 2
+      "--rwdir=$out=$out")
 [ -n "$append" ] && args+=(--append "$append")
 [ -n "$qopts" ] && args+=(--qemu-opts="$qopts")
 
