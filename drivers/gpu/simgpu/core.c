@@ -1,0 +1,754 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu device model: registers, command processor, interrupts.
+ *
+ * The processor is a kthread that runs while the device is open.  It takes
+ * the core's lock for one step at a time (fetch and run a short command,
+ * one FILL/COPY chunk, one kernel iteration, one invalidation), so register
+ * accesses from the guest interleave with work at step granularity and a
+ * step never sees a half-written register.  simgpu_core_run() is the whole
+ * of one pass; KUnit calls it directly, without the thread, to step the
+ * device deterministically.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "simgpu.h"
+
+/**
+ * simgpu_kernel_word() - what one kernel iteration does to one word
+ * @w: the word
+ * @key: the kernel's key
+ * @iteration: iteration number, from 0
+ *
+ * Return: the new word; guests and tests compute the same function.
+ */
+u32 simgpu_kernel_word(u32 w, u32 key, u32 iteration)
+{
+	return (w ^ key) * 2654435761U + iteration;
+}
+
+static void simgpu_irq(struct simgpu_core *core, u32 bits)
+{
+	core->int_status |= bits;
+	if (bits & core->int_mask) {
+		core->stats.irqs++;
+		core->env->raise_irq(core->ctx);
+	}
+}
+
+static void simgpu_queue_fail(struct simgpu_core *core, u32 qi, u32 err, u64 addr)
+{
+	if (qi < SIMGPU_MAX_QUEUES) {
+		core->q[qi].error = err;
+		core->q[qi].active = false;
+	}
+	core->stats.faults++;
+	if (!core->err_code) {
+		core->err_code = err;
+		core->err_queue = qi;
+		core->err_addr = addr;
+	}
+	simgpu_irq(core, SIMGPU_INT_ERROR);
+}
+
+static bool simgpu_queue_has_work(struct simgpu_core *core, struct simgpu_queue *q)
+{
+	return (q->ctrl & SIMGPU_QCTRL_ENABLE) && !q->error &&
+	       (q->active || q->head != q->tail);
+}
+
+static bool simgpu_queue_ready(struct simgpu_core *core, struct simgpu_queue *q)
+{
+	return simgpu_queue_has_work(core, q) &&
+	       (!q->active || !ktime_before(ktime_get(), q->ready_at));
+}
+
+/* Validate a freshly fetched command; 0 or SIMGPU_ERR_*. */
+static u32 simgpu_cmd_check(const struct simgpu_cmd_state *c)
+{
+	switch (c->op) {
+	case SIMGPU_OP_NOP:
+		return 0;
+	case SIMGPU_OP_FENCE:
+		if (c->args[0] & 7 || c->flags & ~SIMGPU_CMD_F_IRQ)
+			return SIMGPU_ERR_BAD_ARGS;
+		return 0;
+	case SIMGPU_OP_FILL:
+		if (c->args[0] & 3 || c->args[1] & 3 || !c->args[1] ||
+		    c->args[1] > SIMGPU_MAX_XFER || c->flags)
+			return SIMGPU_ERR_BAD_ARGS;
+		return 0;
+	case SIMGPU_OP_COPY:
+		if (!c->args[2] || c->args[2] > SIMGPU_MAX_XFER || c->flags)
+			return SIMGPU_ERR_BAD_ARGS;
+		return 0;
+	case SIMGPU_OP_KERNEL:
+		if (c->args[0] & 3 || c->args[1] & 3 || !c->args[1] ||
+		    c->args[1] > SIMGPU_MAX_KERNEL_BUF || !c->args[2] ||
+		    c->args[2] > SIMGPU_MAX_KERNEL_ITERS || c->args[3] > U32_MAX ||
+		    c->flags)
+			return SIMGPU_ERR_BAD_ARGS;
+		return 0;
+	default:
+		return SIMGPU_ERR_BAD_OPCODE;
+	}
+}
+
+static u32 simgpu_cmd_fetch(struct simgpu_core *core, struct simgpu_queue *q)
+{
+	struct simgpu_cmd raw;
+	u64 addr;
+	int i;
+
+	if (!q->size || q->size > SIMGPU_RING_MAX_ENTRIES ||
+	    (q->size & (q->size - 1)) || q->tail - q->head > q->size) {
+		core->fault_addr = q->ring;
+		return SIMGPU_ERR_BAD_RING;
+	}
+	addr = q->ring + (u64)(q->head & (q->size - 1)) * sizeof(raw);
+	if (core->env->dma_rw(core->ctx, addr, &raw, sizeof(raw), false)) {
+		core->fault_addr = addr;
+		return SIMGPU_ERR_RING_DMA;
+	}
+	memset(&q->cur, 0, sizeof(q->cur));
+	q->cur.op = le32_to_cpu(raw.opcode);
+	q->cur.flags = le32_to_cpu(raw.flags);
+	for (i = 0; i < ARRAY_SIZE(raw.args); i++)
+		q->cur.args[i] = le64_to_cpu(raw.args[i]);
+	core->fault_addr = addr;
+	return simgpu_cmd_check(&q->cur);
+}
+
+/* One unit of the current command: 0 and *done, or SIMGPU_ERR_*. */
+static u32 simgpu_cmd_step(struct simgpu_core *core, u32 qi, bool *done)
+{
+	struct simgpu_queue *q = &core->q[qi];
+	struct simgpu_cmd_state *c = &q->cur;
+	u64 left, n;
+	u32 err, i;
+
+	*done = false;
+	switch (c->op) {
+	case SIMGPU_OP_NOP:
+		break;
+	case SIMGPU_OP_FENCE: {
+		__le64 v = cpu_to_le64(c->args[1]);
+
+		err = simgpu_mem_access(core, c->args[0], &v, sizeof(v), true);
+		if (err)
+			return err;
+		q->fence = c->args[1];
+		if (c->flags & SIMGPU_CMD_F_IRQ)
+			simgpu_irq(core, SIMGPU_INT_QUEUE(qi));
+		break;
+	}
+	case SIMGPU_OP_FILL:
+		left = c->args[1] - c->progress;
+		n = min_t(u64, left, SIMGPU_XFER_STEP);
+		for (i = 0; i < n / 4; i++)
+			((__le32 *)core->bounce)[i] = cpu_to_le32((u32)c->args[2]);
+		err = simgpu_mem_access(core, c->args[0] + c->progress,
+					core->bounce, n, true);
+		if (err)
+			return err;
+		c->progress += n;
+		core->stats.bytes += n;
+		if (c->progress < c->args[1])
+			return 0;
+		break;
+	case SIMGPU_OP_COPY:
+		left = c->args[2] - c->progress;
+		n = min_t(u64, left, SIMGPU_XFER_STEP);
+		err = simgpu_mem_access(core, c->args[1] + c->progress,
+					core->bounce, n, false);
+		if (!err)
+			err = simgpu_mem_access(core, c->args[0] + c->progress,
+						core->bounce, n, true);
+		if (err)
+			return err;
+		c->progress += n;
+		core->stats.bytes += n;
+		if (c->progress < c->args[2])
+			return 0;
+		break;
+	case SIMGPU_OP_KERNEL:
+		n = c->args[1];
+		err = simgpu_mem_access(core, c->args[0], core->scratch, n, false);
+		if (err)
+			return err;
+		for (i = 0; i < n / 4; i++)
+			core->scratch[i] = cpu_to_le32(simgpu_kernel_word(
+				le32_to_cpu(core->scratch[i]),
+				(u32)c->args[3], (u32)c->progress));
+		err = simgpu_mem_access(core, c->args[0], core->scratch, n, true);
+		if (err)
+			return err;
+		c->progress++;
+		core->stats.kernel_steps++;
+		core->stats.bytes += n;
+		q->ready_at = ktime_add_us(ktime_get(),
+					   READ_ONCE(core->knobs.kernel_step_us));
+		if (c->progress < c->args[2])
+			return 0;
+		break;
+	}
+	*done = true;
+	return 0;
+}
+
+static void simgpu_queue_step(struct simgpu_core *core, u32 qi)
+{
+	struct simgpu_queue *q = &core->q[qi];
+	bool done;
+	u32 err;
+
+	if (!q->active) {
+		err = simgpu_cmd_fetch(core, q);
+		if (err) {
+			simgpu_queue_fail(core, qi, err, core->fault_addr);
+			return;
+		}
+		q->active = true;
+	}
+	err = simgpu_cmd_step(core, qi, &done);
+	if (err) {
+		simgpu_queue_fail(core, qi, err, core->fault_addr);
+		return;
+	}
+	if (done) {
+		q->active = false;
+		q->head++;
+		core->stats.cmds++;
+	}
+}
+
+/* A started kernel that may not be preempted keeps the processor. */
+static int simgpu_pick_queue(struct simgpu_core *core)
+{
+	u32 i;
+
+	if (!READ_ONCE(core->knobs.preempt)) {
+		for (i = 0; i < core->nr_queues; i++) {
+			struct simgpu_queue *q = &core->q[i];
+
+			if (q->active && q->cur.op == SIMGPU_OP_KERNEL &&
+			    simgpu_queue_has_work(core, q))
+				return simgpu_queue_ready(core, q) ? i : -EAGAIN;
+		}
+	}
+	for (i = 0; i < core->nr_queues; i++) {
+		u32 qi = (core->rr + i) % core->nr_queues;
+
+		if (simgpu_queue_ready(core, &core->q[qi])) {
+			core->rr = qi + 1;
+			return qi;
+		}
+	}
+	return -ENOENT;
+}
+
+static void simgpu_service_inval(struct simgpu_core *core)
+{
+	if (!core->inval_pending || ktime_before(ktime_get(), core->inval_at))
+		return;
+	core->inval_pending = false;
+	if (READ_ONCE(core->knobs.ack_drop)) {
+		core->stats.inval_dropped++;
+		return;
+	}
+	/* Flush first, under the lock every access takes: then acknowledge. */
+	simgpu_mmu_flush(core);
+	core->inval_ack = core->inval_req;
+	core->stats.invalidations++;
+	simgpu_irq(core, SIMGPU_INT_INVAL);
+}
+
+static void simgpu_service_workload(struct simgpu_core *core)
+{
+	u32 rate = READ_ONCE(core->knobs.dirty_rate);
+	u64 due, n;
+	s64 ns;
+
+	if (!rate || !core->dirty_pages || core->err_queue == SIMGPU_QUEUE_WORKLOAD)
+		return;
+	ns = ktime_to_ns(ktime_sub(ktime_get(), core->dirty_start));
+	due = div_u64((u64)ns * rate, NSEC_PER_SEC);
+	/* Never more than a bounded burst per pass, even after a long stall. */
+	for (n = 0; core->dirty_done < due && n < 256; n++) {
+		u64 page = core->dirty_count % core->dirty_pages;
+		__le64 stamp[2] = { cpu_to_le64(core->dirty_count), cpu_to_le64(page) };
+		u32 err;
+
+		err = simgpu_mem_access(core, core->dirty_base + page * SIMGPU_PAGE_SIZE,
+					stamp, sizeof(stamp), true);
+		if (err) {
+			simgpu_queue_fail(core, SIMGPU_QUEUE_WORKLOAD, err,
+					  core->fault_addr);
+			return;
+		}
+		core->dirty_count++;
+		core->dirty_done++;
+		core->stats.dirty_pages++;
+	}
+	if (core->dirty_done < due)	/* fell behind: do not catch up later */
+		core->dirty_done = due;
+}
+
+static bool simgpu_has_work_locked(struct simgpu_core *core)
+{
+	u32 i;
+
+	if (core->inval_pending)
+		return true;
+	if (!(core->control & SIMGPU_CTRL_ENABLE))
+		return false;
+	if (READ_ONCE(core->knobs.dirty_rate) && core->dirty_pages)
+		return true;
+	for (i = 0; i < core->nr_queues; i++)
+		if (simgpu_queue_has_work(core, &core->q[i]))
+			return true;
+	return false;
+}
+
+/**
+ * simgpu_core_run() - one pass of the command processor
+ * @core: device
+ * @budget: most queue steps to run
+ *
+ * Return: true if work remains.
+ */
+bool simgpu_core_run(struct simgpu_core *core, unsigned int budget)
+{
+	bool more;
+
+	mutex_lock(&core->lock);
+	simgpu_service_inval(core);
+	if (core->control & SIMGPU_CTRL_ENABLE) {
+		simgpu_service_workload(core);
+		while (budget--) {
+			int qi = simgpu_pick_queue(core);
+
+			if (qi < 0)
+				break;
+			simgpu_queue_step(core, qi);
+		}
+	}
+	more = simgpu_has_work_locked(core);
+	mutex_unlock(&core->lock);
+	return more;
+}
+
+/**
+ * simgpu_core_idle() - nothing queued, running or pending
+ * @core: device
+ *
+ * Return: true when idle.
+ */
+bool simgpu_core_idle(struct simgpu_core *core)
+{
+	bool idle;
+	u32 i;
+
+	mutex_lock(&core->lock);
+	idle = !core->inval_pending;
+	for (i = 0; i < core->nr_queues; i++)
+		if (simgpu_queue_has_work(core, &core->q[i]))
+			idle = false;
+	mutex_unlock(&core->lock);
+	return idle;
+}
+
+static void simgpu_kick(struct simgpu_core *core)
+{
+	atomic_set(&core->kick, 1);
+	wake_up(&core->wq);
+}
+
+static int simgpu_thread(void *data)
+{
+	struct simgpu_core *core = data;
+
+	while (!kthread_should_stop()) {
+		u32 throttle = READ_ONCE(core->knobs.throttle_us);
+		bool more;
+
+		atomic_set(&core->kick, 0);
+		more = simgpu_core_run(core, throttle ? 1 : 16);
+		if (throttle)
+			usleep_range(throttle, throttle + throttle / 8 + 1);
+		if (more) {
+			/* Waiting for a timed step: do not spin. */
+			if (READ_ONCE(core->knobs.kernel_step_us) ||
+			    READ_ONCE(core->knobs.ack_delay_ms) ||
+			    READ_ONCE(core->knobs.dirty_rate))
+				wait_event_interruptible_timeout(core->wq,
+					atomic_read(&core->kick) || kthread_should_stop(),
+					usecs_to_jiffies(500));
+			cond_resched();
+			continue;
+		}
+		wait_event_interruptible(core->wq, atomic_read(&core->kick) ||
+					 kthread_should_stop());
+	}
+	return 0;
+}
+
+static void simgpu_reset_locked(struct simgpu_core *core)
+{
+	core->control = 0;
+	core->int_status = 0;
+	core->int_mask = 0;
+	core->err_code = 0;
+	core->err_queue = 0;
+	core->err_addr = 0;
+	core->pt_root = 0;
+	core->inval_req = 0;
+	core->inval_ack = 0;
+	core->inval_pending = false;
+	core->dirty_base = 0;
+	core->dirty_pages = 0;
+	core->dirty_count = 0;
+	core->dirty_done = 0;
+	core->rr = 0;
+	memset(core->q, 0, sizeof(core->q));
+	simgpu_mmu_flush(core);
+}
+
+/**
+ * simgpu_core_reset() - function-level reset
+ * @core: device
+ *
+ * Every register returns to its reset value, queued and running work is
+ * dropped and the translation cache flushed.  VRAM keeps its contents
+ * (the tenant is the same); it is scrubbed when the tenant closes.
+ */
+void simgpu_core_reset(struct simgpu_core *core)
+{
+	mutex_lock(&core->lock);
+	simgpu_reset_locked(core);
+	mutex_unlock(&core->lock);
+}
+
+static u32 simgpu_qreg_read(struct simgpu_core *core, struct simgpu_queue *q, u32 reg)
+{
+	switch (reg) {
+	case SIMGPU_QREG_RING_LO:
+		return lower_32_bits(q->ring);
+	case SIMGPU_QREG_RING_HI:
+		return upper_32_bits(q->ring);
+	case SIMGPU_QREG_RING_SIZE:
+		return q->size;
+	case SIMGPU_QREG_HEAD:
+		return q->head;
+	case SIMGPU_QREG_TAIL:
+		return q->tail;
+	case SIMGPU_QREG_CONTROL:
+		return q->ctrl;
+	case SIMGPU_QREG_STATUS:
+		return (q->active || q->head != q->tail ? SIMGPU_QSTATUS_BUSY : 0) |
+		       (q->error ? SIMGPU_QSTATUS_ERROR : 0);
+	case SIMGPU_QREG_ERROR:
+		return q->error;
+	case SIMGPU_QREG_FENCE_LO:
+		return lower_32_bits(q->fence);
+	case SIMGPU_QREG_FENCE_HI:
+		return upper_32_bits(q->fence);
+	default:
+		return 0;
+	}
+}
+
+static void simgpu_qreg_write(struct simgpu_core *core, struct simgpu_queue *q,
+			      u32 reg, u32 val)
+{
+	switch (reg) {
+	case SIMGPU_QREG_RING_LO:
+		q->ring = (q->ring & GENMASK_ULL(63, 32)) | val;
+		break;
+	case SIMGPU_QREG_RING_HI:
+		q->ring = (q->ring & GENMASK_ULL(31, 0)) | (u64)val << 32;
+		break;
+	case SIMGPU_QREG_RING_SIZE:
+		q->size = val;
+		break;
+	case SIMGPU_QREG_TAIL:
+		q->tail = val;
+		simgpu_kick(core);
+		break;
+	case SIMGPU_QREG_CONTROL:
+		if (val & SIMGPU_QCTRL_RESET) {
+			q->head = 0;
+			q->tail = 0;
+			q->error = 0;
+			q->active = false;
+		}
+		q->ctrl = val & SIMGPU_QCTRL_ENABLE;
+		simgpu_kick(core);
+		break;
+	}
+}
+
+/**
+ * simgpu_mmio_read() - guest read of a BAR0 register
+ * @core: device
+ * @offset: register offset, 4-byte aligned
+ *
+ * Return: the value; unknown registers read as zero.
+ */
+u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset)
+{
+	u32 val = 0;
+
+	mutex_lock(&core->lock);
+	if (offset >= SIMGPU_QUEUE_BASE) {
+		u32 qi = (offset - SIMGPU_QUEUE_BASE) / SIMGPU_QUEUE_STRIDE;
+
+		if (qi < core->nr_queues)
+			val = simgpu_qreg_read(core, &core->q[qi],
+					       (offset - SIMGPU_QUEUE_BASE) % SIMGPU_QUEUE_STRIDE);
+		goto out;
+	}
+	switch (offset) {
+	case SIMGPU_REG_ID:
+		val = SIMGPU_ID_MAGIC;
+		break;
+	case SIMGPU_REG_VERSION:
+		val = SIMGPU_ABI_VERSION;
+		break;
+	case SIMGPU_REG_CAPS:
+		val = SIMGPU_CAP_PREEMPT | SIMGPU_CAP_DIRTY_WORKLOAD;
+		break;
+	case SIMGPU_REG_NUM_QUEUES:
+		val = core->nr_queues;
+		break;
+	case SIMGPU_REG_VRAM_SIZE_LO:
+		val = lower_32_bits(core->vram.size);
+		break;
+	case SIMGPU_REG_VRAM_SIZE_HI:
+		val = upper_32_bits(core->vram.size);
+		break;
+	case SIMGPU_REG_STATUS: {
+		u32 i;
+
+		val = SIMGPU_STATUS_IDLE;
+		for (i = 0; i < core->nr_queues; i++) {
+			if (simgpu_queue_has_work(core, &core->q[i]))
+				val &= ~SIMGPU_STATUS_IDLE;
+			if (core->q[i].error)
+				val |= SIMGPU_STATUS_ERROR;
+		}
+		if (core->err_queue == SIMGPU_QUEUE_WORKLOAD && core->err_code)
+			val |= SIMGPU_STATUS_ERROR;
+		if (core->control & SIMGPU_CTRL_ENABLE)
+			val |= SIMGPU_STATUS_ENABLED;
+		break;
+	}
+	case SIMGPU_REG_CONTROL:
+		val = core->control;
+		break;
+	case SIMGPU_REG_INT_STATUS:
+		val = core->int_status;
+		break;
+	case SIMGPU_REG_INT_MASK:
+		val = core->int_mask;
+		break;
+	case SIMGPU_REG_ERROR_CODE:
+		val = core->err_code;
+		break;
+	case SIMGPU_REG_ERROR_QUEUE:
+		val = core->err_queue;
+		break;
+	case SIMGPU_REG_ERROR_ADDR_LO:
+		val = lower_32_bits(core->err_addr);
+		break;
+	case SIMGPU_REG_ERROR_ADDR_HI:
+		val = upper_32_bits(core->err_addr);
+		break;
+	case SIMGPU_REG_PT_ROOT_LO:
+		val = lower_32_bits(core->pt_root);
+		break;
+	case SIMGPU_REG_PT_ROOT_HI:
+		val = upper_32_bits(core->pt_root);
+		break;
+	case SIMGPU_REG_INVAL_REQ:
+		val = core->inval_req;
+		break;
+	case SIMGPU_REG_INVAL_ACK:
+		val = core->inval_ack;
+		break;
+	case SIMGPU_REG_DIRTY_BASE_LO:
+		val = lower_32_bits(core->dirty_base);
+		break;
+	case SIMGPU_REG_DIRTY_BASE_HI:
+		val = upper_32_bits(core->dirty_base);
+		break;
+	case SIMGPU_REG_DIRTY_PAGES:
+		val = core->dirty_pages;
+		break;
+	case SIMGPU_REG_DIRTY_COUNT:
+		val = core->dirty_count;
+		break;
+	}
+out:
+	mutex_unlock(&core->lock);
+	return val;
+}
+
+/**
+ * simgpu_mmio_write() - guest write of a BAR0 register
+ * @core: device
+ * @offset: register offset, 4-byte aligned
+ * @val: value; writes to read-only or unknown registers are ignored
+ */
+void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
+{
+	mutex_lock(&core->lock);
+	if (offset >= SIMGPU_QUEUE_BASE) {
+		u32 qi = (offset - SIMGPU_QUEUE_BASE) / SIMGPU_QUEUE_STRIDE;
+
+		if (qi < core->nr_queues)
+			simgpu_qreg_write(core, &core->q[qi],
+					  (offset - SIMGPU_QUEUE_BASE) % SIMGPU_QUEUE_STRIDE,
+					  val);
+		goto out;
+	}
+	switch (offset) {
+	case SIMGPU_REG_CONTROL:
+		if (val & SIMGPU_CTRL_RESET) {
+			simgpu_reset_locked(core);
+			break;
+		}
+		core->control = val & SIMGPU_CTRL_ENABLE;
+		core->dirty_start = ktime_get();
+		core->dirty_done = 0;
+		simgpu_kick(core);
+		break;
+	case SIMGPU_REG_INT_STATUS:
+		core->int_status &= ~val;
+		if (val & SIMGPU_INT_ERROR && !(core->int_status & SIMGPU_INT_ERROR)) {
+			core->err_code = 0;
+			core->err_queue = 0;
+			core->err_addr = 0;
+		}
+		break;
+	case SIMGPU_REG_INT_MASK:
+		core->int_mask = val;
+		break;
+	case SIMGPU_REG_PT_ROOT_LO:
+		core->pt_root = (core->pt_root & GENMASK_ULL(63, 32)) | val;
+		break;
+	case SIMGPU_REG_PT_ROOT_HI:
+		core->pt_root = (core->pt_root & GENMASK_ULL(31, 0)) | (u64)val << 32;
+		break;
+	case SIMGPU_REG_INVAL_REQ:
+		core->inval_req = val;
+		core->inval_pending = true;
+		core->inval_at = ktime_add_ms(ktime_get(),
+					      READ_ONCE(core->knobs.ack_delay_ms));
+		simgpu_kick(core);
+		break;
+	case SIMGPU_REG_DIRTY_BASE_LO:
+		core->dirty_base = (core->dirty_base & GENMASK_ULL(63, 32)) | val;
+		break;
+	case SIMGPU_REG_DIRTY_BASE_HI:
+		core->dirty_base = (core->dirty_base & GENMASK_ULL(31, 0)) | (u64)val << 32;
+		break;
+	case SIMGPU_REG_DIRTY_PAGES:
+		core->dirty_pages = val;
+		core->dirty_start = ktime_get();
+		core->dirty_done = 0;
+		if (core->err_queue == SIMGPU_QUEUE_WORKLOAD) {
+			core->err_code = 0;
+			core->err_queue = 0;
+		}
+		simgpu_kick(core);
+		break;
+	}
+out:
+	mutex_unlock(&core->lock);
+}
+
+/**
+ * simgpu_core_init() - set up a device model
+ * @core: device
+ * @env: how it reaches guest memory and raises interrupts
+ * @ctx: argument for @env
+ * @nr_queues: 1..SIMGPU_MAX_QUEUES
+ * @vram_size: bytes, a multiple of the page size
+ *
+ * Return: 0, -EINVAL or -ENOMEM.
+ */
+int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
+		     void *ctx, u32 nr_queues, u64 vram_size)
+{
+	memset(core, 0, sizeof(*core));
+	if (!nr_queues || nr_queues > SIMGPU_MAX_QUEUES ||
+	    !vram_size || vram_size & (SIMGPU_PAGE_SIZE - 1))
+		return -EINVAL;
+	core->scratch = kvmalloc(SIMGPU_MAX_KERNEL_BUF, GFP_KERNEL);
+	core->bounce = kmalloc(SIMGPU_XFER_STEP, GFP_KERNEL);
+	if (!core->scratch || !core->bounce) {
+		kvfree(core->scratch);
+		kfree(core->bounce);
+		return -ENOMEM;
+	}
+	core->env = env;
+	core->ctx = ctx;
+	core->nr_queues = nr_queues;
+	core->knobs.preempt = true;
+	mutex_init(&core->lock);
+	init_waitqueue_head(&core->wq);
+	simgpu_vram_init(&core->vram, vram_size);
+	return 0;
+}
+
+/**
+ * simgpu_core_destroy() - free everything, VRAM included
+ * @core: device, stopped
+ */
+void simgpu_core_destroy(struct simgpu_core *core)
+{
+	WARN_ON(core->thread);
+	simgpu_vram_scrub(&core->vram);
+	kvfree(core->scratch);
+	kfree(core->bounce);
+	mutex_destroy(&core->lock);
+}
+
+/**
+ * simgpu_core_start() - start the command processor
+ * @core: device
+ * @name: thread name
+ *
+ * Return: 0 or a negative errno.
+ */
+int simgpu_core_start(struct simgpu_core *core, const char *name)
+{
+	struct task_struct *t;
+
+	t = kthread_run(simgpu_thread, core, "simgpu/%s", name);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	core->thread = t;
+	return 0;
+}
+
+/**
+ * simgpu_core_stop() - stop the command processor
+ * @core: device
+ *
+ * Returns after the current step finished; nothing runs afterwards.
+ */
+void simgpu_core_stop(struct simgpu_core *core)
+{
+	if (!core->thread)
+		return;
+	kthread_stop(core->thread);
+	core->thread = NULL;
+}

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * simgpu internals: the device model (core.c, mmu.c, vram.c), which knows
+ * nothing of VFIO, and the mdev/VFIO front end (vfio.c, main.c).
+ *
+ * The model reaches guest memory and the interrupt line only through
+ * struct simgpu_env_ops, so that the VFIO front end (vfio_dma_rw and an
+ * eventfd) and a KUnit fake (an array and a counter) can stand behind it.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#ifndef _SIMGPU_H
+#define _SIMGPU_H
+
+#include <linux/ktime.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+#include <uapi/linux/simgpu.h>
+
+struct task_struct;
+
+/* Not in the uapi header: the host could not back a VRAM page. */
+#define SIMGPU_ERR_INTERNAL		10
+/* SIMGPU_REG_ERROR_QUEUE value for faults of the background workload. */
+#define SIMGPU_QUEUE_WORKLOAD		0xff
+
+#define SIMGPU_TLB_ENTRIES		64
+#define SIMGPU_XFER_STEP		(64 * 1024)	/* FILL/COPY bytes per step */
+
+/**
+ * struct simgpu_env_ops - how the model reaches the outside world
+ * @dma_rw: read or write guest memory at a device address (IOVA); returns
+ *	0 or a negative errno when the address is not mapped
+ * @raise_irq: signal the device's interrupt
+ */
+struct simgpu_env_ops {
+	int (*dma_rw)(void *ctx, u64 iova, void *buf, size_t len, bool write);
+	void (*raise_irq)(void *ctx);
+};
+
+/**
+ * struct simgpu_cmd_state - a decoded command and how far it got
+ * @op: SIMGPU_OP_*
+ * @flags: SIMGPU_CMD_F_*
+ * @args: operands
+ * @progress: bytes (FILL, COPY) or iterations (KERNEL) completed
+ */
+struct simgpu_cmd_state {
+	u32 op;
+	u32 flags;
+	u64 args[6];
+	u64 progress;
+};
+
+/**
+ * struct simgpu_queue - one command ring
+ * @ring: IOVA of the ring
+ * @size: entries
+ * @head: commands consumed (free running)
+ * @tail: commands submitted (free running), written by the doorbell
+ * @ctrl: SIMGPU_QCTRL_ENABLE
+ * @error: SIMGPU_ERR_* that halted the queue, or 0
+ * @fence: last fence value written
+ * @active: @cur holds a command in progress
+ * @cur: the command in progress
+ * @ready_at: the next kernel step may not run before this (kernel_step_us)
+ */
+struct simgpu_queue {
+	u64 ring;
+	u32 size;
+	u32 head;
+	u32 tail;
+	u32 ctrl;
+	u32 error;
+	u64 fence;
+	bool active;
+	struct simgpu_cmd_state cur;
+	ktime_t ready_at;
+};
+
+struct simgpu_tlb_entry {
+	u64 vpn;
+	u64 pte;
+	bool valid;
+};
+
+/**
+ * struct simgpu_vram - device memory, backed lazily page by page
+ * @pages: page index -> struct page; an absent page reads as zeroes
+ * @size: bytes
+ * @present: pages currently backed
+ */
+struct simgpu_vram {
+	struct xarray pages;
+	u64 size;
+	unsigned long present;
+};
+
+/**
+ * struct simgpu_knobs - test and demo controls (debugfs)
+ * @throttle_us: pause of the command processor after each pass
+ * @kernel_step_us: minimum time between two iterations of one kernel
+ * @preempt: kernels yield to other queues between iterations; when off, a
+ *	started kernel runs to completion before anything else
+ * @ack_delay_ms: delay before an invalidation is acknowledged
+ * @ack_drop: invalidation requests are lost (never acknowledged)
+ * @dirty_rate: pages per second the background workload writes
+ */
+struct simgpu_knobs {
+	u32 throttle_us;
+	u32 kernel_step_us;
+	bool preempt;
+	u32 ack_delay_ms;
+	bool ack_drop;
+	u32 dirty_rate;
+};
+
+/**
+ * struct simgpu_stats - counters (debugfs "stats")
+ * @cmds: commands completed
+ * @bytes: bytes moved by FILL, COPY and KERNEL
+ * @kernel_steps: kernel iterations run
+ * @faults: errors that halted a queue or the workload
+ * @invalidations: invalidations acknowledged
+ * @inval_dropped: invalidation requests lost to the ack_drop knob
+ * @irqs: interrupts raised
+ * @tlb_hits: translations served from the IOTLB
+ * @tlb_misses: page-table walks
+ * @dirty_pages: pages written by the background workload
+ */
+struct simgpu_stats {
+	u64 cmds;
+	u64 bytes;
+	u64 kernel_steps;
+	u64 faults;
+	u64 invalidations;
+	u64 inval_dropped;
+	u64 irqs;
+	u64 tlb_hits;
+	u64 tlb_misses;
+	u64 dirty_pages;
+};
+
+/**
+ * struct simgpu_core - one simulated GPU function
+ * @env: outside world
+ * @ctx: argument for @env
+ * @nr_queues: queues this instance has
+ * @lock: guards every field below; held by the command processor for one
+ *	step at a time and by every register access, so a register write is
+ *	never seen half-applied by a step
+ * @control: SIMGPU_REG_CONTROL
+ * @int_status: SIMGPU_REG_INT_STATUS
+ * @int_mask: SIMGPU_REG_INT_MASK
+ * @err_code: first error since the last reset/clear
+ * @err_queue: queue of @err_code
+ * @err_addr: address of @err_code
+ * @pt_root: IOVA of the root page table
+ * @inval_req: last requested invalidation sequence number
+ * @inval_ack: last acknowledged sequence number
+ * @inval_pending: a request waits for the processor
+ * @inval_at: when the pending request may be acknowledged
+ * @dirty_base: GPU VA of the background workload's region
+ * @dirty_pages: its size in pages
+ * @dirty_count: pages written
+ * @dirty_start: when the workload (re)started
+ * @dirty_done: pages written since @dirty_start
+ * @q: queues
+ * @tlb: translation cache
+ * @vram: device memory
+ * @scratch: kernel buffer, SIMGPU_MAX_KERNEL_BUF bytes (little endian words)
+ * @bounce: copy buffer, SIMGPU_XFER_STEP bytes
+ * @rr: next queue to look at
+ * @fault_addr: address of the last failed access (for error registers)
+ * @knobs: test controls, read without @lock
+ * @stats: counters
+ * @wq: the processor waits here
+ * @kick: set by doorbells and control writes, cleared by the processor
+ * @thread: the processor, while the device is open
+ */
+struct simgpu_core {
+	const struct simgpu_env_ops *env;
+	void *ctx;
+	u32 nr_queues;
+
+	struct mutex lock;
+	u32 control;
+	u32 int_status;
+	u32 int_mask;
+	u32 err_code;
+	u32 err_queue;
+	u64 err_addr;
+	u64 pt_root;
+	u32 inval_req;
+	u32 inval_ack;
+	bool inval_pending;
+	ktime_t inval_at;
+	u64 dirty_base;
+	u32 dirty_pages;
+	u32 dirty_count;
+	ktime_t dirty_start;
+	u64 dirty_done;
+	struct simgpu_queue q[SIMGPU_MAX_QUEUES];
+	struct simgpu_tlb_entry tlb[SIMGPU_TLB_ENTRIES];
+	struct simgpu_vram vram;
+	__le32 *scratch;
+	u8 *bounce;
+	u32 rr;
+	u64 fault_addr;
+
+	struct simgpu_knobs knobs;
+	struct simgpu_stats stats;
+
+	wait_queue_head_t wq;
+	atomic_t kick;
+	struct task_struct *thread;
+};
+
+/* core.c */
+int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
+		     void *ctx, u32 nr_queues, u64 vram_size);
+void simgpu_core_destroy(struct simgpu_core *core);
+int simgpu_core_start(struct simgpu_core *core, const char *name);
+void simgpu_core_stop(struct simgpu_core *core);
+void simgpu_core_reset(struct simgpu_core *core);
+u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset);
+void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val);
+bool simgpu_core_run(struct simgpu_core *core, unsigned int budget);
+bool simgpu_core_idle(struct simgpu_core *core);
+u32 simgpu_kernel_word(u32 w, u32 key, u32 iteration);
+
+/* mmu.c */
+u32 simgpu_mmu_translate(struct simgpu_core *core, u64 va, bool write, u64 *pte);
+void simgpu_mmu_flush(struct simgpu_core *core);
+u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
+		      bool write);
+
+/* vram.c */
+void simgpu_vram_init(struct simgpu_vram *vram, u64 size);
+int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
+		   bool write);
+void simgpu_vram_scrub(struct simgpu_vram *vram);
+
+#endif /* _SIMGPU_H */

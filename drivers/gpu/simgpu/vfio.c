@@ -1,0 +1,493 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu VFIO front end: each mediated device is a VFIO PCI device whose
+ * config space and BAR0 are emulated here and whose DMA goes through the
+ * mdev's emulated IOMMU (vfio_dma_rw), so the guest can never make the
+ * device touch memory it did not map.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/debugfs.h>
+#include <linux/eventfd.h>
+#include <linux/mdev.h>
+#include <linux/module.h>
+#include <linux/pci_regs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/vfio.h>
+#include <linux/vfio_pci_core.h>
+
+#include "simgpu_vfio.h"
+
+#define SIMGPU_CFG_SIZE		256
+#define SIMGPU_MSI_CAP		0x40
+#define SIMGPU_REGION_SHIFT	40
+#define SIMGPU_REGION_MASK	((1ULL << SIMGPU_REGION_SHIFT) - 1)
+
+static void simgpu_cfg_init(struct simgpu_dev *sdev)
+{
+	u8 *c = sdev->config;
+
+	memset(c, 0, SIMGPU_CFG_SIZE);
+	*(__le16 *)&c[PCI_VENDOR_ID] = cpu_to_le16(SIMGPU_PCI_VENDOR_ID);
+	*(__le16 *)&c[PCI_DEVICE_ID] = cpu_to_le16(SIMGPU_PCI_DEVICE_ID);
+	*(__le16 *)&c[PCI_STATUS] = cpu_to_le16(PCI_STATUS_CAP_LIST);
+	c[PCI_REVISION_ID] = SIMGPU_ABI_VERSION;
+	c[PCI_CLASS_PROG] = SIMGPU_PCI_CLASS & 0xff;
+	*(__le16 *)&c[PCI_CLASS_DEVICE] = cpu_to_le16(SIMGPU_PCI_CLASS >> 8);
+	*(__le32 *)&c[PCI_BASE_ADDRESS_0] = cpu_to_le32(PCI_BASE_ADDRESS_SPACE_MEMORY |
+							PCI_BASE_ADDRESS_MEM_TYPE_32);
+	*(__le16 *)&c[PCI_SUBSYSTEM_VENDOR_ID] = cpu_to_le16(SIMGPU_PCI_VENDOR_ID);
+	*(__le16 *)&c[PCI_SUBSYSTEM_ID] = cpu_to_le16(SIMGPU_PCI_DEVICE_ID);
+	c[PCI_CAPABILITY_LIST] = SIMGPU_MSI_CAP;
+	c[PCI_INTERRUPT_PIN] = 0;	/* MSI only */
+	c[SIMGPU_MSI_CAP + PCI_CAP_LIST_ID] = PCI_CAP_ID_MSI;
+	c[SIMGPU_MSI_CAP + PCI_CAP_LIST_NEXT] = 0;
+	*(__le16 *)&c[SIMGPU_MSI_CAP + PCI_MSI_FLAGS] = cpu_to_le16(PCI_MSI_FLAGS_64BIT);
+}
+
+/* Config space write of one naturally aligned 1, 2 or 4 byte field. */
+static void simgpu_cfg_write(struct simgpu_dev *sdev, u32 off, u32 val, u32 len)
+{
+	u8 *c = sdev->config;
+	u32 msi = SIMGPU_MSI_CAP;
+
+	switch (off) {
+	case PCI_COMMAND:
+		if (len >= 2)
+			*(__le16 *)&c[off] = cpu_to_le16(val & (PCI_COMMAND_MEMORY |
+						PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE));
+		break;
+	case PCI_BASE_ADDRESS_0:
+		if (len == 4) {
+			val &= ~(SIMGPU_BAR0_SIZE - 1);
+			*(__le32 *)&c[off] = cpu_to_le32(val | PCI_BASE_ADDRESS_SPACE_MEMORY |
+							 PCI_BASE_ADDRESS_MEM_TYPE_32);
+		}
+		break;
+	case PCI_INTERRUPT_LINE:
+		c[off] = val;
+		break;
+	default:
+		if (off == msi + PCI_MSI_FLAGS && len >= 2) {
+			u16 f = le16_to_cpu(*(__le16 *)&c[off]);
+
+			f = (f & ~PCI_MSI_FLAGS_ENABLE) | (val & PCI_MSI_FLAGS_ENABLE);
+			*(__le16 *)&c[off] = cpu_to_le16(f);
+		} else if (off == msi + PCI_MSI_ADDRESS_LO && len == 4) {
+			*(__le32 *)&c[off] = cpu_to_le32(val & ~3U);
+		} else if (off == msi + PCI_MSI_ADDRESS_HI && len == 4) {
+			*(__le32 *)&c[off] = cpu_to_le32(val);
+		} else if (off == msi + PCI_MSI_DATA_64 && len >= 2) {
+			*(__le16 *)&c[off] = cpu_to_le16(val);
+		}
+		/* Everything else is read-only. */
+		break;
+	}
+}
+
+static ssize_t simgpu_rw(struct simgpu_dev *sdev, char __user *ubuf, size_t count,
+			 loff_t *ppos, bool write)
+{
+	unsigned int index = *ppos >> SIMGPU_REGION_SHIFT;
+	u64 pos = *ppos & SIMGPU_REGION_MASK;
+	size_t done = 0;
+
+	while (done < count) {
+		size_t left = count - done;
+		u32 len, val = 0;
+
+		if (index == VFIO_PCI_CONFIG_REGION_INDEX) {
+			if (pos >= SIMGPU_CFG_SIZE)
+				return done ? done : -EINVAL;
+			len = (left >= 4 && !(pos & 3)) ? 4 :
+			      (left >= 2 && !(pos & 1)) ? 2 : 1;
+		} else if (index == VFIO_PCI_BAR0_REGION_INDEX) {
+			/* Registers are 32 bits wide and accessed whole. */
+			if (pos >= SIMGPU_BAR0_SIZE || pos & 3 || left < 4)
+				return done ? done : -EINVAL;
+			len = 4;
+		} else {
+			return -EINVAL;
+		}
+
+		if (write) {
+			if (copy_from_user(&val, ubuf + done, len))
+				return -EFAULT;
+			val = le32_to_cpu((__force __le32)val);
+			if (index == VFIO_PCI_BAR0_REGION_INDEX) {
+				simgpu_mmio_write(&sdev->core, pos, val);
+			} else {
+				mutex_lock(&sdev->cfg_lock);
+				simgpu_cfg_write(sdev, pos, val, len);
+				mutex_unlock(&sdev->cfg_lock);
+			}
+		} else {
+			if (index == VFIO_PCI_BAR0_REGION_INDEX) {
+				val = (__force u32)cpu_to_le32(simgpu_mmio_read(&sdev->core, pos));
+			} else {
+				mutex_lock(&sdev->cfg_lock);
+				memcpy(&val, &sdev->config[pos], len);
+				mutex_unlock(&sdev->cfg_lock);
+			}
+			if (copy_to_user(ubuf + done, &val, len))
+				return -EFAULT;
+		}
+		done += len;
+		pos += len;
+	}
+	*ppos += done;
+	return done;
+}
+
+static ssize_t simgpu_read(struct vfio_device *vdev, char __user *buf,
+			   size_t count, loff_t *ppos)
+{
+	return simgpu_rw(to_simgpu(vdev), buf, count, ppos, false);
+}
+
+static ssize_t simgpu_write(struct vfio_device *vdev, const char __user *buf,
+			    size_t count, loff_t *ppos)
+{
+	return simgpu_rw(to_simgpu(vdev), (char __user *)buf, count, ppos, true);
+}
+
+/* Environment of the device model: VFIO DMA and the MSI eventfd. */
+static int simgpu_env_dma_rw(void *ctx, u64 iova, void *buf, size_t len, bool write)
+{
+	struct simgpu_dev *sdev = ctx;
+
+	return vfio_dma_rw(&sdev->vdev, iova, buf, len, write);
+}
+
+static void simgpu_env_raise_irq(void *ctx)
+{
+	struct simgpu_dev *sdev = ctx;
+
+	spin_lock(&sdev->irq_lock);
+	if (sdev->msi_trigger)
+		eventfd_signal(sdev->msi_trigger);
+	spin_unlock(&sdev->irq_lock);
+}
+
+static const struct simgpu_env_ops simgpu_vfio_env = {
+	.dma_rw = simgpu_env_dma_rw,
+	.raise_irq = simgpu_env_raise_irq,
+};
+
+static void simgpu_set_trigger(struct simgpu_dev *sdev, struct eventfd_ctx **slot,
+			       struct eventfd_ctx *ctx)
+{
+	struct eventfd_ctx *old;
+
+	spin_lock(&sdev->irq_lock);
+	old = *slot;
+	*slot = ctx;
+	spin_unlock(&sdev->irq_lock);
+	if (old)
+		eventfd_ctx_put(old);
+}
+
+static int simgpu_set_irqs(struct simgpu_dev *sdev, unsigned long arg)
+{
+	struct vfio_irq_set hdr;
+	struct eventfd_ctx **slot;
+	size_t data_size = 0;
+	int ret;
+
+	if (copy_from_user(&hdr, (void __user *)arg, offsetofend(struct vfio_irq_set, count)))
+		return -EFAULT;
+	ret = vfio_set_irqs_validate_and_prepare(&hdr, hdr.index == VFIO_PCI_MSI_IRQ_INDEX ||
+						 hdr.index == VFIO_PCI_REQ_IRQ_INDEX ? 1 : 0,
+						 VFIO_PCI_NUM_IRQS, &data_size);
+	if (ret)
+		return ret;
+	if (hdr.index == VFIO_PCI_MSI_IRQ_INDEX)
+		slot = &sdev->msi_trigger;
+	else if (hdr.index == VFIO_PCI_REQ_IRQ_INDEX)
+		slot = &sdev->req_trigger;
+	else
+		return -EINVAL;
+	if ((hdr.flags & VFIO_IRQ_SET_ACTION_TYPE_MASK) != VFIO_IRQ_SET_ACTION_TRIGGER)
+		return -EINVAL;
+
+	if (!hdr.count) {
+		if (!(hdr.flags & VFIO_IRQ_SET_DATA_NONE))
+			return -EINVAL;
+		simgpu_set_trigger(sdev, slot, NULL);
+		return 0;
+	}
+	if (hdr.flags & VFIO_IRQ_SET_DATA_EVENTFD) {
+		struct eventfd_ctx *ctx = NULL;
+		s32 fd;
+
+		if (copy_from_user(&fd, (void __user *)(arg + sizeof(hdr)), sizeof(fd)))
+			return -EFAULT;
+		if (fd >= 0) {
+			ctx = eventfd_ctx_fdget(fd);
+			if (IS_ERR(ctx))
+				return PTR_ERR(ctx);
+		}
+		simgpu_set_trigger(sdev, slot, ctx);
+		return 0;
+	}
+	/* DATA_NONE or DATA_BOOL: fire the interrupt once, for loopback tests. */
+	if (hdr.flags & VFIO_IRQ_SET_DATA_BOOL) {
+		u8 b;
+
+		if (copy_from_user(&b, (void __user *)(arg + sizeof(hdr)), 1))
+			return -EFAULT;
+		if (!b)
+			return 0;
+	}
+	spin_lock(&sdev->irq_lock);
+	if (*slot)
+		eventfd_signal(*slot);
+	spin_unlock(&sdev->irq_lock);
+	return 0;
+}
+
+static int simgpu_reset(struct simgpu_dev *sdev)
+{
+	simgpu_core_reset(&sdev->core);
+	mutex_lock(&sdev->cfg_lock);
+	simgpu_cfg_init(sdev);
+	mutex_unlock(&sdev->cfg_lock);
+	return 0;
+}
+
+static long simgpu_ioctl(struct vfio_device *vdev, unsigned int cmd, unsigned long arg)
+{
+	struct simgpu_dev *sdev = to_simgpu(vdev);
+	unsigned long minsz;
+
+	switch (cmd) {
+	case VFIO_DEVICE_GET_INFO: {
+		struct vfio_device_info info;
+
+		minsz = offsetofend(struct vfio_device_info, num_irqs);
+		if (copy_from_user(&info, (void __user *)arg, minsz))
+			return -EFAULT;
+		if (info.argsz < minsz)
+			return -EINVAL;
+		info.flags = VFIO_DEVICE_FLAGS_PCI | VFIO_DEVICE_FLAGS_RESET;
+		info.num_regions = VFIO_PCI_NUM_REGIONS;
+		info.num_irqs = VFIO_PCI_NUM_IRQS;
+		return copy_to_user((void __user *)arg, &info, minsz) ? -EFAULT : 0;
+	}
+	case VFIO_DEVICE_GET_REGION_INFO: {
+		struct vfio_region_info info;
+
+		minsz = offsetofend(struct vfio_region_info, offset);
+		if (copy_from_user(&info, (void __user *)arg, minsz))
+			return -EFAULT;
+		if (info.argsz < minsz || info.index >= VFIO_PCI_NUM_REGIONS)
+			return -EINVAL;
+		info.offset = (u64)info.index << SIMGPU_REGION_SHIFT;
+		info.cap_offset = 0;
+		switch (info.index) {
+		case VFIO_PCI_CONFIG_REGION_INDEX:
+			info.size = SIMGPU_CFG_SIZE;
+			info.flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+			break;
+		case VFIO_PCI_BAR0_REGION_INDEX:
+			info.size = SIMGPU_BAR0_SIZE;
+			info.flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+			break;
+		default:
+			info.size = 0;
+			info.flags = 0;
+			break;
+		}
+		return copy_to_user((void __user *)arg, &info, minsz) ? -EFAULT : 0;
+	}
+	case VFIO_DEVICE_GET_IRQ_INFO: {
+		struct vfio_irq_info info;
+
+		minsz = offsetofend(struct vfio_irq_info, count);
+		if (copy_from_user(&info, (void __user *)arg, minsz))
+			return -EFAULT;
+		if (info.argsz < minsz || info.index >= VFIO_PCI_NUM_IRQS)
+			return -EINVAL;
+		info.flags = VFIO_IRQ_INFO_EVENTFD;
+		info.count = (info.index == VFIO_PCI_MSI_IRQ_INDEX ||
+			      info.index == VFIO_PCI_REQ_IRQ_INDEX) ? 1 : 0;
+		if (info.index == VFIO_PCI_MSI_IRQ_INDEX)
+			info.flags |= VFIO_IRQ_INFO_NORESIZE;
+		return copy_to_user((void __user *)arg, &info, minsz) ? -EFAULT : 0;
+	}
+	case VFIO_DEVICE_SET_IRQS:
+		return simgpu_set_irqs(sdev, arg);
+	case VFIO_DEVICE_RESET:
+		return simgpu_reset(sdev);
+	}
+	return -ENOTTY;
+}
+
+static int simgpu_open_device(struct vfio_device *vdev)
+{
+	struct simgpu_dev *sdev = to_simgpu(vdev);
+
+	simgpu_reset(sdev);
+	return simgpu_core_start(&sdev->core, dev_name(vdev->dev));
+}
+
+/*
+ * The tenant is gone: stop the processor (after its current step), drop
+ * its interrupts, reset, and scrub VRAM so the next tenant reads zeroes.
+ */
+static void simgpu_close_device(struct vfio_device *vdev)
+{
+	struct simgpu_dev *sdev = to_simgpu(vdev);
+
+	simgpu_core_stop(&sdev->core);
+	simgpu_set_trigger(sdev, &sdev->msi_trigger, NULL);
+	simgpu_set_trigger(sdev, &sdev->req_trigger, NULL);
+	simgpu_reset(sdev);
+	mutex_lock(&sdev->core.lock);
+	simgpu_vram_scrub(&sdev->core.vram);
+	mutex_unlock(&sdev->core.lock);
+}
+
+/*
+ * All DMA happens under the core's lock, one step at a time: taking it
+ * here means no access to the range being unmapped is in flight when the
+ * unmap completes.  Nothing is cached per IOVA (vfio_dma_rw pins nothing
+ * beyond one access), so there is nothing else to drop.
+ */
+static void simgpu_dma_unmap(struct vfio_device *vdev, u64 iova, u64 length)
+{
+	struct simgpu_dev *sdev = to_simgpu(vdev);
+
+	mutex_lock(&sdev->core.lock);
+	mutex_unlock(&sdev->core.lock);
+}
+
+/* The mdev is being removed while open: ask the user to let go. */
+static void simgpu_request(struct vfio_device *vdev, unsigned int count)
+{
+	struct simgpu_dev *sdev = to_simgpu(vdev);
+
+	spin_lock(&sdev->irq_lock);
+	if (sdev->req_trigger) {
+		if (!(count % 10))
+			dev_notice_ratelimited(vdev->dev, "asking the user to release the device (%u)\n",
+					       count);
+		eventfd_signal(sdev->req_trigger);
+	} else if (count == 0) {
+		dev_notice(vdev->dev, "removal waits for the user to close the device\n");
+	}
+	spin_unlock(&sdev->irq_lock);
+}
+
+static int simgpu_init_dev(struct vfio_device *vdev)
+{
+	struct simgpu_dev *sdev = to_simgpu(vdev);
+	struct mdev_device *mdev = to_mdev_device(vdev->dev);
+	const struct simgpu_type *type = to_simgpu_type(mdev->type);
+	int ret;
+
+	ret = simgpu_budget_take(type->vram);
+	if (ret)
+		return ret;
+	ret = simgpu_core_init(&sdev->core, &simgpu_vfio_env, sdev, type->queues,
+			       type->vram);
+	if (ret) {
+		simgpu_budget_put(type->vram);
+		return ret;
+	}
+	sdev->type = type;
+	mutex_init(&sdev->cfg_lock);
+	spin_lock_init(&sdev->irq_lock);
+	simgpu_cfg_init(sdev);
+	return 0;
+}
+
+static void simgpu_release_dev(struct vfio_device *vdev)
+{
+	struct simgpu_dev *sdev = to_simgpu(vdev);
+
+	simgpu_core_destroy(&sdev->core);
+	mutex_destroy(&sdev->cfg_lock);
+	simgpu_budget_put(sdev->type->vram);
+}
+
+const struct vfio_device_ops simgpu_vfio_ops = {
+	.name = "simgpu",
+	.init = simgpu_init_dev,
+	.release = simgpu_release_dev,
+	.open_device = simgpu_open_device,
+	.close_device = simgpu_close_device,
+	.read = simgpu_read,
+	.write = simgpu_write,
+	.ioctl = simgpu_ioctl,
+	.request = simgpu_request,
+	.dma_unmap = simgpu_dma_unmap,
+	.bind_iommufd = vfio_iommufd_emulated_bind,
+	.unbind_iommufd = vfio_iommufd_emulated_unbind,
+	.attach_ioas = vfio_iommufd_emulated_attach_ioas,
+	.detach_ioas = vfio_iommufd_emulated_detach_ioas,
+};
+
+static int simgpu_stats_show(struct seq_file *m, void *v)
+{
+	struct simgpu_core *core = m->private;
+	struct simgpu_stats s;
+	unsigned long present;
+
+	mutex_lock(&core->lock);
+	s = core->stats;
+	present = core->vram.present;
+	mutex_unlock(&core->lock);
+	seq_printf(m, "commands %llu\nbytes %llu\nkernel_steps %llu\nfaults %llu\n",
+		   s.cmds, s.bytes, s.kernel_steps, s.faults);
+	seq_printf(m, "invalidations %llu\ninvalidations_dropped %llu\nirqs %llu\n",
+		   s.invalidations, s.inval_dropped, s.irqs);
+	seq_printf(m, "tlb_hits %llu\ntlb_misses %llu\ndirty_pages %llu\nvram_pages_backed %lu\n",
+		   s.tlb_hits, s.tlb_misses, s.dirty_pages, present);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(simgpu_stats);
+
+static void simgpu_debugfs_init(struct simgpu_dev *sdev, struct dentry *root)
+{
+	struct simgpu_knobs *k = &sdev->core.knobs;
+	struct dentry *d;
+
+	d = debugfs_create_dir(dev_name(sdev->vdev.dev), root);
+	sdev->debugfs = d;
+	debugfs_create_u32("throttle_us", 0600, d, &k->throttle_us);
+	debugfs_create_u32("kernel_step_us", 0600, d, &k->kernel_step_us);
+	debugfs_create_bool("preempt", 0600, d, &k->preempt);
+	debugfs_create_u32("ack_delay_ms", 0600, d, &k->ack_delay_ms);
+	debugfs_create_bool("ack_drop", 0600, d, &k->ack_drop);
+	debugfs_create_u32("dirty_rate", 0600, d, &k->dirty_rate);
+	debugfs_create_file("stats", 0400, d, &sdev->core, &simgpu_stats_fops);
+}
+
+int simgpu_probe(struct mdev_device *mdev)
+{
+	struct simgpu_dev *sdev;
+	int ret;
+
+	sdev = vfio_alloc_device(simgpu_dev, vdev, &mdev->dev, &simgpu_vfio_ops);
+	if (IS_ERR(sdev))
+		return PTR_ERR(sdev);
+	ret = vfio_register_emulated_iommu_dev(&sdev->vdev);
+	if (ret) {
+		vfio_put_device(&sdev->vdev);
+		return ret;
+	}
+	dev_set_drvdata(&mdev->dev, sdev);
+	simgpu_debugfs_init(sdev, simgpu_debugfs_root);
+	return 0;
+}
+
+void simgpu_remove(struct mdev_device *mdev)
+{
+	struct simgpu_dev *sdev = dev_get_drvdata(&mdev->dev);
+
+	debugfs_remove_recursive(sdev->debugfs);
+	vfio_unregister_group_dev(&sdev->vdev);
+	vfio_put_device(&sdev->vdev);
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu device memory.
+ *
+ * VRAM is backed lazily: a page is allocated (zeroed) on its first write
+ * and an absent page reads as zeroes.  So a 1 GiB instance costs only what
+ * its tenant wrote, and scrubbing is freeing: after simgpu_vram_scrub()
+ * every byte reads as zero and no page of the old tenant is left.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/gfp.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+
+#include "simgpu.h"
+
+/**
+ * simgpu_vram_init() - empty VRAM of @size bytes
+ * @vram: VRAM
+ * @size: bytes
+ */
+void simgpu_vram_init(struct simgpu_vram *vram, u64 size)
+{
+	xa_init(&vram->pages);
+	vram->size = size;
+	vram->present = 0;
+}
+
+/**
+ * simgpu_vram_rw() - copy between VRAM and a kernel buffer
+ * @vram: VRAM
+ * @offset: byte offset in VRAM
+ * @buf: kernel buffer
+ * @len: bytes
+ * @write: true to copy @buf into VRAM
+ *
+ * Context: the caller serialises access (the core's lock).
+ * Return: 0, -ERANGE outside VRAM, -ENOMEM when a page cannot be backed.
+ */
+int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
+		   bool write)
+{
+	u8 *p = buf;
+	u64 end;
+
+	if (check_add_overflow(offset, (u64)len, &end) || end > vram->size)
+		return -ERANGE;
+
+	while (len) {
+		unsigned long idx = offset >> PAGE_SHIFT;
+		size_t off = offset & ~PAGE_MASK;
+		size_t n = min_t(size_t, len, PAGE_SIZE - off);
+		struct page *page = xa_load(&vram->pages, idx);
+		void *va;
+
+		if (!page && !write) {
+			memset(p, 0, n);
+		} else {
+			if (!page) {
+				int ret;
+
+				page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+				if (!page)
+					return -ENOMEM;
+				ret = xa_err(xa_store(&vram->pages, idx, page,
+						      GFP_KERNEL));
+				if (ret) {
+					__free_page(page);
+					return ret;
+				}
+				vram->present++;
+			}
+			va = kmap_local_page(page);
+			if (write)
+				memcpy(va + off, p, n);
+			else
+				memcpy(p, va + off, n);
+			kunmap_local(va);
+		}
+		p += n;
+		offset += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * simgpu_vram_scrub() - drop every page: all of VRAM reads zero again
+ * @vram: VRAM
+ */
+void simgpu_vram_scrub(struct simgpu_vram *vram)
+{
+	struct page *page;
+	unsigned long idx;
+
+	xa_for_each(&vram->pages, idx, page)
+		__free_page(page);
+	xa_destroy(&vram->pages);
+	vram->present = 0;
+}
