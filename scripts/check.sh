@@ -157,11 +157,18 @@ if want static; then
 	fi
 fi
 
+TOOLS=$BUILD/tools
+if want debug-vm || want distro-vm; then
+	run_check "build the userspace VFIO client" \
+		make -C "$GPUMIG_TOP/tools/simgpu-client" O="$TOOLS"
+fi
+
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 	[ -f "$BUILD/debug/gpumig.ko" ] || build_clean debug "$DEBUG_KDIR" >/dev/null 2>&1
 	run_check "debug VM: boot, load, run KUnit and VM suites" \
 		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/debug" -- \
-		"$GPUMIG_TOP/scripts/guest/run.sh" debug "$RES/debug" "$BUILD/debug"
+		"$GPUMIG_TOP/scripts/guest/run.sh" debug "$RES/debug" "$BUILD/debug" "$TOOLS" \
+		"$DEBUG_KDIR"
 	run_check "debug VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
 		log_clean "$RES/debug"
 fi
@@ -174,7 +181,7 @@ fi
 if want distro-vm; then
 	run_check "distro VM: boot $KVER_DISTRO, load the DKMS modules" \
 		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" -- \
-		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro"
+		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"
 	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
 fi
 

@@ -4,7 +4,9 @@
 GPUMIG_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Kernel trees are cached outside the repository so that later runs on the
 # same machine reuse them; keyed by kernel version and config hash.
-GPUMIG_CACHE=${GPUMIG_CACHE:-/var/cache/gpumig}
+# The cache must be visible inside virtme-ng guests, which mount fresh
+# tmpfs/overlays over /var, /tmp, /etc, /usr...: a home directory is not.
+GPUMIG_CACHE=${GPUMIG_CACHE:-${HOME:-/root}/.cache/gpumig}
 KVER_DISTRO=${KVER_DISTRO:-6.12.117+deb12-amd64}
 DISTRO_KDIR=/lib/modules/$KVER_DISTRO/build
 DISTRO_VMLINUZ=/boot/vmlinuz-$KVER_DISTRO

@@ -38,9 +38,9 @@ args=(-r "$kernel" --disable-kvm --disable-microvm --memory "${VM_MEMORY:-2G}" -
 
 log "vm: booting $(basename "$kernel") for: $*"
 set +e
-timeout "${VM_TIMEOUT:-1500}" vng "${args[@]}" --exec "$cmd" \
+timeout "${VM_TIMEOUT:-1200}" vng "${args[@]}" --exec "$cmd" \
 	>"$out/console.log" 2>&1 </dev/null
 rc=$?
 set -e
-[ $rc -eq 124 ] && log "vm: timed out after ${VM_TIMEOUT:-1500} s"
+[ $rc -eq 124 ] && log "vm: timed out after ${VM_TIMEOUT:-1200} s"
 exit $rc

@@ -4,13 +4,30 @@
 # Runs inside a test VM (see scripts/vm.sh): load gpumig, run every suite,
 # write KTAP and logs to OUT.
 #
-#   run.sh MODE OUT MODDIR
+#   run.sh MODE OUT MODDIR TOOLDIR [KDIR]
 #
+# KDIR: the debug kernel's build tree; its own modules (vfio, mdev, ...)
+# are loaded from there by path, in dependency order.
 # MODE "debug": the debug kernel; modules are insmod-ed from MODDIR and the
 # KUnit module runs.  MODE "distro": Debian's kernel; modules come from the
 # DKMS install (modprobe), proving the packaging.
 set -u
-mode=$1 out=$2 moddir=$3
+mode=$1 out=$2 moddir=$3 tooldir=$4 kdir=${5:-}
+
+# The VFIO stack simgpu needs: type1 container and mediated devices.
+vfio_stack() {
+	local m
+
+	if [ -z "$kdir" ]; then
+		modprobe -a vfio_iommu_type1 mdev
+		return
+	fi
+	for m in drivers/iommu/iommufd/iommufd drivers/vfio/vfio \
+		 drivers/vfio/vfio_iommu_type1 drivers/vfio/mdev/mdev; do
+		[ -f "$kdir/$m.ko" ] || continue
+		grep -q "^$(basename $m) " /proc/modules || insmod "$kdir/$m.ko" || return 1
+	done
+}
 ktap=$out/vm-$mode.ktap
 n=0
 
@@ -43,9 +60,47 @@ if [ -w "$kml" ]; then
 	echo clear >"$kml"
 fi
 
+# simgpu_suite: one instance of every type, the client's scenarios on each,
+# a second tenant on a reused instance, removal while open.
+simgpu_suite() {
+	local parent=/sys/class/mdev_bus/simgpu t uuid
+	local -a uuids=()
+
+	check "VFIO type1 and mdev available" vfio_stack
+	for t in 64M 256M 1G; do
+		uuid=$(cat /proc/sys/kernel/random/uuid)
+		if check "create a simgpu-$t instance" \
+			sh -c "echo $uuid > $parent/mdev_supported_types/simgpu-$t/create"; then
+			uuids+=("$uuid")
+		fi
+	done
+	check "available_instances follows the VRAM budget" sh -c \
+		"[ \$(cat $parent/mdev_supported_types/simgpu-1G/available_instances) -eq 0 ]"
+	for uuid in "${uuids[@]}"; do
+		t=$(basename "$(readlink /sys/bus/mdev/devices/$uuid/mdev_type)")
+		if [ "$t" = simgpu-256M ]; then
+			scen=""
+		else
+			scen="-s info,fill_copy,kernel,fences_irq,stale_tlb,scrub"
+		fi
+		timeout 600 "$tooldir/simgpu-client" $scen -n "${t//-/_}" "$uuid" \
+			>"$out/client-$t.ktap" 2>>"$out/guest.log"
+		echo "vm: client on $t exited $?"
+	done
+	if [ ${#uuids[@]} -gt 0 ]; then
+		timeout 120 "$tooldir/simgpu-client" -s remove_open -n simgpu_remove "${uuids[0]}" \
+			>"$out/client-remove.ktap" 2>>"$out/guest.log"
+	fi
+	for uuid in "${uuids[@]}"; do
+		[ -e /sys/bus/mdev/devices/$uuid ] && echo 1 > /sys/bus/mdev/devices/$uuid/remove
+	done
+}
+
 case $mode in
 debug)
 	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
+	check "load the VFIO stack" vfio_stack
+	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
 	check "load and run the KUnit module" insmod "$moddir/gpumig_kunit.ko"
 	mkdir -p "$out/kunit"
 	for d in /sys/kernel/debug/kunit/*/; do
@@ -53,11 +108,16 @@ debug)
 		cp "$d/results" "$out/kunit/$s.ktap"
 	done
 	check "unload the KUnit module" rmmod gpumig_kunit
+	simgpu_suite
+	check "unload simgpu" rmmod simgpu
 	check "unload gpumig" rmmod gpumig
 	;;
 distro)
-	check "modprobe gpumig (DKMS install)" modprobe gpumig
-	check "gpumig is the DKMS build" sh -c "modinfo -n gpumig | grep -q /updates/dkms/"
+	check "modprobe gpumig and simgpu (DKMS install)" modprobe -a gpumig simgpu
+	check "the modules are the DKMS build" sh -c \
+		"modinfo -n gpumig | grep -q /updates/dkms/ && modinfo -n simgpu | grep -q /updates/dkms/"
+	simgpu_suite
+	check "unload simgpu" rmmod simgpu
 	check "unload gpumig" rmmod gpumig
 	;;
 esac

@@ -182,10 +182,12 @@ static u32 simgpu_cmd_step(struct simgpu_core *core, u32 qi, bool *done)
 		err = simgpu_mem_access(core, c->args[0], core->scratch, n, false);
 		if (err)
 			return err;
-		for (i = 0; i < n / 4; i++)
-			core->scratch[i] = cpu_to_le32(simgpu_kernel_word(
-				le32_to_cpu(core->scratch[i]),
-				(u32)c->args[3], (u32)c->progress));
+		for (i = 0; i < n / 4; i++) {
+			u32 w = le32_to_cpu(core->scratch[i]);
+
+			w = simgpu_kernel_word(w, (u32)c->args[3], (u32)c->progress);
+			core->scratch[i] = cpu_to_le32(w);
+		}
 		err = simgpu_mem_access(core, c->args[0], core->scratch, n, true);
 		if (err)
 			return err;
@@ -370,6 +372,19 @@ static void simgpu_kick(struct simgpu_core *core)
 	wake_up(&core->wq);
 }
 
+static bool simgpu_woken(struct simgpu_core *core)
+{
+	return atomic_read(&core->kick) || kthread_should_stop();
+}
+
+/* Work that becomes runnable with time rather than with a doorbell. */
+static bool simgpu_timed_work(struct simgpu_core *core)
+{
+	return READ_ONCE(core->knobs.kernel_step_us) ||
+	       READ_ONCE(core->knobs.ack_delay_ms) ||
+	       READ_ONCE(core->knobs.dirty_rate);
+}
+
 static int simgpu_thread(void *data)
 {
 	struct simgpu_core *core = data;
@@ -384,17 +399,14 @@ static int simgpu_thread(void *data)
 			usleep_range(throttle, throttle + throttle / 8 + 1);
 		if (more) {
 			/* Waiting for a timed step: do not spin. */
-			if (READ_ONCE(core->knobs.kernel_step_us) ||
-			    READ_ONCE(core->knobs.ack_delay_ms) ||
-			    READ_ONCE(core->knobs.dirty_rate))
+			if (simgpu_timed_work(core))
 				wait_event_interruptible_timeout(core->wq,
-					atomic_read(&core->kick) || kthread_should_stop(),
-					usecs_to_jiffies(500));
+								 simgpu_woken(core),
+								 usecs_to_jiffies(500));
 			cond_resched();
 			continue;
 		}
-		wait_event_interruptible(core->wq, atomic_read(&core->kick) ||
-					 kthread_should_stop());
+		wait_event_interruptible(core->wq, simgpu_woken(core));
 	}
 	return 0;
 }

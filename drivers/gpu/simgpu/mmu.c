@@ -5,9 +5,9 @@
  *
  * The cache is the point: a translation the guest changed in memory keeps
  * being used until the guest (or the host driver) invalidates it and the
- * device acknowledges; after the acknowledgement it never is.  Every
+ * device acknowledges; after the acknowledgment it never is.  Every
  * access goes through simgpu_mmu_translate(), under the core's lock, and
- * the flush that precedes an acknowledgement happens under the same lock.
+ * the flush that precedes an acknowledgment happens under the same lock.
  *
  * Copyright (C) 2026 The gpumig authors
  */

@@ -185,7 +185,7 @@ struct simgpu_core {
 	void *ctx;
 	u32 nr_queues;
 
-	struct mutex lock;
+	struct mutex lock;		/* see @lock above */
 	u32 control;
 	u32 int_status;
 	u32 int_mask;

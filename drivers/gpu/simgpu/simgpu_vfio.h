@@ -45,9 +45,9 @@ struct simgpu_dev {
 	struct vfio_device vdev;
 	struct simgpu_core core;
 	const struct simgpu_type *type;
-	struct mutex cfg_lock;
+	struct mutex cfg_lock;		/* guards config */
 	u8 config[256];
-	spinlock_t irq_lock;
+	spinlock_t irq_lock;		/* guards the triggers */
 	struct eventfd_ctx *msi_trigger;
 	struct eventfd_ctx *req_trigger;
 	struct dentry *debugfs;

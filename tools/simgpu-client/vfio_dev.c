@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * VMM-side VFIO plumbing for simgpu-client; see vfio_dev.h.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/vfio.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "vfio_dev.h"
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return 0;
+}
+
+static int set_irq(struct gpu *g, uint32_t index, int efd)
+{
+	char buf[sizeof(struct vfio_irq_set) + sizeof(int32_t)];
+	struct vfio_irq_set *s = (void *)buf;
+	int32_t fd = efd;
+
+	s->argsz = sizeof(buf);
+	s->flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
+	s->index = index;
+	s->start = 0;
+	s->count = 1;
+	memcpy(s->data, &fd, sizeof(fd));
+	return ioctl(g->fd, VFIO_DEVICE_SET_IRQS, s);
+}
+
+int gpu_open(struct gpu *g, const char *uuid)
+{
+	struct vfio_group_status gs = { .argsz = sizeof(gs) };
+	struct vfio_region_info ri = { .argsz = sizeof(ri) };
+	struct vfio_iommu_type1_dma_map map = { .argsz = sizeof(map) };
+	char path[PATH_MAX], link[PATH_MAX], val[64];
+	ssize_t n;
+
+	memset(g, 0, sizeof(*g));
+	g->container = g->group = g->fd = g->msi_efd = g->req_efd = -1;
+	snprintf(g->uuid, sizeof(g->uuid), "%s", uuid);
+
+	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/iommu_group", uuid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0) {
+		fprintf(stderr, "# %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	link[n] = 0;
+	snprintf(path, sizeof(path), "/dev/vfio/%s", strrchr(link, '/') + 1);
+
+	g->container = open("/dev/vfio/vfio", O_RDWR);
+	g->group = open(path, O_RDWR);
+	if (g->container < 0 || g->group < 0) {
+		fprintf(stderr, "# open container/group %s: %s\n", path, strerror(errno));
+		goto err;
+	}
+	if (ioctl(g->group, VFIO_GROUP_GET_STATUS, &gs) || !(gs.flags & VFIO_GROUP_FLAGS_VIABLE) ||
+	    ioctl(g->group, VFIO_GROUP_SET_CONTAINER, &g->container) ||
+	    ioctl(g->container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU)) {
+		fprintf(stderr, "# group/container setup: %s\n", strerror(errno));
+		goto err;
+	}
+	g->fd = ioctl(g->group, VFIO_GROUP_GET_DEVICE_FD, uuid);
+	if (g->fd < 0) {
+		fprintf(stderr, "# get device fd: %s\n", strerror(errno));
+		goto err;
+	}
+	ri.index = VFIO_PCI_CONFIG_REGION_INDEX;
+	if (ioctl(g->fd, VFIO_DEVICE_GET_REGION_INFO, &ri))
+		goto err;
+	g->cfg_off = ri.offset;
+	ri.index = VFIO_PCI_BAR0_REGION_INDEX;
+	ri.argsz = sizeof(ri);
+	if (ioctl(g->fd, VFIO_DEVICE_GET_REGION_INFO, &ri) || ri.size != SIMGPU_BAR0_SIZE)
+		goto err;
+	g->bar_off = ri.offset;
+
+	g->mem = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g->mem == MAP_FAILED) {
+		g->mem = NULL;
+		goto err;
+	}
+	map.vaddr = (uintptr_t)g->mem;
+	map.iova = GUEST_IOVA;
+	map.size = GUEST_SIZE;
+	map.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE;
+	if (ioctl(g->container, VFIO_IOMMU_MAP_DMA, &map)) {
+		fprintf(stderr, "# map dma: %s\n", strerror(errno));
+		goto err;
+	}
+	g->next = GUEST_IOVA;
+
+	g->msi_efd = eventfd(0, EFD_NONBLOCK);
+	g->req_efd = eventfd(0, EFD_NONBLOCK);
+	if (set_irq(g, VFIO_PCI_MSI_IRQ_INDEX, g->msi_efd) ||
+	    set_irq(g, VFIO_PCI_REQ_IRQ_INDEX, g->req_efd)) {
+		fprintf(stderr, "# set irqs: %s\n", strerror(errno));
+		goto err;
+	}
+	g->nr_queues = rd(g, SIMGPU_REG_NUM_QUEUES);
+	g->vram = rd(g, SIMGPU_REG_VRAM_SIZE_LO) | (uint64_t)rd(g, SIMGPU_REG_VRAM_SIZE_HI) << 32;
+	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/simgpu/queues", uuid);
+	if (read_file(path, val, sizeof(val)) || (uint32_t)atoi(val) != g->nr_queues) {
+		fprintf(stderr, "# queues register %u disagrees with sysfs\n", g->nr_queues);
+		goto err;
+	}
+	return 0;
+err:
+	gpu_close(g);
+	return -1;
+}
+
+void gpu_close(struct gpu *g)
+{
+	if (g->fd >= 0)
+		close(g->fd);
+	if (g->group >= 0)
+		close(g->group);
+	if (g->container >= 0)
+		close(g->container);
+	if (g->msi_efd >= 0)
+		close(g->msi_efd);
+	if (g->req_efd >= 0)
+		close(g->req_efd);
+	if (g->mem)
+		munmap(g->mem, GUEST_SIZE);
+	g->fd = g->group = g->container = g->msi_efd = g->req_efd = -1;
+	g->mem = NULL;
+}
+
+uint32_t rd(struct gpu *g, uint32_t reg)
+{
+	uint32_t v = 0xdeadbeef;
+
+	if (pread(g->fd, &v, 4, g->bar_off + reg) != 4)
+		fprintf(stderr, "# BAR0 read 0x%x: %s\n", reg, strerror(errno));
+	return v;
+}
+
+void wr(struct gpu *g, uint32_t reg, uint32_t val)
+{
+	if (pwrite(g->fd, &val, 4, g->bar_off + reg) != 4)
+		fprintf(stderr, "# BAR0 write 0x%x: %s\n", reg, strerror(errno));
+}
+
+uint32_t qrd(struct gpu *g, int q, uint32_t reg)
+{
+	return rd(g, SIMGPU_QUEUE_BASE + q * SIMGPU_QUEUE_STRIDE + reg);
+}
+
+void qwr(struct gpu *g, int q, uint32_t reg, uint32_t val)
+{
+	wr(g, SIMGPU_QUEUE_BASE + q * SIMGPU_QUEUE_STRIDE + reg, val);
+}
+
+int cfg_read(struct gpu *g, uint32_t off, void *buf, size_t len)
+{
+	return pread(g->fd, buf, len, g->cfg_off + off) == (ssize_t)len ? 0 : -1;
+}
+
+uint64_t galloc(struct gpu *g, size_t len)
+{
+	uint64_t iova = g->next;
+
+	len = (len + 4095) & ~4095ULL;
+	if (g->next + len > GUEST_IOVA + GUEST_SIZE) {
+		fprintf(stderr, "# guest memory exhausted\n");
+		abort();
+	}
+	g->next += len;
+	memset(gptr(g, iova), 0, len);
+	return iova;
+}
+
+void *gptr(struct gpu *g, uint64_t iova)
+{
+	return g->mem + (iova - GUEST_IOVA);
+}
+
+uint64_t *gpu_pte(struct gpu *g, uint64_t va)
+{
+	uint64_t table = g->pt_root;
+	int level;
+
+	for (level = 2; level > 0; level--) {
+		uint64_t *e = (uint64_t *)gptr(g, table) + ((va >> (12 + 9 * level)) & 511);
+
+		if (!(*e & SIMGPU_PTE_VALID))
+			*e = galloc(g, 4096) | SIMGPU_PTE_VALID;
+		table = *e & SIMGPU_PTE_ADDR_MASK;
+	}
+	return (uint64_t *)gptr(g, table) + ((va >> 12) & 511);
+}
+
+void gpu_map(struct gpu *g, uint64_t va, uint64_t target, uint64_t flags)
+{
+	*gpu_pte(g, va) = (target & SIMGPU_PTE_ADDR_MASK) | flags | SIMGPU_PTE_VALID;
+}
+
+void gpu_map_range(struct gpu *g, uint64_t va, uint64_t target, uint64_t len,
+		   uint64_t flags)
+{
+	uint64_t off;
+
+	for (off = 0; off < len; off += 4096)
+		gpu_map(g, va + off, target + off, flags);
+}
+
+/* Page tables, rings on every queue, interrupts unmasked, processor on. */
+int gpu_setup(struct gpu *g, uint32_t ring_entries)
+{
+	uint32_t i;
+
+	g->pt_root = galloc(g, 4096);
+	wr(g, SIMGPU_REG_PT_ROOT_LO, (uint32_t)g->pt_root);
+	wr(g, SIMGPU_REG_PT_ROOT_HI, g->pt_root >> 32);
+	for (i = 0; i < g->nr_queues; i++) {
+		struct gpu_queue *q = &g->q[i];
+
+		q->size = ring_entries;
+		q->ring_iova = galloc(g, ring_entries * sizeof(struct simgpu_cmd));
+		q->ring = gptr(g, q->ring_iova);
+		q->tail = 0;
+		qwr(g, i, SIMGPU_QREG_RING_LO, (uint32_t)q->ring_iova);
+		qwr(g, i, SIMGPU_QREG_RING_HI, q->ring_iova >> 32);
+		qwr(g, i, SIMGPU_QREG_RING_SIZE, ring_entries);
+		qwr(g, i, SIMGPU_QREG_CONTROL, SIMGPU_QCTRL_ENABLE);
+	}
+	wr(g, SIMGPU_REG_INT_MASK, 0xffffffff);
+	wr(g, SIMGPU_REG_CONTROL, SIMGPU_CTRL_ENABLE);
+	return 0;
+}
+
+void gpu_submit(struct gpu *g, int qi, uint32_t op, uint32_t flags,
+		uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	struct gpu_queue *q = &g->q[qi];
+	struct simgpu_cmd *c = &q->ring[q->tail & (q->size - 1)];
+
+	memset(c, 0, sizeof(*c));
+	c->opcode = op;
+	c->flags = flags;
+	c->args[0] = a0;
+	c->args[1] = a1;
+	c->args[2] = a2;
+	c->args[3] = a3;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	q->tail++;
+	qwr(g, qi, SIMGPU_QREG_TAIL, q->tail);
+}
+
+/* 0 when the queue consumed everything, 1 on a queue error, -1 on timeout. */
+int gpu_wait_idle(struct gpu *g, int qi, int timeout_ms)
+{
+	uint64_t end = now_ms() + timeout_ms;
+
+	for (;;) {
+		uint32_t st = qrd(g, qi, SIMGPU_QREG_STATUS);
+
+		if (st & SIMGPU_QSTATUS_ERROR)
+			return 1;
+		if (!(st & SIMGPU_QSTATUS_BUSY))
+			return 0;
+		if (now_ms() > end)
+			return -1;
+		usleep(1000);
+	}
+}
+
+/* Wait for the MSI eventfd; returns the count or -1 on timeout. */
+int gpu_wait_irq(struct gpu *g, int timeout_ms)
+{
+	struct pollfd p = { .fd = g->msi_efd, .events = POLLIN };
+	uint64_t cnt;
+
+	if (poll(&p, 1, timeout_ms) != 1)
+		return -1;
+	if (read(g->msi_efd, &cnt, sizeof(cnt)) != sizeof(cnt))
+		return -1;
+	return (int)cnt;
+}
+
+int gpu_invalidate(struct gpu *g, uint32_t seq, int timeout_ms)
+{
+	uint64_t end = now_ms() + timeout_ms;
+
+	wr(g, SIMGPU_REG_INVAL_REQ, seq);
+	while (rd(g, SIMGPU_REG_INVAL_ACK) != seq) {
+		if (now_ms() > end)
+			return -1;
+		usleep(200);
+	}
+	return 0;
+}
+
+int gpu_reset(struct gpu *g)
+{
+	return ioctl(g->fd, VFIO_DEVICE_RESET);
+}
+
+int knob_set(struct gpu *g, const char *knob, const char *val)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/simgpu/%s/%s", g->uuid, knob);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ret = fputs(val, f) < 0 ? -1 : 0;
+	if (fclose(f))
+		ret = -1;
+	return ret;
+}
+
+int dev_remove(const char *uuid)
+{
+	char path[PATH_MAX];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/remove", uuid);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	ret = write(fd, "1", 1) == 1 ? 0 : -1;
+	close(fd);
+	return ret;
+}

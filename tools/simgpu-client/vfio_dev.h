@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A minimal VMM-side VFIO user for simgpu: the type1 container/group path,
+ * a "guest memory" arena mapped for DMA, GPU page tables built in it, BAR0
+ * access, MSI and request eventfds.  Shared by the client's scenarios.
+ */
+#ifndef _SIMGPU_VFIO_DEV_H
+#define _SIMGPU_VFIO_DEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/simgpu.h>
+
+#define GUEST_IOVA	0x100000ULL	/* IOVA 0 stays unmapped */
+#define GUEST_SIZE	(48ULL << 20)
+
+struct gpu_queue {
+	uint64_t ring_iova;
+	struct simgpu_cmd *ring;
+	uint32_t size;
+	uint32_t tail;
+};
+
+struct gpu {
+	char uuid[64];
+	int container, group, fd;
+	uint64_t cfg_off, bar_off;
+	int msi_efd, req_efd;
+	uint8_t *mem;		/* guest memory, GUEST_SIZE bytes at GUEST_IOVA */
+	uint64_t next;		/* bump allocator, IOVA */
+	uint64_t pt_root;	/* IOVA of the root table */
+	uint32_t nr_queues;
+	uint64_t vram;
+	struct gpu_queue q[SIMGPU_MAX_QUEUES];
+};
+
+int gpu_open(struct gpu *g, const char *uuid);
+void gpu_close(struct gpu *g);
+uint32_t rd(struct gpu *g, uint32_t reg);
+void wr(struct gpu *g, uint32_t reg, uint32_t val);
+uint32_t qrd(struct gpu *g, int q, uint32_t reg);
+void qwr(struct gpu *g, int q, uint32_t reg, uint32_t val);
+int cfg_read(struct gpu *g, uint32_t off, void *buf, size_t len);
+
+uint64_t galloc(struct gpu *g, size_t len);	/* page aligned, zeroed */
+void *gptr(struct gpu *g, uint64_t iova);
+void gpu_map(struct gpu *g, uint64_t va, uint64_t target, uint64_t flags);
+void gpu_map_range(struct gpu *g, uint64_t va, uint64_t target, uint64_t len,
+		   uint64_t flags);
+uint64_t *gpu_pte(struct gpu *g, uint64_t va);
+
+int gpu_setup(struct gpu *g, uint32_t ring_entries);
+void gpu_submit(struct gpu *g, int q, uint32_t op, uint32_t flags,
+		uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
+int gpu_wait_idle(struct gpu *g, int q, int timeout_ms);
+int gpu_wait_irq(struct gpu *g, int timeout_ms);
+int gpu_invalidate(struct gpu *g, uint32_t seq, int timeout_ms);
+int gpu_reset(struct gpu *g);
+int knob_set(struct gpu *g, const char *knob, const char *val);
+int dev_remove(const char *uuid);
+uint64_t now_ms(void);
+
+#endif
