@@ -98,6 +98,7 @@ simgpu_suite() {
 
 case $mode in
 debug)
+	check "kmemleak is active" test -w "$kml"
 	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
 	check "load the VFIO stack" vfio_stack
 	check "load simgpu.ko" insmod "$moddir/simgpu.ko"

@@ -18,6 +18,8 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 
+#include <kunit/visibility.h>
+
 #include "simgpu.h"
 
 /**
@@ -32,6 +34,7 @@ u32 simgpu_kernel_word(u32 w, u32 key, u32 iteration)
 {
 	return (w ^ key) * 2654435761U + iteration;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_kernel_word);
 
 static void simgpu_irq(struct simgpu_core *core, u32 bits)
 {
@@ -345,6 +348,7 @@ bool simgpu_core_run(struct simgpu_core *core, unsigned int budget)
 	mutex_unlock(&core->lock);
 	return more;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_run);
 
 /**
  * simgpu_core_idle() - nothing queued, running or pending
@@ -365,6 +369,7 @@ bool simgpu_core_idle(struct simgpu_core *core)
 	mutex_unlock(&core->lock);
 	return idle;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_idle);
 
 static void simgpu_kick(struct simgpu_core *core)
 {
@@ -446,6 +451,7 @@ void simgpu_core_reset(struct simgpu_core *core)
 	simgpu_reset_locked(core);
 	mutex_unlock(&core->lock);
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_reset);
 
 static u32 simgpu_qreg_read(struct simgpu_core *core, struct simgpu_queue *q, u32 reg)
 {
@@ -611,6 +617,7 @@ out:
 	mutex_unlock(&core->lock);
 	return val;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_mmio_read);
 
 /**
  * simgpu_mmio_write() - guest write of a BAR0 register
@@ -685,6 +692,7 @@ void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
 out:
 	mutex_unlock(&core->lock);
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_mmio_write);
 
 /**
  * simgpu_core_init() - set up a device model
@@ -719,6 +727,7 @@ int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 	simgpu_vram_init(&core->vram, vram_size);
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_init);
 
 /**
  * simgpu_core_destroy() - free everything, VRAM included
@@ -732,6 +741,7 @@ void simgpu_core_destroy(struct simgpu_core *core)
 	kfree(core->bounce);
 	mutex_destroy(&core->lock);
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_destroy);
 
 /**
  * simgpu_core_start() - start the command processor

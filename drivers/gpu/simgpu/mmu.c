@@ -11,6 +11,8 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <kunit/visibility.h>
+
 #include "simgpu.h"
 
 #define SIMGPU_PT_LEVELS	3
@@ -24,6 +26,7 @@ void simgpu_mmu_flush(struct simgpu_core *core)
 {
 	memset(core->tlb, 0, sizeof(core->tlb));
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_mmu_flush);
 
 static u32 simgpu_mmu_walk(struct simgpu_core *core, u64 va, u64 *pte)
 {
@@ -90,6 +93,7 @@ u32 simgpu_mmu_translate(struct simgpu_core *core, u64 va, bool write, u64 *pte)
 	}
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_mmu_translate);
 
 /**
  * simgpu_mem_access() - read or write GPU virtual memory
@@ -137,3 +141,4 @@ u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 	}
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_mem_access);

@@ -13,6 +13,8 @@
 #include <linux/highmem.h>
 #include <linux/mm.h>
 
+#include <kunit/visibility.h>
+
 #include "simgpu.h"
 
 /**
@@ -26,6 +28,7 @@ void simgpu_vram_init(struct simgpu_vram *vram, u64 size)
 	vram->size = size;
 	vram->present = 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_init);
 
 /**
  * simgpu_vram_rw() - copy between VRAM and a kernel buffer
@@ -84,6 +87,7 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 	}
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_rw);
 
 /**
  * simgpu_vram_scrub() - drop every page: all of VRAM reads zero again
@@ -99,3 +103,4 @@ void simgpu_vram_scrub(struct simgpu_vram *vram)
 	xa_destroy(&vram->pages);
 	vram->present = 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_scrub);

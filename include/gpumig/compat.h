@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Small, named helpers for API differences between the kernels gpumig
+ * supports (Debian's 6.12 up to 7.3).  Each says which change it covers.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#ifndef _GPUMIG_COMPAT_H
+#define _GPUMIG_COMPAT_H
+
+#include <linux/module.h>
+
+/*
+ * 6.13 made MODULE_IMPORT_NS() take a string literal instead of a bare
+ * identifier, so neither spelling builds on both.  What both expand to is
+ * this modinfo tag, so use it directly: no version check needed.  Symbols
+ * exported with EXPORT_SYMBOL_IF_KUNIT() live in this namespace.
+ */
+#define GPUMIG_IMPORT_KUNIT_NS()	MODULE_INFO(import_ns, "EXPORTED_FOR_KUNIT_TESTING")
+
+#endif /* _GPUMIG_COMPAT_H */

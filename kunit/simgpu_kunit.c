@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suites for simgpu's device model, cut loose from VFIO: a fake
+ * environment stands in for guest memory (an array at FAKE_IOVA) and the
+ * interrupt line (a counter), and the tests step the command processor
+ * themselves with simgpu_core_run() instead of running its thread.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <kunit/test.h>
+#include <linux/delay.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include <gpumig/compat.h>
+
+#include "../drivers/gpu/simgpu/simgpu.h"
+
+#define FAKE_IOVA	0x100000ULL
+#define FAKE_SIZE	(2 << 20)
+#define T_VRAM		(4 << 20)
+#define VA_BUF		0x10000000ULL
+#define VA_VRAM		0x40000000ULL
+
+struct fake_env {
+	u8 *mem;
+	u64 next;		/* bump allocator, IOVA */
+	u64 root;
+	unsigned int irqs;
+	unsigned int dma_faults;
+	struct simgpu_core core;
+};
+
+static int fake_dma_rw(void *ctx, u64 iova, void *buf, size_t len, bool write)
+{
+	struct fake_env *e = ctx;
+
+	if (iova < FAKE_IOVA || iova + len > FAKE_IOVA + FAKE_SIZE || iova + len < iova) {
+		e->dma_faults++;
+		return -EFAULT;
+	}
+	if (write)
+		memcpy(e->mem + iova - FAKE_IOVA, buf, len);
+	else
+		memcpy(buf, e->mem + iova - FAKE_IOVA, len);
+	return 0;
+}
+
+static void fake_raise_irq(void *ctx)
+{
+	struct fake_env *e = ctx;
+
+	e->irqs++;
+}
+
+static const struct simgpu_env_ops fake_env_ops = {
+	.dma_rw = fake_dma_rw,
+	.raise_irq = fake_raise_irq,
+};
+
+static void *fake_ptr(struct fake_env *e, u64 iova)
+{
+	return e->mem + iova - FAKE_IOVA;
+}
+
+static u64 fake_alloc(struct fake_env *e, size_t len)
+{
+	u64 iova = e->next;
+
+	e->next += ALIGN(len, 4096);
+	WARN_ON(e->next > FAKE_IOVA + FAKE_SIZE);
+	return iova;
+}
+
+static u64 *fake_pte(struct fake_env *e, u64 va)
+{
+	u64 table = e->root;
+	int level;
+
+	for (level = 2; level > 0; level--) {
+		u64 *ent = (u64 *)fake_ptr(e, table) + ((va >> (12 + 9 * level)) & 511);
+
+		if (!(*ent & SIMGPU_PTE_VALID))
+			*ent = fake_alloc(e, 4096) | SIMGPU_PTE_VALID;
+		table = *ent & SIMGPU_PTE_ADDR_MASK;
+	}
+	return (u64 *)fake_ptr(e, table) + ((va >> 12) & 511);
+}
+
+static void fake_map(struct fake_env *e, u64 va, u64 target, u64 len, u64 flags)
+{
+	u64 off;
+
+	for (off = 0; off < len; off += 4096)
+		*fake_pte(e, va + off) = ((target + off) & SIMGPU_PTE_ADDR_MASK) |
+					 flags | SIMGPU_PTE_VALID;
+}
+
+static void fake_env_free(void *p)
+{
+	struct fake_env *e = p;
+
+	simgpu_core_destroy(&e->core);
+	vfree(e->mem);
+}
+
+static struct fake_env *fake_env_new(struct kunit *test, u32 queues)
+{
+	struct fake_env *e = kunit_kzalloc(test, sizeof(*e), GFP_KERNEL);
+	u32 q;
+
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	e->mem = vzalloc(FAKE_SIZE);
+	KUNIT_ASSERT_NOT_NULL(test, e->mem);
+	e->next = FAKE_IOVA;
+	KUNIT_ASSERT_EQ(test, 0, simgpu_core_init(&e->core, &fake_env_ops, e, queues, T_VRAM));
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, fake_env_free, e));
+	e->root = fake_alloc(e, 4096);
+	simgpu_mmio_write(&e->core, SIMGPU_REG_PT_ROOT_LO, lower_32_bits(e->root));
+	simgpu_mmio_write(&e->core, SIMGPU_REG_PT_ROOT_HI, upper_32_bits(e->root));
+	for (q = 0; q < queues; q++) {
+		u64 ring = fake_alloc(e, 16 * sizeof(struct simgpu_cmd));
+		u32 base = SIMGPU_QUEUE_BASE + q * SIMGPU_QUEUE_STRIDE;
+
+		simgpu_mmio_write(&e->core, base + SIMGPU_QREG_RING_LO, lower_32_bits(ring));
+		simgpu_mmio_write(&e->core, base + SIMGPU_QREG_RING_HI, upper_32_bits(ring));
+		simgpu_mmio_write(&e->core, base + SIMGPU_QREG_RING_SIZE, 16);
+		simgpu_mmio_write(&e->core, base + SIMGPU_QREG_CONTROL, SIMGPU_QCTRL_ENABLE);
+	}
+	simgpu_mmio_write(&e->core, SIMGPU_REG_INT_MASK, ~0U);
+	simgpu_mmio_write(&e->core, SIMGPU_REG_CONTROL, SIMGPU_CTRL_ENABLE);
+	return e;
+}
+
+static u32 qreg(struct fake_env *e, u32 q, u32 reg)
+{
+	return simgpu_mmio_read(&e->core, SIMGPU_QUEUE_BASE + q * SIMGPU_QUEUE_STRIDE + reg);
+}
+
+static void submit(struct fake_env *e, u32 q, u32 op, u32 flags, u64 a0, u64 a1,
+		   u64 a2, u64 a3)
+{
+	struct simgpu_queue *sq = &e->core.q[q];
+	struct simgpu_cmd *c = fake_ptr(e, sq->ring) + (sq->tail & (sq->size - 1)) * sizeof(*c);
+
+	memset(c, 0, sizeof(*c));
+	c->opcode = cpu_to_le32(op);
+	c->flags = cpu_to_le32(flags);
+	c->args[0] = cpu_to_le64(a0);
+	c->args[1] = cpu_to_le64(a1);
+	c->args[2] = cpu_to_le64(a2);
+	c->args[3] = cpu_to_le64(a3);
+	simgpu_mmio_write(&e->core, SIMGPU_QUEUE_BASE + q * SIMGPU_QUEUE_STRIDE + SIMGPU_QREG_TAIL,
+			  sq->tail + 1);
+}
+
+static void run_all(struct fake_env *e)
+{
+	int i;
+
+	for (i = 0; i < 100000 && simgpu_core_run(&e->core, 64); i++)
+		;
+}
+
+/* ---- VRAM ------------------------------------------------------------- */
+
+static void vram_sparse_and_scrub(struct kunit *test)
+{
+	struct simgpu_vram v;
+	u8 buf[64], zero[64] = { 0 };
+
+	simgpu_vram_init(&v, 1 << 20);
+	memset(buf, 0x77, sizeof(buf));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 8192, buf, sizeof(buf), false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, zero, sizeof(buf)));
+	KUNIT_EXPECT_EQ(test, v.present, 0UL);	/* reads do not back pages */
+
+	memset(buf, 0x5a, sizeof(buf));
+	/* Across a page boundary: two pages backed. */
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 4096 - 32, buf, sizeof(buf), true));
+	KUNIT_EXPECT_EQ(test, v.present, 2UL);
+	memset(buf, 0, sizeof(buf));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 4096 - 32, buf, sizeof(buf), false));
+	KUNIT_EXPECT_EQ(test, buf[0], 0x5a);
+	KUNIT_EXPECT_EQ(test, buf[63], 0x5a);
+
+	KUNIT_EXPECT_EQ(test, -ERANGE, simgpu_vram_rw(&v, (1 << 20) - 8, buf, 16, true));
+	KUNIT_EXPECT_EQ(test, -ERANGE, simgpu_vram_rw(&v, U64_MAX - 4, buf, 16, false));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, (1 << 20) - 16, buf, 16, true));
+
+	simgpu_vram_scrub(&v);
+	KUNIT_EXPECT_EQ(test, v.present, 0UL);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 4096 - 32, buf, sizeof(buf), false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, zero, sizeof(buf)));
+	simgpu_vram_scrub(&v);
+}
+
+/* ---- MMU and IOTLB ------------------------------------------------------ */
+
+static void mmu_walk_and_faults(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	struct simgpu_core *c = &e->core;
+	u64 page = fake_alloc(e, 4096), pte;
+
+	fake_map(e, VA_BUF, page, 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_BUF + 4096, page, 4096, 0);
+	mutex_lock(&c->lock);
+	KUNIT_EXPECT_EQ(test, 0U, simgpu_mmu_translate(c, VA_BUF + 5, true, &pte));
+	KUNIT_EXPECT_EQ(test, pte & SIMGPU_PTE_ADDR_MASK, page);
+	KUNIT_EXPECT_EQ(test, (u32)SIMGPU_ERR_WRITE_FAULT,
+			simgpu_mmu_translate(c, VA_BUF + 4096, true, &pte));
+	KUNIT_EXPECT_EQ(test, 0U, simgpu_mmu_translate(c, VA_BUF + 4096, false, &pte));
+	KUNIT_EXPECT_EQ(test, (u32)SIMGPU_ERR_PAGE_FAULT,
+			simgpu_mmu_translate(c, VA_BUF + 8192, false, &pte));
+	KUNIT_EXPECT_EQ(test, c->fault_addr, VA_BUF + 8192);
+	KUNIT_EXPECT_EQ(test, (u32)SIMGPU_ERR_PAGE_FAULT,
+			simgpu_mmu_translate(c, 1ULL << SIMGPU_VA_BITS, false, &pte));
+	/* A directory entry pointing outside guest memory. */
+	((u64 *)fake_ptr(e, e->root))[5] = 0x7000000000ULL | SIMGPU_PTE_VALID;
+	KUNIT_EXPECT_EQ(test, (u32)SIMGPU_ERR_PT_DMA,
+			simgpu_mmu_translate(c, 5ULL << 30, false, &pte));
+	mutex_unlock(&c->lock);
+}
+
+static void mmu_tlb_stale_until_flush(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	struct simgpu_core *c = &e->core;
+	u64 a = fake_alloc(e, 4096), b = fake_alloc(e, 4096), pte, va;
+
+	fake_map(e, VA_BUF, a, 4096, 0);
+	mutex_lock(&c->lock);
+	KUNIT_EXPECT_EQ(test, 0U, simgpu_mmu_translate(c, VA_BUF, false, &pte));
+	KUNIT_EXPECT_EQ(test, c->stats.tlb_misses, 1ULL);
+	fake_map(e, VA_BUF, b, 4096, 0);
+	KUNIT_EXPECT_EQ(test, 0U, simgpu_mmu_translate(c, VA_BUF, false, &pte));
+	KUNIT_EXPECT_EQ(test, pte & SIMGPU_PTE_ADDR_MASK, a);	/* cached */
+	KUNIT_EXPECT_EQ(test, c->stats.tlb_hits, 1ULL);
+	simgpu_mmu_flush(c);
+	KUNIT_EXPECT_EQ(test, 0U, simgpu_mmu_translate(c, VA_BUF, false, &pte));
+	KUNIT_EXPECT_EQ(test, pte & SIMGPU_PTE_ADDR_MASK, b);
+	/* Two VAs in the same direct-mapped slot evict each other. */
+	va = VA_BUF + SIMGPU_TLB_ENTRIES * 4096;
+	fake_map(e, va, a, 4096, 0);
+	KUNIT_EXPECT_EQ(test, 0U, simgpu_mmu_translate(c, va, false, &pte));
+	KUNIT_EXPECT_EQ(test, c->stats.tlb_misses, 3ULL);
+	mutex_unlock(&c->lock);
+}
+
+/* The acknowledgment comes only after the flush; knobs delay or lose it. */
+static void mmu_invalidation_ack(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	struct simgpu_core *c = &e->core;
+	u64 pte;
+	int i;
+
+	fake_map(e, VA_BUF, fake_alloc(e, 4096), 4096, 0);
+	mutex_lock(&c->lock);
+	simgpu_mmu_translate(c, VA_BUF, false, &pte);
+	mutex_unlock(&c->lock);
+
+	simgpu_mmio_write(c, SIMGPU_REG_INVAL_REQ, 5);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_INVAL_ACK), 0U);
+	KUNIT_EXPECT_FALSE(test, simgpu_core_idle(c));
+	simgpu_core_run(c, 1);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_INVAL_ACK), 5U);
+	for (i = 0; i < SIMGPU_TLB_ENTRIES; i++)
+		KUNIT_EXPECT_FALSE(test, c->tlb[i].valid);
+	KUNIT_EXPECT_TRUE(test, simgpu_mmio_read(c, SIMGPU_REG_INT_STATUS) & SIMGPU_INT_INVAL);
+	KUNIT_EXPECT_EQ(test, e->irqs, 1U);
+
+	c->knobs.ack_drop = true;
+	simgpu_mmio_write(c, SIMGPU_REG_INVAL_REQ, 6);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_INVAL_ACK), 5U);
+	KUNIT_EXPECT_EQ(test, c->stats.inval_dropped, 1ULL);
+	c->knobs.ack_drop = false;
+
+	c->knobs.ack_delay_ms = 50;
+	simgpu_mmio_write(c, SIMGPU_REG_INVAL_REQ, 7);
+	simgpu_core_run(c, 1);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_INVAL_ACK), 5U);
+	msleep(60);
+	simgpu_core_run(c, 1);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_INVAL_ACK), 7U);
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static void cmd_copy_fill_fence(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 2);
+	u64 src = fake_alloc(e, 3 * 4096), dst = fake_alloc(e, 3 * 4096);
+	u64 fence = fake_alloc(e, 4096);
+	u8 *s = fake_ptr(e, src), *d = fake_ptr(e, dst);
+	int i;
+
+	for (i = 0; i < 3 * 4096; i++)
+		s[i] = i * 13;
+	fake_map(e, VA_BUF, src, 3 * 4096, 0);
+	fake_map(e, VA_BUF + 0x100000, dst, 3 * 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_BUF + 0x200000, fence, 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+
+	submit(e, 0, SIMGPU_OP_COPY, 0, VA_VRAM + 100, VA_BUF + 1, 3 * 4096 - 1, 0);
+	submit(e, 0, SIMGPU_OP_COPY, 0, VA_BUF + 0x100000 + 1, VA_VRAM + 100, 3 * 4096 - 1, 0);
+	submit(e, 1, SIMGPU_OP_FILL, 0, VA_VRAM + 0x10000, 8192, 0xdeadbeef, 0);
+	submit(e, 0, SIMGPU_OP_FENCE, SIMGPU_CMD_F_IRQ, VA_BUF + 0x200000, 0x1122334455ULL, 0, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, 0, memcmp(d + 1, s + 1, 3 * 4096 - 1));
+	KUNIT_EXPECT_EQ(test, d[0], 0);
+	KUNIT_EXPECT_EQ(test, *(u64 *)fake_ptr(e, fence), 0x1122334455ULL);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_FENCE_LO), 0x22334455U);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 3U);
+	KUNIT_EXPECT_TRUE(test, simgpu_mmio_read(&e->core, SIMGPU_REG_INT_STATUS) &
+			  SIMGPU_INT_QUEUE(0));
+	KUNIT_EXPECT_EQ(test, e->irqs, 1U);
+	{
+		__le32 w;
+
+		KUNIT_EXPECT_EQ(test, 0,
+				simgpu_vram_rw(&e->core.vram, 0x10000 + 8188, &w, 4, false));
+		KUNIT_EXPECT_EQ(test, le32_to_cpu(w), 0xdeadbeefU);
+	}
+	/* INT_STATUS is write-one-to-clear. */
+	simgpu_mmio_write(&e->core, SIMGPU_REG_INT_STATUS, SIMGPU_INT_QUEUE(0));
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(&e->core, SIMGPU_REG_INT_STATUS), 0U);
+	KUNIT_EXPECT_EQ(test, e->core.stats.cmds, 4ULL);
+}
+
+/* A kernel runs one iteration per step, and its result is exact. */
+static void cmd_kernel_steps(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	u64 buf = fake_alloc(e, 4096);
+	__le32 *w = fake_ptr(e, buf);
+	u32 expect[16];
+	int i, it;
+
+	for (i = 0; i < 16; i++) {
+		w[i] = cpu_to_le32(i * 1000);
+		expect[i] = i * 1000;
+	}
+	for (it = 0; it < 3; it++)
+		for (i = 0; i < 16; i++)
+			expect[i] = simgpu_kernel_word(expect[i], 0xabc, it);
+	fake_map(e, VA_BUF, buf, 4096, SIMGPU_PTE_WRITE);
+	submit(e, 0, SIMGPU_OP_KERNEL, 0, VA_BUF, 64, 3, 0xabc);
+	simgpu_core_run(&e->core, 1);
+	KUNIT_EXPECT_EQ(test, e->core.q[0].cur.progress, 1ULL);
+	KUNIT_EXPECT_TRUE(test, qreg(e, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY);
+	simgpu_core_run(&e->core, 1);
+	simgpu_core_run(&e->core, 1);
+	KUNIT_EXPECT_FALSE(test, qreg(e, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY);
+	for (i = 0; i < 16; i++)
+		KUNIT_EXPECT_EQ(test, le32_to_cpu(w[i]), expect[i]);
+	KUNIT_EXPECT_EQ(test, simgpu_kernel_word(1, 0, 0), 2654435761U);
+}
+
+/* With preemption off, a started kernel keeps the processor. */
+static void cmd_preemption_knob(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 2);
+	u64 buf = fake_alloc(e, 4096), f = fake_alloc(e, 4096);
+	int pass;
+
+	fake_map(e, VA_BUF, buf, 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_BUF + 0x100000, f, 4096, SIMGPU_PTE_WRITE);
+	for (pass = 0; pass < 2; pass++) {
+		e->core.knobs.preempt = !pass;
+		*(u64 *)fake_ptr(e, f) = 0;
+		submit(e, 0, SIMGPU_OP_KERNEL, 0, VA_BUF, 64, 10, 1);
+		simgpu_core_run(&e->core, 1);		/* the kernel starts */
+		submit(e, 1, SIMGPU_OP_FENCE, 0, VA_BUF + 0x100000, 9, 0, 0);
+		simgpu_core_run(&e->core, 2);
+		KUNIT_EXPECT_EQ_MSG(test, *(u64 *)fake_ptr(e, f), pass ? 0ULL : 9ULL,
+				    "preempt=%d", !pass);
+		run_all(e);
+		KUNIT_EXPECT_EQ(test, *(u64 *)fake_ptr(e, f), 9ULL);
+	}
+}
+
+/* Ring indices wrap in the ring and across 2^32. */
+static void cmd_ring_wraps(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	u64 f = fake_alloc(e, 4096);
+	int i;
+
+	fake_map(e, VA_BUF, f, 4096, SIMGPU_PTE_WRITE);
+	e->core.q[0].head = 0xfffffff0;
+	e->core.q[0].tail = 0xfffffff0;
+	for (i = 1; i <= 40; i++) {
+		submit(e, 0, SIMGPU_OP_FENCE, 0, VA_BUF + (i % 8) * 8, i, 0, 0);
+		if (i % 10 == 0)
+			run_all(e);
+	}
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 0xfffffff0U + 40);
+	KUNIT_EXPECT_EQ(test, *(u64 *)fake_ptr(e, f), 40ULL);
+	KUNIT_EXPECT_EQ(test, e->core.q[0].fence, 40ULL);
+	KUNIT_EXPECT_EQ(test, e->core.q[0].error, 0U);
+}
+
+struct bad_cmd {
+	const char *name;
+	u32 op, flags;
+	u64 a[4];
+	u32 err;
+};
+
+static const struct bad_cmd bad_cmds[] = {
+	{ "unknown opcode", 77, 0, { 0 }, SIMGPU_ERR_BAD_OPCODE },
+	{ "fill zero length", SIMGPU_OP_FILL, 0, { VA_BUF, 0, 0 }, SIMGPU_ERR_BAD_ARGS },
+	{ "fill over limit", SIMGPU_OP_FILL, 0, { VA_BUF, SIMGPU_MAX_XFER + 4 },
+	  SIMGPU_ERR_BAD_ARGS },
+	{ "fill unaligned", SIMGPU_OP_FILL, 0, { VA_BUF + 2, 8 }, SIMGPU_ERR_BAD_ARGS },
+	{ "fill with flags", SIMGPU_OP_FILL, 1, { VA_BUF, 8 }, SIMGPU_ERR_BAD_ARGS },
+	{ "copy zero length", SIMGPU_OP_COPY, 0, { VA_BUF, VA_BUF, 0 }, SIMGPU_ERR_BAD_ARGS },
+	{ "copy huge", SIMGPU_OP_COPY, 0, { VA_BUF, VA_BUF, U64_MAX }, SIMGPU_ERR_BAD_ARGS },
+	{ "kernel buffer too big", SIMGPU_OP_KERNEL, 0, { VA_BUF, SIMGPU_MAX_KERNEL_BUF + 4, 1 },
+	  SIMGPU_ERR_BAD_ARGS },
+	{ "kernel no iterations", SIMGPU_OP_KERNEL, 0, { VA_BUF, 64, 0 }, SIMGPU_ERR_BAD_ARGS },
+	{ "kernel too many iterations", SIMGPU_OP_KERNEL, 0,
+	  { VA_BUF, 64, SIMGPU_MAX_KERNEL_ITERS + 1 }, SIMGPU_ERR_BAD_ARGS },
+	{ "fence unaligned", SIMGPU_OP_FENCE, 0, { VA_BUF + 4, 1 }, SIMGPU_ERR_BAD_ARGS },
+	{ "fence to unmapped VA", SIMGPU_OP_FENCE, 0, { 0x7000000, 1 }, SIMGPU_ERR_PAGE_FAULT },
+	{ "copy from unmapped IOVA", SIMGPU_OP_COPY, 0, { VA_BUF, VA_BUF + 0x300000, 8 },
+	  SIMGPU_ERR_DMA },
+	{ "fill past VRAM", SIMGPU_OP_FILL, 0, { VA_VRAM + T_VRAM, 8, 0 }, SIMGPU_ERR_VRAM_RANGE },
+};
+
+static void bad_cmd_desc(const struct bad_cmd *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(bad_cmd, bad_cmds, bad_cmd_desc);
+
+static void cmd_bad_input(struct kunit *test)
+{
+	const struct bad_cmd *b = test->param_value;
+	struct fake_env *e = fake_env_new(test, 1);
+	u64 f = fake_alloc(e, 4096);
+
+	fake_map(e, VA_BUF, f, 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_BUF + 0x300000, 0x7000000000ULL, 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_VRAM + T_VRAM, T_VRAM, 4096, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	submit(e, 0, b->op, b->flags, b->a[0], b->a[1], b->a[2], b->a[3]);
+	submit(e, 0, SIMGPU_OP_FENCE, 0, VA_BUF, 1, 0, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, e->core.q[0].error, b->err);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(&e->core, SIMGPU_REG_ERROR_CODE), b->err);
+	KUNIT_EXPECT_TRUE(test, simgpu_mmio_read(&e->core, SIMGPU_REG_STATUS) &
+			  SIMGPU_STATUS_ERROR);
+	/* The queue halted: the fence behind the bad command never ran. */
+	KUNIT_EXPECT_EQ(test, *(u64 *)fake_ptr(e, f), 0ULL);
+	KUNIT_EXPECT_EQ(test, e->irqs, 1U);
+	/* Queue reset recovers it. */
+	simgpu_mmio_write(&e->core, SIMGPU_QUEUE_BASE + SIMGPU_QREG_CONTROL,
+			  SIMGPU_QCTRL_RESET | SIMGPU_QCTRL_ENABLE);
+	submit(e, 0, SIMGPU_OP_FENCE, 0, VA_BUF, 2, 0, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, *(u64 *)fake_ptr(e, f), 2ULL);
+}
+
+static void core_reset_and_registers(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 2);
+	struct simgpu_core *c = &e->core;
+
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_ID), SIMGPU_ID_MAGIC);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_NUM_QUEUES), 2U);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_VRAM_SIZE_LO), (u32)T_VRAM);
+	/* Queues past nr_queues and unknown registers read zero, ignore writes. */
+	simgpu_mmio_write(c, SIMGPU_QUEUE_BASE + 5 * SIMGPU_QUEUE_STRIDE + SIMGPU_QREG_TAIL, 3);
+	KUNIT_EXPECT_EQ(test, qreg(e, 5, SIMGPU_QREG_TAIL), 0U);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, 0x0f0), 0U);
+	simgpu_mmio_write(c, SIMGPU_REG_ID, 0);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_ID), SIMGPU_ID_MAGIC);
+
+	submit(e, 0, SIMGPU_OP_KERNEL, 0, VA_BUF, 64, 100, 1);
+	simgpu_mmio_write(c, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_CONTROL), 0U);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_PT_ROOT_LO), 0U);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_TAIL), 0U);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_RING_SIZE), 0U);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_idle(c));
+	KUNIT_EXPECT_FALSE(test, simgpu_core_run(c, 16));
+}
+
+static struct kunit_case simgpu_cases[] = {
+	KUNIT_CASE(vram_sparse_and_scrub),
+	KUNIT_CASE(mmu_walk_and_faults),
+	KUNIT_CASE(mmu_tlb_stale_until_flush),
+	KUNIT_CASE(mmu_invalidation_ack),
+	KUNIT_CASE(cmd_copy_fill_fence),
+	KUNIT_CASE(cmd_kernel_steps),
+	KUNIT_CASE(cmd_preemption_knob),
+	KUNIT_CASE(cmd_ring_wraps),
+	KUNIT_CASE_PARAM(cmd_bad_input, bad_cmd_gen_params),
+	KUNIT_CASE(core_reset_and_registers),
+	{}
+};
+
+static struct kunit_suite simgpu_suite = {
+	.name = "simgpu_core",
+	.test_cases = simgpu_cases,
+};
+
+kunit_test_suites(&simgpu_suite);
+
+GPUMIG_IMPORT_KUNIT_NS();
