@@ -60,6 +60,18 @@ if [ -w "$kml" ]; then
 	echo clear >"$kml"
 fi
 
+# QEMU realizes vfio-pci on the mdev and its guest sees a 3D controller
+# with our IDs and a 64 KiB BAR0 (the CPUs never run: -S).
+qemu_assign() {
+	local log=$out/qemu-assign.txt
+
+	printf 'info pci\nquit\n' | timeout 180 qemu-system-x86_64 -machine q35 \
+		-accel tcg -m 128 -S -nodefaults -display none -monitor stdio \
+		-device vfio-pci,sysfsdev=/sys/bus/mdev/devices/$1 >"$log" 2>&1
+	grep -q "3D controller: PCI device 1234:5347" "$log" &&
+		grep -A3 "1234:5347" "$log" | grep -q "BAR0: 32 bit memory"
+}
+
 # simgpu_suite: one instance of every type, the client's scenarios on each,
 # a second tenant on a reused instance, removal while open.
 simgpu_suite() {
@@ -88,6 +100,8 @@ simgpu_suite() {
 		echo "vm: client on $t exited $?"
 	done
 	if [ ${#uuids[@]} -gt 0 ]; then
+		check "QEMU 10 assigns a simgpu with -device vfio-pci,sysfsdev=" \
+			qemu_assign "${uuids[0]}"
 		timeout 120 "$tooldir/simgpu-client" -s remove_open -n simgpu_remove "${uuids[0]}" \
 			>"$out/client-remove.ktap" 2>>"$out/guest.log"
 	fi
