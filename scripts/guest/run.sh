@@ -86,8 +86,11 @@ simgpu_suite() {
 			uuids+=("$uuid")
 		fi
 	done
+	# 2048 MiB budget - 64 - 256 - 1024 = 704 MiB left.
 	check "available_instances follows the VRAM budget" sh -c \
-		"[ \$(cat $parent/mdev_supported_types/simgpu-1G/available_instances) -eq 0 ]"
+		"[ \$(cat $parent/mdev_supported_types/simgpu-1G/available_instances) -eq 0 ] &&
+		 [ \$(cat $parent/mdev_supported_types/simgpu-256M/available_instances) -eq 2 ] &&
+		 [ \$(cat $parent/mdev_supported_types/simgpu-64M/available_instances) -eq 11 ]"
 	for uuid in "${uuids[@]}"; do
 		t=$(basename "$(readlink /sys/bus/mdev/devices/$uuid/mdev_type)")
 		if [ "$t" = simgpu-256M ]; then

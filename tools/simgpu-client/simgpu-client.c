@@ -227,6 +227,16 @@ static int t_fences_irq(struct gpu *g)
 		CHECK(qrd(g, q, SIMGPU_QREG_HEAD) == 10, "queue %u head %u", q, qrd(g, q, SIMGPU_QREG_HEAD));
 		CHECK(!memcmp(dst + q * 0x10000, src, 64 * 1024), "queue %u copy differs", q);
 	}
+	/* The counters saw it: 10 commands per queue, interrupts, bytes. */
+	{
+		unsigned long long cmds = 0, irqs = 0, bytes = 0;
+
+		CHECK(stat_read(g, "commands", &cmds) == 0 && cmds == 10ULL * g->nr_queues,
+		      "stats: %llu commands", cmds);
+		CHECK(stat_read(g, "irqs", &irqs) == 0 && irqs >= 1, "stats: %llu irqs", irqs);
+		CHECK(stat_read(g, "bytes", &bytes) == 0 &&
+		      bytes == 5ULL * 64 * 1024 * g->nr_queues, "stats: %llu bytes", bytes);
+	}
 	/* Masked: no interrupt, status still set. */
 	wr(g, SIMGPU_REG_INT_MASK, 0);
 	gpu_wait_irq(g, 0);	/* drain what the loop above left */
@@ -484,6 +494,16 @@ static int t_ack_knobs(struct gpu *g)
 	CHECK(rd(g, SIMGPU_REG_INVAL_ACK) != 11, "dropped invalidation was acknowledged");
 	knob_set(g, "ack_drop", "0");
 	CHECK(gpu_invalidate(g, 12, TMO) == 0, "invalidation after ack_drop cleared");
+
+	/* throttle_us: every processor step is followed by a pause. */
+	CHECK(knob_set(g, "throttle_us", "5000") == 0, "throttle_us knob");
+	t0 = now_ms();
+	for (dt = 0; dt < 10; dt++)
+		gpu_submit(g, 0, SIMGPU_OP_NOP, 0, 0, 0, 0, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "throttled NOPs");
+	dt = now_ms() - t0;
+	knob_set(g, "throttle_us", "0");
+	CHECK(dt >= 45, "10 steps took %llu ms with a 5 ms throttle", (unsigned long long)dt);
 
 	CHECK(knob_set(g, "ack_delay_ms", "300") == 0, "ack_delay_ms knob");
 	t0 = now_ms();

@@ -343,6 +343,28 @@ int knob_set(struct gpu *g, const char *knob, const char *val)
 	return ret;
 }
 
+/* One counter from the instance's debugfs "stats" file. */
+int stat_read(struct gpu *g, const char *name, unsigned long long *val)
+{
+	char path[PATH_MAX], key[64];
+	unsigned long long v;
+	int ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/simgpu/%s/stats", g->uuid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %llu", key, &v) == 2) {
+		if (!strcmp(key, name)) {
+			*val = v;
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
 int dev_remove(const char *uuid)
 {
 	char path[PATH_MAX];

@@ -329,6 +329,10 @@ static int simgpu_open_device(struct vfio_device *vdev)
 	struct simgpu_dev *sdev = to_simgpu(vdev);
 
 	simgpu_reset(sdev);
+	/* Counters describe the current tenant's session. */
+	mutex_lock(&sdev->core.lock);
+	memset(&sdev->core.stats, 0, sizeof(sdev->core.stats));
+	mutex_unlock(&sdev->core.lock);
 	return simgpu_core_start(&sdev->core, dev_name(vdev->dev));
 }
 
