@@ -7,5 +7,8 @@
  */
 #include <linux/module.h>
 
+#include <gpumig/compat.h>
+
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("gpumig KUnit suites");
+GPUMIG_IMPORT_KUNIT_NS();

@@ -12,8 +12,6 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
-#include <gpumig/compat.h>
-
 #include "../drivers/gpu/simgpu/simgpu.h"
 
 #define FAKE_IOVA	0x100000ULL
@@ -511,4 +509,3 @@ static struct kunit_suite simgpu_suite = {
 
 kunit_test_suites(&simgpu_suite);
 
-GPUMIG_IMPORT_KUNIT_NS();

@@ -164,7 +164,9 @@ if want debug-vm || want distro-vm; then
 fi
 
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
-	[ -f "$BUILD/debug/gpumig.ko" ] || build_clean debug "$DEBUG_KDIR" >/dev/null 2>&1
+	# Always rebuild: the static step may not have run (--only).
+	build_clean debug "$DEBUG_KDIR" >"$RES/build-debug-vm.log" 2>&1 ||
+		record "build modules for the debug VM" FAIL 0 "see build/results/build-debug-vm.log"
 	run_check "debug VM: boot, load, run KUnit and VM suites" \
 		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/debug" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" debug "$RES/debug" "$BUILD/debug" "$TOOLS" \

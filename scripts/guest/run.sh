@@ -116,8 +116,8 @@ simgpu_suite() {
 case $mode in
 debug)
 	check "kmemleak is active" test -w "$kml"
-	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
 	check "load the VFIO stack" vfio_stack
+	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
 	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
 	check "load and run the KUnit module" insmod "$moddir/gpumig_kunit.ko"
 	mkdir -p "$out/kunit"
