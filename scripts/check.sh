@@ -127,7 +127,7 @@ if want deps; then
 fi
 
 DEBUG_KDIR="" NEWEST_KDIR=""
-if want kernels || want static || want debug-vm; then
+if want kernels || want static || want debug-vm || want distro-vm; then
 	t0=$(date +%s)
 	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
 		record "debug kernel 6.12 (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
@@ -158,9 +158,15 @@ if want static; then
 fi
 
 TOOLS=$BUILD/tools
-if want debug-vm || want distro-vm; then
-	run_check "build the userspace VFIO client" \
-		make -C "$GPUMIG_TOP/tools/simgpu-client" O="$TOOLS"
+# The client needs a 6.12 <linux/vfio.h>: the debug tree's, installed.
+client_build() {
+	rm -rf "$BUILD/uapi"
+	make -s -C "$DEBUG_KDIR" headers_install INSTALL_HDR_PATH="$BUILD/uapi" &&
+		make -C "$GPUMIG_TOP/tools/simgpu-client" O="$TOOLS" UAPI="$BUILD/uapi/include" \
+			CFLAGS="-O2 -g -Werror"
+}
+if (want debug-vm || want distro-vm) && [ -n "$DEBUG_KDIR" ]; then
+	run_check "build the userspace VFIO client" client_build
 fi
 
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then

@@ -102,6 +102,20 @@ simgpu_suite() {
 			>"$out/client-$t.ktap" 2>>"$out/guest.log"
 		echo "vm: client on $t exited $?"
 	done
+	# Migration between two instances of one type, then to another type.
+	local src dst
+	src=$(cat /proc/sys/kernel/random/uuid)
+	dst=$(cat /proc/sys/kernel/random/uuid)
+	if check "create two more simgpu-256M instances for migration" sh -c \
+		"echo $src > $parent/mdev_supported_types/simgpu-256M/create &&
+		 echo $dst > $parent/mdev_supported_types/simgpu-256M/create"; then
+		timeout 600 "$tooldir/simgpu-client" -s migrate,stop_fails,quarantine -n simgpu_migration \
+			-d "$dst" "$src" >"$out/client-migration.ktap" 2>>"$out/guest.log"
+		timeout 300 "$tooldir/simgpu-client" -s incompatible -n simgpu_migration_compat \
+			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"
+		echo 1 > /sys/bus/mdev/devices/$src/remove
+		echo 1 > /sys/bus/mdev/devices/$dst/remove
+	fi
 	if [ ${#uuids[@]} -gt 0 ]; then
 		check "QEMU 10 assigns a simgpu with -device vfio-pci,sysfsdev=" \
 			qemu_assign "${uuids[0]}"

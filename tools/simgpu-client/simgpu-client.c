@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/pci_regs.h>
+#include <linux/vfio.h>
 
 #include "vfio_dev.h"
 
@@ -595,6 +597,298 @@ static int t_remove_open(struct gpu *g)
 	return 0;
 }
 
+/* ---- migration ---------------------------------------------------------- */
+
+static const char *dst_uuid;
+
+static int mig_set(struct gpu *g, uint32_t state, int *data_fd)
+{
+	char buf[sizeof(struct vfio_device_feature) +
+		 sizeof(struct vfio_device_feature_mig_state)] = { 0 };
+	struct vfio_device_feature *f = (void *)buf;
+	struct vfio_device_feature_mig_state *ms = (void *)f->data;
+
+	f->argsz = sizeof(buf);
+	f->flags = VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE;
+	ms->device_state = state;
+	ms->data_fd = -1;
+	if (ioctl(g->fd, VFIO_DEVICE_FEATURE, f))
+		return -errno;
+	if (data_fd)
+		*data_fd = ms->data_fd;
+	else if (ms->data_fd >= 0)
+		close(ms->data_fd);
+	return 0;
+}
+
+static int64_t mig_data_size(struct gpu *g)
+{
+	char buf[sizeof(struct vfio_device_feature) +
+		 sizeof(struct vfio_device_feature_mig_data_size)] = { 0 };
+	struct vfio_device_feature *f = (void *)buf;
+	struct vfio_device_feature_mig_data_size *ds = (void *)f->data;
+
+	f->argsz = sizeof(buf);
+	f->flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIG_DATA_SIZE;
+	if (ioctl(g->fd, VFIO_DEVICE_FEATURE, f))
+		return -errno;
+	return ds->stop_copy_length;
+}
+
+struct blob {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+/* Read until EOF (0) or ENOMSG; returns the last read()'s result. */
+static int mig_read(int fd, struct blob *b)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (b->cap - b->len < (1 << 20)) {
+			b->cap = b->cap * 2 + (4 << 20);
+			b->p = realloc(b->p, b->cap);
+		}
+		n = read(fd, b->p + b->len, 1 << 20);	/* QEMU reads at most 1 MiB */
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		b->len += n;
+	}
+}
+
+static int mig_write(int fd, const uint8_t *p, size_t len, size_t piece)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = write(fd, p + off, len - off < piece ? len - off : piece);
+
+		if (n < 0)
+			return -errno;
+		off += n;
+	}
+	return 0;
+}
+
+static int read_attr(const char *uuid, const char *attr, char *buf, size_t len)
+{
+	char path[256];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/%s", uuid, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return 0;
+}
+
+#define MIG_WORDS	(32 * 1024)
+#define MIG_ITERS	300
+#define MIG_KEY		0x600dcafe
+
+/* A workload with a kernel in flight, copies through VRAM and fences. */
+static void mig_workload(struct gpu *g, uint32_t **kbuf, uint32_t **expect, uint8_t **src)
+{
+	uint32_t i, it;
+
+	gpu_setup(g, 64);
+	*kbuf = sysbuf(g, VA_SYS, MIG_WORDS * 4, NULL);
+	sysbuf(g, VA_SYS + (1 << 20), 4096, NULL);			/* fences */
+	*src = sysbuf(g, VA_SYS + (2 << 20), 1 << 20, NULL);
+	sysbuf(g, VA_SYS + (4 << 20), 1 << 20, NULL);			/* copy target */
+	gpu_map_range(g, VA_VRAM, 0, 4 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	fill_random(*kbuf, MIG_WORDS * 4);
+	fill_random(*src, 1 << 20);
+	*expect = malloc(MIG_WORDS * 4);
+	memcpy(*expect, *kbuf, MIG_WORDS * 4);
+	for (it = 0; it < MIG_ITERS; it++)
+		for (i = 0; i < MIG_WORDS; i++)
+			(*expect)[i] = kernel_word((*expect)[i], MIG_KEY, it);
+	knob_set(g, "kernel_step_us", "3000");
+	gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, MIG_WORDS * 4, MIG_ITERS, MIG_KEY);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, SIMGPU_CMD_F_IRQ, VA_SYS + (1 << 20), 0xf00d, 0, 0);
+	gpu_submit(g, 1, SIMGPU_OP_FILL, 0, VA_VRAM + (2 << 20), 1 << 20, 0x12345678, 0);
+	gpu_submit(g, 1, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS + (2 << 20), 1 << 20, 0);
+	gpu_submit(g, 1, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20) + 8, 0xbeef, 0, 0);
+}
+
+static int t_migrate(struct gpu *src)
+{
+	struct vfio_precopy_info info = { .argsz = sizeof(info) };
+	struct blob pre = { 0 }, stop = { 0 };
+	uint32_t *kbuf, *expect, *dk;
+	uint8_t *data, *dout;
+	struct gpu dst;
+	int fd = -1, rfd = -1, ret, rounds = 0;
+	uint64_t first_initial;
+	int64_t est;
+	size_t i;
+
+	CHECK(dst_uuid, "needs a destination (-d UUID)");
+	mig_workload(src, &kbuf, &expect, &data);
+	usleep(100000);
+	CHECK(qrd(src, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY, "kernel not in flight");
+
+	/* Pre-copy while the device runs. */
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0 && fd >= 0, "PRE_COPY");
+	CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0, "PRECOPY_INFO: %s", strerror(errno));
+	first_initial = info.initial_bytes;
+	CHECK(first_initial > 0, "initial_bytes is 0 at the start");
+	do {
+		ret = mig_read(fd, &pre);
+		CHECK(ret == -ENOMSG, "pre-copy read ended with %d, not ENOMSG", ret);
+		CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0, "PRECOPY_INFO");
+		rounds++;
+	} while (info.initial_bytes && rounds < 50);
+	CHECK(info.initial_bytes == 0, "initial_bytes never reached 0");
+	CHECK(pre.len >= first_initial, "read %zu bytes, initial_bytes said %llu", pre.len,
+	      (unsigned long long)first_initial);
+
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) == 0, "PRE_COPY_P2P");
+	est = mig_data_size(src);
+	CHECK(est > 0, "MIG_DATA_SIZE: %lld", (long long)est);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "STOP_COPY");
+	CHECK(qrd(src, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+	      "the kernel finished before the stop: nothing in flight to migrate");
+	ret = mig_read(fd, &stop);
+	CHECK(ret == 0, "stop-copy read: %d", ret);
+	CHECK(stop.len < pre.len, "stop-copy (%zu) not smaller than pre-copy (%zu)", stop.len, pre.len);
+	CHECK((int64_t)stop.len <= est + 3 * (65536 + 40) && (int64_t)stop.len + 3 * (65536 + 40) >= est,
+	      "MIG_DATA_SIZE %lld, STOP_COPY produced %zu", (long long)est, stop.len);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
+	close(fd);
+	printf("    # migrate: %d pre-copy rounds, %zu pre-copy bytes, %zu stop-copy bytes (estimate %lld)\n",
+	       rounds, pre.len, stop.len, (long long)est);
+
+	/* Destination: same guest memory (the VMM copies it), then the device. */
+	CHECK(gpu_open(&dst, dst_uuid) == 0, "open destination");
+	memcpy(dst.mem, src->mem, GUEST_SIZE);
+	/* The VMM's own view of its guest moves with it. */
+	dst.next = src->next;
+	dst.pt_root = src->pt_root;
+	for (i = 0; i < src->nr_queues; i++) {
+		dst.q[i] = src->q[i];
+		dst.q[i].ring = gptr(&dst, src->q[i].ring_iova);
+	}
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst STOP");
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0, "dst RESUMING");
+	CHECK(mig_write(rfd, pre.p, pre.len, 1 << 20) == 0, "write pre-copy data");
+	CHECK(mig_write(rfd, stop.p, stop.len, 77777) == 0, "write stop-copy data");
+	close(rfd);
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst RESUMING -> STOP: %s",
+	      strerror(errno));
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "dst RUNNING");
+
+	/* The work finishes on the destination with exactly the right results. */
+	CHECK(gpu_wait_idle(&dst, 0, 30000) == 0, "kernel did not finish on the destination");
+	CHECK(gpu_wait_idle(&dst, 1, 30000) == 0, "queue 1 did not finish on the destination");
+	dk = gptr(&dst, GUEST_IOVA + ((uint8_t *)kbuf - src->mem));
+	for (i = 0; i < MIG_WORDS; i++)
+		CHECK(dk[i] == expect[i], "kernel word %zu: 0x%x, expected 0x%x", i, dk[i], expect[i]);
+	{
+		uint8_t *srcdata = gptr(&dst, GUEST_IOVA + (data - src->mem));
+
+		/* Fences and the VRAM round trip, read back through the device. */
+		dout = sysbuf(&dst, VA_SYS + (8 << 20), 1 << 20, NULL);
+		gpu_submit(&dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM, 1 << 20, 0);
+		CHECK(gpu_wait_idle(&dst, 1, 30000) == 0, "read back VRAM");
+		CHECK(!memcmp(dout, srcdata, 1 << 20), "VRAM contents differ after migration");
+		gpu_submit(&dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM + (2 << 20), 4096, 0);
+		CHECK(gpu_wait_idle(&dst, 1, 30000) == 0, "read back fill");
+		CHECK(*(uint32_t *)dout == 0x12345678, "fill lost in migration");
+	}
+	CHECK(qrd(&dst, 0, SIMGPU_QREG_FENCE_LO) == 0xf00d, "queue 0 fence 0x%x",
+	      qrd(&dst, 0, SIMGPU_QREG_FENCE_LO));
+	gpu_close(&dst);
+	free(expect);
+	free(pre.p);
+	free(stop.p);
+	return 0;
+}
+
+static int t_incompatible(struct gpu *src)
+{
+	struct blob pre = { 0 };
+	struct gpu dst;
+	char status[256];
+	int fd = -1, rfd = -1, ret;
+
+	CHECK(dst_uuid, "needs a destination (-d UUID)");
+	gpu_setup(src, 16);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	CHECK(mig_read(fd, &pre) == -ENOMSG, "pre-copy read");
+	CHECK(gpu_open(&dst, dst_uuid) == 0, "open destination");
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst STOP");
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0, "dst RESUMING");
+	ret = mig_write(rfd, pre.p, pre.len, 1 << 20);
+	CHECK(ret == -EOPNOTSUPP, "incompatible stream accepted (%d)", ret);
+	CHECK(read_attr(dst_uuid, "migration/status", status, sizeof(status)) == 0 &&
+	      strstr(status, "mismatch"), "status does not name the mismatch: %s", status);
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) < 0, "destination ran a refused stream");
+	close(rfd);
+	gpu_close(&dst);
+	/* The source never stopped: back to RUNNING, still working. */
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "source back to RUNNING");
+	close(fd);
+	sysbuf(src, VA_SYS, 4096, NULL);
+	gpu_submit(src, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 5, 0, 0);
+	CHECK(gpu_wait_idle(src, 0, TMO) == 0, "source stopped working");
+	free(pre.p);
+	return 0;
+}
+
+/* A source whose invalidations are lost cannot stop, and keeps running. */
+static int t_stop_fails(struct gpu *g)
+{
+	uint64_t *f;
+	int ret;
+
+	gpu_setup(g, 16);
+	f = sysbuf(g, VA_SYS, 4096, NULL);
+	knob_set(g, "ack_drop", "1");
+	ret = mig_set(g, VFIO_DEVICE_STATE_STOP, NULL);
+	knob_set(g, "ack_drop", "0");
+	CHECK(ret == -ETIMEDOUT, "STOP with lost acknowledgments returned %d", ret);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "back to RUNNING");
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 6, 0, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 6, "device stopped working");
+	return 0;
+}
+
+/* Teardown that cannot verify the device quarantines it. */
+static int t_quarantine(struct gpu *g)
+{
+	char uuid[64], status[256];
+	struct gpu again;
+
+	snprintf(uuid, sizeof(uuid), "%s", g->uuid);
+	gpu_setup(g, 16);
+	sysbuf(g, VA_SYS, 4096, NULL);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 1, 0, 0);	/* a cached translation */
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fence");
+	knob_set(g, "ack_drop", "1");
+	gpu_close(g);
+	CHECK(read_attr(uuid, "migration/status", status, sizeof(status)) == 0 &&
+	      strstr(status, "quarantined"), "not quarantined: %s", status);
+	CHECK(gpu_open(&again, uuid) != 0, "a quarantined instance was reused");
+	{
+		char path[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/kernel/debug/simgpu/%s/unquarantine", uuid);
+		f = fopen(path, "w");
+		CHECK(f && fputs("1", f) >= 0 && fclose(f) == 0, "unquarantine");
+	}
+	CHECK(gpu_open(g, uuid) == 0, "reopen after the quarantine was lifted");
+	knob_set(g, "ack_drop", "0");
+	return 0;
+}
+
 static const struct scenario {
 	const char *name;
 	int (*fn)(struct gpu *g);
@@ -613,6 +907,10 @@ static const struct scenario {
 	{ "ack_knobs", t_ack_knobs },
 	{ "preempt", t_preempt },
 	{ "workload", t_workload },
+	{ "migrate", t_migrate },		/* needs -d */
+	{ "incompatible", t_incompatible },	/* needs -d of another type */
+	{ "stop_fails", t_stop_fails },
+	{ "quarantine", t_quarantine },
 	{ "remove_open", t_remove_open },	/* destroys the instance */
 };
 
@@ -624,7 +922,8 @@ static bool selected(const char *list, const char *name)
 	bool hit = false;
 
 	if (!list)
-		return strcmp(name, "remove_open") != 0;
+		return strcmp(name, "remove_open") && strcmp(name, "migrate") &&
+		       strcmp(name, "incompatible");
 	dup = strdup(list);
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 		if (!strcmp(tok, name))
@@ -639,8 +938,11 @@ int main(int argc, char **argv)
 	unsigned int i, n = 0, failed = 0;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "s:n:l")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:d:l")) != -1) {
 		switch (opt) {
+		case 'd':
+			dst_uuid = optarg;
+			break;
 		case 's':
 			list = optarg;
 			break;
@@ -652,7 +954,7 @@ int main(int argc, char **argv)
 				printf("%s\n", scenarios[i].name);
 			return 0;
 		default:
-			fprintf(stderr, "usage: %s [-s SCENARIO,...] [-n SUITE] [-l] UUID\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SCENARIO,...] [-n SUITE] [-d DST] [-l] UUID\n", argv[0]);
 			return 2;
 		}
 	}

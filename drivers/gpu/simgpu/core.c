@@ -72,8 +72,13 @@ static bool simgpu_queue_ready(struct simgpu_core *core, struct simgpu_queue *q)
 	       (!q->active || !ktime_before(ktime_get(), q->ready_at));
 }
 
-/* Validate a freshly fetched command; 0 or SIMGPU_ERR_*. */
-static u32 simgpu_cmd_check(const struct simgpu_cmd_state *c)
+/**
+ * simgpu_cmd_check() - validate a command
+ * @c: decoded command
+ *
+ * Return: 0 or SIMGPU_ERR_*.
+ */
+u32 simgpu_cmd_check(const struct simgpu_cmd_state *c)
 {
 	switch (c->op) {
 	case SIMGPU_OP_NOP:
@@ -227,7 +232,7 @@ static void simgpu_queue_step(struct simgpu_core *core, u32 qi)
 		return;
 	}
 	if (done) {
-		q->active = false;
+		WRITE_ONCE(q->active, false);
 		q->head++;
 		core->stats.cmds++;
 	}
@@ -237,6 +242,15 @@ static void simgpu_queue_step(struct simgpu_core *core, u32 qi)
 static int simgpu_pick_queue(struct simgpu_core *core)
 {
 	u32 i;
+
+	if (core->run_state == SIMGPU_STOPPED)
+		return -ENOENT;
+	if (core->run_state == SIMGPU_DRAIN) {
+		for (i = 0; i < core->nr_queues; i++)
+			if (core->q[i].active && simgpu_queue_ready(core, &core->q[i]))
+				return i;
+		return -ENOENT;
+	}
 
 	if (!READ_ONCE(core->knobs.preempt)) {
 		for (i = 0; i < core->nr_queues; i++) {
@@ -258,8 +272,25 @@ static int simgpu_pick_queue(struct simgpu_core *core)
 	return -ENOENT;
 }
 
+static void simgpu_service_host_inval(struct simgpu_core *core)
+{
+	if (!core->host_inval_pending || ktime_before(ktime_get(), core->host_inval_at))
+		return;
+	core->host_inval_pending = false;
+	if (READ_ONCE(core->knobs.ack_drop)) {
+		core->stats.inval_dropped++;
+		return;
+	}
+	simgpu_mmu_flush(core);
+	WRITE_ONCE(core->host_inval_ack, core->host_inval_seq);
+	core->stats.invalidations++;
+}
+
 static void simgpu_service_inval(struct simgpu_core *core)
 {
+	simgpu_service_host_inval(core);
+	if (core->run_state == SIMGPU_STOPPED)
+		return;		/* the guest's request stays pending, saved */
 	if (!core->inval_pending || ktime_before(ktime_get(), core->inval_at))
 		return;
 	core->inval_pending = false;
@@ -280,7 +311,8 @@ static void simgpu_service_workload(struct simgpu_core *core)
 	u64 due, n;
 	s64 ns;
 
-	if (!rate || !core->dirty_pages || core->err_queue == SIMGPU_QUEUE_WORKLOAD)
+	if (!rate || !core->dirty_pages || core->err_queue == SIMGPU_QUEUE_WORKLOAD ||
+	    core->run_state != SIMGPU_RUN)
 		return;
 	ns = ktime_to_ns(ktime_sub(ktime_get(), core->dirty_start));
 	due = div_u64((u64)ns * rate, NSEC_PER_SEC);
@@ -309,6 +341,10 @@ static bool simgpu_has_work_locked(struct simgpu_core *core)
 {
 	u32 i;
 
+	if (core->host_inval_pending)
+		return true;
+	if (core->run_state == SIMGPU_STOPPED)
+		return false;
 	if (core->inval_pending)
 		return true;
 	if (!(core->control & SIMGPU_CTRL_ENABLE))
@@ -346,6 +382,7 @@ bool simgpu_core_run(struct simgpu_core *core, unsigned int budget)
 	}
 	more = simgpu_has_work_locked(core);
 	mutex_unlock(&core->lock);
+	wake_up_all(&core->step_wq);
 	return more;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_run);
@@ -371,7 +408,11 @@ bool simgpu_core_idle(struct simgpu_core *core)
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_idle);
 
-static void simgpu_kick(struct simgpu_core *core)
+/**
+ * simgpu_kick() - wake the command processor
+ * @core: device
+ */
+void simgpu_kick(struct simgpu_core *core)
 {
 	atomic_set(&core->kick, 1);
 	wake_up(&core->wq);
@@ -433,6 +474,7 @@ static void simgpu_reset_locked(struct simgpu_core *core)
 	core->dirty_count = 0;
 	core->dirty_done = 0;
 	core->rr = 0;
+	core->run_state = SIMGPU_RUN;
 	memset(core->q, 0, sizeof(core->q));
 	simgpu_mmu_flush(core);
 }
@@ -724,6 +766,7 @@ int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 	core->knobs.preempt = true;
 	mutex_init(&core->lock);
 	init_waitqueue_head(&core->wq);
+	init_waitqueue_head(&core->step_wq);
 	simgpu_vram_init(&core->vram, vram_size);
 	return 0;
 }
@@ -736,6 +779,7 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_core_init);
 void simgpu_core_destroy(struct simgpu_core *core)
 {
 	WARN_ON(core->thread);
+	simgpu_vram_track(&core->vram, false);
 	simgpu_vram_scrub(&core->vram);
 	kvfree(core->scratch);
 	kfree(core->bounce);

@@ -120,6 +120,7 @@ static const struct attribute_group simgpu_dev_group = {
 
 static const struct attribute_group *simgpu_dev_groups[] = {
 	&simgpu_dev_group,
+	&simgpu_mig_group,
 	NULL,
 };
 

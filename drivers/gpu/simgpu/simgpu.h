@@ -21,6 +21,20 @@
 
 struct task_struct;
 
+/**
+ * enum simgpu_run_state - what the command processor may do
+ * @SIMGPU_RUN: everything
+ * @SIMGPU_DRAIN: finish commands already started, start none (quiesce with
+ *	preemption off)
+ * @SIMGPU_STOPPED: nothing but host invalidation requests; in-flight
+ *	commands stay where their last step left them
+ */
+enum simgpu_run_state {
+	SIMGPU_RUN,
+	SIMGPU_DRAIN,
+	SIMGPU_STOPPED,
+};
+
 /* Not in the uapi header: the host could not back a VRAM page. */
 #define SIMGPU_ERR_INTERNAL		10
 /* SIMGPU_REG_ERROR_QUEUE value for faults of the background workload. */
@@ -91,12 +105,18 @@ struct simgpu_tlb_entry {
  * @pages: page index -> struct page; an absent page reads as zeroes
  * @size: bytes
  * @present: pages currently backed
+ * @dirty: while migration tracks it, one bit per 64 KiB block written
+ * @nr_blocks: blocks in VRAM
  */
 struct simgpu_vram {
 	struct xarray pages;
 	u64 size;
 	unsigned long present;
+	unsigned long *dirty;
+	unsigned long nr_blocks;
 };
+
+#define SIMGPU_BLOCK_SHIFT		16	/* 64 KiB dirty-tracking blocks */
 
 /**
  * struct simgpu_knobs - test and demo controls (debugfs)
@@ -176,6 +196,12 @@ struct simgpu_stats {
  * @fault_addr: address of the last failed access (for error registers)
  * @knobs: test controls, read without @lock
  * @stats: counters
+ * @run_state: what the processor may do (migration quiesce)
+ * @host_inval_seq: last host (migration) invalidation requested
+ * @host_inval_ack: last host invalidation acknowledged
+ * @host_inval_pending: a host request waits for the processor
+ * @host_inval_at: when it may be acknowledged
+ * @step_wq: woken after every processor pass (quiesce, host invalidation)
  * @wq: the processor waits here
  * @kick: set by doorbells and control writes, cleared by the processor
  * @thread: the processor, while the device is open
@@ -213,6 +239,12 @@ struct simgpu_core {
 	struct simgpu_knobs knobs;
 	struct simgpu_stats stats;
 
+	enum simgpu_run_state run_state;
+	u32 host_inval_seq;
+	u32 host_inval_ack;
+	bool host_inval_pending;
+	ktime_t host_inval_at;
+	wait_queue_head_t step_wq;
 	wait_queue_head_t wq;
 	atomic_t kick;
 	struct task_struct *thread;
@@ -237,7 +269,20 @@ void simgpu_mmu_flush(struct simgpu_core *core);
 u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 		      bool write);
 
+/* mig.c */
+int simgpu_quiesce(struct simgpu_core *core, unsigned int timeout_ms);
+void simgpu_unquiesce(struct simgpu_core *core);
+int simgpu_host_invalidate(struct simgpu_core *core, unsigned int timeout_ms);
+bool simgpu_tlb_empty(struct simgpu_core *core);
+ssize_t simgpu_arch_save(struct simgpu_core *core, void *buf, size_t len);
+int simgpu_arch_restore(struct simgpu_core *core, const void *buf, size_t len);
+u32 simgpu_cmd_check(const struct simgpu_cmd_state *c);
+void simgpu_kick(struct simgpu_core *core);
+
 /* vram.c */
+int simgpu_vram_track(struct simgpu_vram *vram, bool on);
+bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk);
+void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len);
 void simgpu_vram_init(struct simgpu_vram *vram, u64 size);
 int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 		   bool write);

@@ -12,6 +12,8 @@
 #include <linux/spinlock.h>
 #include <linux/vfio.h>
 
+#include <gpumig/migration.h>
+
 #include "simgpu.h"
 
 struct dentry;
@@ -40,6 +42,7 @@ struct simgpu_type {
  * @msi_trigger: eventfd signalled for the MSI vector
  * @req_trigger: eventfd signalled to ask the user to release the device
  * @debugfs: the instance's knob directory
+ * @mig: migration state (the engine's)
  */
 struct simgpu_dev {
 	struct vfio_device vdev;
@@ -51,6 +54,7 @@ struct simgpu_dev {
 	struct eventfd_ctx *msi_trigger;
 	struct eventfd_ctx *req_trigger;
 	struct dentry *debugfs;
+	struct gpumig_mig mig;
 };
 
 static inline struct simgpu_dev *to_simgpu(struct vfio_device *vdev)
@@ -64,6 +68,7 @@ static inline const struct simgpu_type *to_simgpu_type(struct mdev_type *t)
 }
 
 extern const struct vfio_device_ops simgpu_vfio_ops;
+extern const struct attribute_group simgpu_mig_group;
 extern struct dentry *simgpu_debugfs_root;
 
 int simgpu_probe(struct mdev_device *mdev);

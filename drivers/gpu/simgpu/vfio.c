@@ -23,6 +23,8 @@
 #define SIMGPU_MSI_CAP		0x40
 #define SIMGPU_REGION_SHIFT	40
 #define SIMGPU_REGION_MASK	((1ULL << SIMGPU_REGION_SHIFT) - 1)
+#define SIMGPU_QUIESCE_MS	2000	/* drain bound with preemption off */
+#define SIMGPU_INVAL_MS		1000	/* acknowledgment bound */
 
 static void simgpu_cfg_init(struct simgpu_dev *sdev)
 {
@@ -319,6 +321,7 @@ static long simgpu_ioctl(struct vfio_device *vdev, unsigned int cmd, unsigned lo
 	case VFIO_DEVICE_SET_IRQS:
 		return simgpu_set_irqs(sdev, arg);
 	case VFIO_DEVICE_RESET:
+		gpumig_mig_reset(&sdev->mig);
 		return simgpu_reset(sdev);
 	}
 	return -ENOTTY;
@@ -328,6 +331,11 @@ static int simgpu_open_device(struct vfio_device *vdev)
 {
 	struct simgpu_dev *sdev = to_simgpu(vdev);
 
+	if (READ_ONCE(sdev->mig.quarantined)) {
+		dev_err(vdev->dev, "refusing to reuse a quarantined instance: %s\n",
+			sdev->mig.why);
+		return -EBUSY;
+	}
 	simgpu_reset(sdev);
 	/* Counters describe the current tenant's session. */
 	mutex_lock(&sdev->core.lock);
@@ -343,14 +351,24 @@ static int simgpu_open_device(struct vfio_device *vdev)
 static void simgpu_close_device(struct vfio_device *vdev)
 {
 	struct simgpu_dev *sdev = to_simgpu(vdev);
+	struct simgpu_core *core = &sdev->core;
 
-	simgpu_core_stop(&sdev->core);
+	/*
+	 * Verified teardown: stop the device, have it acknowledge that every
+	 * translation is gone, stop the processor, then check.  A device that
+	 * fails is quarantined with its memory kept, not handed to anyone.
+	 */
+	simgpu_quiesce(core, SIMGPU_QUIESCE_MS);
+	simgpu_host_invalidate(core, SIMGPU_INVAL_MS);
+	simgpu_core_stop(core);
 	simgpu_set_trigger(sdev, &sdev->msi_trigger, NULL);
 	simgpu_set_trigger(sdev, &sdev->req_trigger, NULL);
+	if (gpumig_mig_teardown(&sdev->mig))
+		return;
 	simgpu_reset(sdev);
-	mutex_lock(&sdev->core.lock);
-	simgpu_vram_scrub(&sdev->core.vram);
-	mutex_unlock(&sdev->core.lock);
+	mutex_lock(&core->lock);
+	simgpu_vram_scrub(&core->vram);
+	mutex_unlock(&core->lock);
 }
 
 /*
@@ -384,6 +402,220 @@ static void simgpu_request(struct vfio_device *vdev, unsigned int count)
 	spin_unlock(&sdev->irq_lock);
 }
 
+/* ---- migration backend ------------------------------------------------ */
+
+static struct simgpu_core *mig_core(struct gpumig_mig *m)
+{
+	return &((struct simgpu_dev *)m->priv)->core;
+}
+
+static int simgpu_mig_quiesce(struct gpumig_mig *m)
+{
+	return simgpu_quiesce(mig_core(m), SIMGPU_QUIESCE_MS);
+}
+
+static void simgpu_mig_unquiesce(struct gpumig_mig *m)
+{
+	simgpu_unquiesce(mig_core(m));
+}
+
+static int simgpu_mig_invalidate(struct gpumig_mig *m)
+{
+	return simgpu_host_invalidate(mig_core(m), SIMGPU_INVAL_MS);
+}
+
+static void simgpu_mig_track(struct gpumig_mig *m, bool on)
+{
+	struct simgpu_core *core = mig_core(m);
+
+	mutex_lock(&core->lock);
+	if (simgpu_vram_track(&core->vram, on))
+		dev_warn(m->vdev->dev, "no memory for VRAM dirty tracking: all of VRAM is resent\n");
+	mutex_unlock(&core->lock);
+}
+
+static long simgpu_mig_next_dirty(struct gpumig_mig *m, unsigned long from, bool *zero)
+{
+	struct simgpu_core *core = mig_core(m);
+	struct simgpu_vram *v = &core->vram;
+	unsigned long b;
+	long ret = -ENOENT;
+
+	mutex_lock(&core->lock);
+	if (!v->dirty) {
+		/* No tracking (no memory for it): every block, once. */
+		if (from < v->nr_blocks) {
+			*zero = simgpu_vram_block_zero(v, from);
+			ret = from;
+		}
+	} else {
+		b = find_next_bit(v->dirty, v->nr_blocks, from);
+		if (b < v->nr_blocks) {
+			clear_bit(b, v->dirty);
+			*zero = simgpu_vram_block_zero(v, b);
+			ret = b;
+		}
+	}
+	mutex_unlock(&core->lock);
+	return ret;
+}
+
+static void simgpu_mig_dirty_count(struct gpumig_mig *m, unsigned long *nonzero,
+				   unsigned long *zero)
+{
+	struct simgpu_core *core = mig_core(m);
+	struct simgpu_vram *v = &core->vram;
+	unsigned long b;
+
+	*nonzero = 0;
+	*zero = 0;
+	mutex_lock(&core->lock);
+	for (b = 0; b < v->nr_blocks; b++) {
+		if (v->dirty && !test_bit(b, v->dirty))
+			continue;
+		if (simgpu_vram_block_zero(v, b))
+			(*zero)++;
+		else
+			(*nonzero)++;
+	}
+	mutex_unlock(&core->lock);
+}
+
+static int simgpu_mig_vram_read(struct gpumig_mig *m, u64 off, void *buf, u32 len)
+{
+	struct simgpu_core *core = mig_core(m);
+	int ret;
+
+	mutex_lock(&core->lock);
+	ret = simgpu_vram_rw(&core->vram, off, buf, len, false);
+	mutex_unlock(&core->lock);
+	return ret;
+}
+
+static int simgpu_mig_vram_write(struct gpumig_mig *m, u64 off, const void *buf, u32 len)
+{
+	struct simgpu_core *core = mig_core(m);
+	int ret = 0;
+
+	mutex_lock(&core->lock);
+	if (buf)
+		ret = simgpu_vram_rw(&core->vram, off, (void *)buf, len, true);
+	else
+		simgpu_vram_zero(&core->vram, off, len);
+	mutex_unlock(&core->lock);
+	return ret;
+}
+
+static ssize_t simgpu_mig_arch_save(struct gpumig_mig *m, void *buf, size_t len)
+{
+	return simgpu_arch_save(mig_core(m), buf, len);
+}
+
+static int simgpu_mig_arch_restore(struct gpumig_mig *m, const void *buf, size_t len)
+{
+	return simgpu_arch_restore(mig_core(m), buf, len);
+}
+
+/* Before the instance is released or reused: stopped, nothing cached. */
+static int simgpu_mig_teardown_check(struct gpumig_mig *m, char *why, size_t len)
+{
+	struct simgpu_core *core = mig_core(m);
+
+	if (core->thread) {
+		snprintf(why, len, "command processor still running");
+		return -EBUSY;
+	}
+	if (!simgpu_tlb_empty(core)) {
+		snprintf(why, len, "translations still cached: invalidation was not acknowledged");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static const struct gpumig_backend_ops simgpu_backend_ops = {
+	.quiesce = simgpu_mig_quiesce,
+	.unquiesce = simgpu_mig_unquiesce,
+	.invalidate = simgpu_mig_invalidate,
+	.vram_track = simgpu_mig_track,
+	.vram_next_dirty = simgpu_mig_next_dirty,
+	.vram_dirty_count = simgpu_mig_dirty_count,
+	.vram_read = simgpu_mig_vram_read,
+	.vram_write = simgpu_mig_vram_write,
+	.arch_save = simgpu_mig_arch_save,
+	.arch_restore = simgpu_mig_arch_restore,
+	.teardown_check = simgpu_mig_teardown_check,
+};
+
+static struct file *simgpu_set_state(struct vfio_device *vdev,
+				     enum vfio_device_mig_state new_state)
+{
+	return gpumig_mig_set_state(&to_simgpu(vdev)->mig, new_state);
+}
+
+static int simgpu_get_state(struct vfio_device *vdev, enum vfio_device_mig_state *state)
+{
+	return gpumig_mig_get_state(&to_simgpu(vdev)->mig, state);
+}
+
+static int simgpu_get_data_size(struct vfio_device *vdev, unsigned long *len)
+{
+	return gpumig_mig_data_size(&to_simgpu(vdev)->mig, len);
+}
+
+static const struct vfio_migration_ops simgpu_mig_ops = {
+	.migration_set_state = simgpu_set_state,
+	.migration_get_state = simgpu_get_state,
+	.migration_get_data_size = simgpu_get_data_size,
+};
+
+static void simgpu_compat(const struct simgpu_type *t, struct gpumig_compat *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->type_name, sizeof(c->type_name), "simgpu-%s", t->type.sysfs_name);
+	c->vram_size = t->vram;
+	c->backend = GPUMIG_BACKEND_SIMGPU;
+	c->nr_queues = t->queues;
+	c->features = SIMGPU_CAP_PREEMPT | SIMGPU_CAP_DIRTY_WORKLOAD;
+	c->page_size = SIMGPU_PAGE_SIZE;
+	c->arch_version = 1;
+}
+
+static ssize_t compat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct simgpu_dev *sdev = dev_get_drvdata(dev);
+
+	return gpumig_compat_format(&sdev->mig.compat, buf, PAGE_SIZE);
+}
+static DEVICE_ATTR_RO(compat);
+
+static ssize_t status_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct simgpu_dev *sdev = dev_get_drvdata(dev);
+	struct gpumig_mig *m = &sdev->mig;
+	ssize_t n;
+
+	mutex_lock(&m->state_mutex);
+	if (m->quarantined)
+		n = sysfs_emit(buf, "%s\n", m->why);
+	else
+		n = sysfs_emit(buf, "migratable state=%u%s%s\n", m->state,
+			       m->why[0] ? " last_error=" : "", m->why);
+	mutex_unlock(&m->state_mutex);
+	return n;
+}
+static DEVICE_ATTR_RO(status);
+
+static struct attribute *simgpu_mig_attrs[] = {
+	&dev_attr_compat.attr,
+	&dev_attr_status.attr,
+	NULL,
+};
+
+const struct attribute_group simgpu_mig_group = {
+	.name = "migration",
+	.attrs = simgpu_mig_attrs,
+};
+
 static int simgpu_init_dev(struct vfio_device *vdev)
 {
 	struct simgpu_dev *sdev = to_simgpu(vdev);
@@ -401,6 +633,15 @@ static int simgpu_init_dev(struct vfio_device *vdev)
 		return ret;
 	}
 	sdev->type = type;
+	{
+		struct gpumig_compat c;
+
+		simgpu_compat(type, &c);
+		gpumig_mig_init(&sdev->mig, vdev, &simgpu_backend_ops, sdev, &c);
+	}
+	vdev->migration_flags = VFIO_MIGRATION_STOP_COPY | VFIO_MIGRATION_P2P |
+				VFIO_MIGRATION_PRE_COPY;
+	vdev->mig_ops = &simgpu_mig_ops;
 	mutex_init(&sdev->cfg_lock);
 	spin_lock_init(&sdev->irq_lock);
 	simgpu_cfg_init(sdev);
@@ -411,6 +652,7 @@ static void simgpu_release_dev(struct vfio_device *vdev)
 {
 	struct simgpu_dev *sdev = to_simgpu(vdev);
 
+	gpumig_mig_destroy(&sdev->mig);
 	simgpu_core_destroy(&sdev->core);
 	mutex_destroy(&sdev->cfg_lock);
 	simgpu_budget_put(sdev->type->vram);
@@ -453,6 +695,28 @@ static int simgpu_stats_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(simgpu_stats);
 
+/* An operator who checked a quarantined instance releases it here. */
+static int simgpu_unquarantine_set(void *data, u64 val)
+{
+	struct simgpu_dev *sdev = data;
+
+	if (val != 1)
+		return -EINVAL;
+	mutex_lock(&sdev->mig.state_mutex);
+	if (sdev->mig.quarantined) {
+		dev_notice(sdev->vdev.dev, "quarantine lifted by the operator\n");
+		sdev->mig.quarantined = false;
+		sdev->mig.why[0] = 0;
+		simgpu_reset(sdev);
+		mutex_lock(&sdev->core.lock);
+		simgpu_vram_scrub(&sdev->core.vram);
+		mutex_unlock(&sdev->core.lock);
+	}
+	mutex_unlock(&sdev->mig.state_mutex);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(simgpu_unquarantine_fops, NULL, simgpu_unquarantine_set, "%llu\n");
+
 static void simgpu_debugfs_init(struct simgpu_dev *sdev, struct dentry *root)
 {
 	struct simgpu_knobs *k = &sdev->core.knobs;
@@ -467,6 +731,7 @@ static void simgpu_debugfs_init(struct simgpu_dev *sdev, struct dentry *root)
 	debugfs_create_bool("ack_drop", 0600, d, &k->ack_drop);
 	debugfs_create_u32("dirty_rate", 0600, d, &k->dirty_rate);
 	debugfs_create_file("stats", 0400, d, &sdev->core, &simgpu_stats_fops);
+	debugfs_create_file_unsafe("unquarantine", 0200, d, sdev, &simgpu_unquarantine_fops);
 }
 
 int simgpu_probe(struct mdev_device *mdev)

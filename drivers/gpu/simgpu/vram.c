@@ -9,6 +9,7 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <linux/bitmap.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -27,6 +28,8 @@ void simgpu_vram_init(struct simgpu_vram *vram, u64 size)
 	xa_init(&vram->pages);
 	vram->size = size;
 	vram->present = 0;
+	vram->dirty = NULL;
+	vram->nr_blocks = DIV_ROUND_UP(size, 1ULL << SIMGPU_BLOCK_SHIFT);
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_init);
 
@@ -75,6 +78,8 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 				vram->present++;
 			}
 			va = kmap_local_page(page);
+			if (write && vram->dirty)
+				set_bit(offset >> SIMGPU_BLOCK_SHIFT, vram->dirty);
 			if (write)
 				memcpy(va + off, p, n);
 			else
@@ -88,6 +93,68 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_rw);
+
+/**
+ * simgpu_vram_track() - start or stop per-block dirty tracking
+ * @vram: VRAM, the core's lock held
+ * @on: start (every block marked dirty) or stop
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int simgpu_vram_track(struct simgpu_vram *vram, bool on)
+{
+	bitmap_free(vram->dirty);
+	vram->dirty = NULL;
+	if (!on)
+		return 0;
+	vram->dirty = bitmap_alloc(vram->nr_blocks, GFP_KERNEL);
+	if (!vram->dirty)
+		return -ENOMEM;
+	bitmap_fill(vram->dirty, vram->nr_blocks);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_track);
+
+/**
+ * simgpu_vram_block_zero() - does a block have no backed page?
+ * @vram: VRAM
+ * @blk: block index
+ *
+ * Return: true when every byte of the block reads as zero because nothing
+ * backs it.  (A backed page may hold zeroes too; callers check data.)
+ */
+bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk)
+{
+	unsigned long first = blk << (SIMGPU_BLOCK_SHIFT - PAGE_SHIFT);
+	unsigned long last = first + (1UL << (SIMGPU_BLOCK_SHIFT - PAGE_SHIFT)) - 1;
+
+	return !xa_find(&vram->pages, &first, last, XA_PRESENT);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_block_zero);
+
+/**
+ * simgpu_vram_zero() - make a page-aligned range read as zero
+ * @vram: VRAM
+ * @offset: start, page aligned
+ * @len: length, page aligned
+ */
+void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len)
+{
+	unsigned long idx;
+
+	for (idx = offset >> PAGE_SHIFT; idx < (offset + len) >> PAGE_SHIFT; idx++) {
+		struct page *page = xa_erase(&vram->pages, idx);
+
+		if (page) {
+			__free_page(page);
+			vram->present--;
+		}
+	}
+	if (vram->dirty && len)
+		bitmap_set(vram->dirty, offset >> SIMGPU_BLOCK_SHIFT,
+			   DIV_ROUND_UP(len, 1ULL << SIMGPU_BLOCK_SHIFT));
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_zero);
 
 /**
  * simgpu_vram_scrub() - drop every page: all of VRAM reads zero again
