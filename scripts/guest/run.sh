@@ -109,7 +109,7 @@ simgpu_suite() {
 	if check "create two more simgpu-256M instances for migration" sh -c \
 		"echo $src > $parent/mdev_supported_types/simgpu-256M/create &&
 		 echo $dst > $parent/mdev_supported_types/simgpu-256M/create"; then
-		timeout 600 "$tooldir/simgpu-client" -s migrate,stop_fails,quarantine -n simgpu_migration \
+		timeout 600 "$tooldir/simgpu-client" -s migrate,stop_fails,reset_precopy,hostile,pingpong,quarantine -n simgpu_migration \
 			-d "$dst" "$src" >"$out/client-migration.ktap" 2>>"$out/guest.log"
 		timeout 300 "$tooldir/simgpu-client" -s incompatible -n simgpu_migration_compat \
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"

@@ -842,21 +842,246 @@ static int t_incompatible(struct gpu *src)
 	return 0;
 }
 
-/* A source whose invalidations are lost cannot stop, and keeps running. */
+/*
+ * Each fault knob makes the stop fail cleanly: lost acknowledgments, an
+ * acknowledgment later than the 1 s bound, a kernel that cannot be
+ * preempted and outlasts the 2 s drain.  The source keeps running.
+ */
 static int t_stop_fails(struct gpu *g)
 {
+	static const struct { const char *knob, *val, *reset; int err; } faults[] = {
+		{ "ack_drop", "1", "0", -ETIMEDOUT },
+		{ "ack_delay_ms", "1500", "0", -ETIMEDOUT },
+		{ "preempt", "0", "1", -EBUSY },
+	};
 	uint64_t *f;
+	size_t i;
 	int ret;
 
 	gpu_setup(g, 16);
 	f = sysbuf(g, VA_SYS, 4096, NULL);
-	knob_set(g, "ack_drop", "1");
-	ret = mig_set(g, VFIO_DEVICE_STATE_STOP, NULL);
-	knob_set(g, "ack_drop", "0");
-	CHECK(ret == -ETIMEDOUT, "STOP with lost acknowledgments returned %d", ret);
-	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "back to RUNNING");
-	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 6, 0, 0);
-	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 6, "device stopped working");
+	sysbuf(g, VA_SYS + (1 << 20), 4096, NULL);
+	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		knob_set(g, faults[i].knob, faults[i].val);
+		if (faults[i].err == -EBUSY) {
+			/* 400 iterations at 10 ms: 4 s, longer than the drain bound. */
+			knob_set(g, "kernel_step_us", "10000");
+			gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS + (1 << 20), 64, 400, 1);
+			usleep(50000);
+		}
+		ret = mig_set(g, VFIO_DEVICE_STATE_STOP, NULL);
+		knob_set(g, faults[i].knob, faults[i].reset);
+		knob_set(g, "kernel_step_us", "0");
+		CHECK(ret == faults[i].err, "%s=%s: STOP returned %d, expected %d",
+		      faults[i].knob, faults[i].val, ret, faults[i].err);
+		CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "back to RUNNING");
+		gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 6 + i, 0, 0);
+		CHECK(gpu_wait_idle(g, 0, 60000) == 0 && f[0] == 6 + i,
+		      "%s: device stopped working", faults[i].knob);
+	}
+	return 0;
+}
+
+/* VFIO_DEVICE_RESET in the middle of pre-copy: fd ends, state RUNNING. */
+static int t_reset_precopy(struct gpu *g)
+{
+	char buf[sizeof(struct vfio_device_feature) +
+		 sizeof(struct vfio_device_feature_mig_state)] = { 0 };
+	struct vfio_device_feature *ft = (void *)buf;
+	struct vfio_device_feature_mig_state *ms = (void *)ft->data;
+	struct blob b = { 0 };
+	uint64_t *f;
+	int fd = -1;
+
+	gpu_setup(g, 16);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	{
+		uint8_t first[64];
+
+		CHECK(read(fd, first, sizeof(first)) == sizeof(first), "first pre-copy bytes");
+	}
+	CHECK(gpu_reset(g) == 0, "reset");
+	ft->argsz = sizeof(buf);
+	ft->flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE;
+	CHECK(ioctl(g->fd, VFIO_DEVICE_FEATURE, ft) == 0, "get state");
+	CHECK(ms->device_state == VFIO_DEVICE_STATE_RUNNING, "state %u after reset",
+	      ms->device_state);
+	CHECK(mig_read(fd, &b) == -ENODEV, "data fd still readable after reset");
+	close(fd);
+	free(b.p);
+	/* A fresh migration can start, and the device works. */
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY again");
+	close(fd);	/* closing the fd early ends nothing but the fd */
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "RUNNING");
+	g->pt_root = 0;
+	gpu_setup(g, 16);
+	f = sysbuf(g, VA_SYS, 4096, NULL);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 9, 0, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 9, "device unusable after reset");
+	return 0;
+}
+
+/* Capture a whole stream (STOP_COPY) of @g into @b. */
+static int capture(struct gpu *g, struct blob *b)
+{
+	int fd = -1, ret;
+
+	if (mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) ||
+	    mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, &fd))
+		return -1;
+	ret = mig_read(fd, b);
+	close(fd);
+	mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL);
+	return ret;
+}
+
+/* Offer @len bytes of @p to @uuid in RESUMING; 0 if it ran, else <0. */
+static int offer(const char *uuid, const uint8_t *p, size_t len, int *werr)
+{
+	struct gpu d;
+	int rfd = -1, ret;
+
+	if (gpu_open(&d, uuid))
+		return -100;
+	ret = mig_set(&d, VFIO_DEVICE_STATE_STOP, NULL);
+	if (!ret)
+		ret = mig_set(&d, VFIO_DEVICE_STATE_RESUMING, &rfd);
+	if (!ret) {
+		*werr = mig_write(rfd, p, len, 4096);
+		close(rfd);
+		ret = mig_set(&d, VFIO_DEVICE_STATE_RUNNING, NULL);
+	}
+	gpu_close(&d);
+	return ret;
+}
+
+/* Hostile streams into RESUMING: each refused, the device never runs. */
+static int t_hostile(struct gpu *g)
+{
+	struct blob b = { 0 };
+	uint8_t *m;
+	size_t off, sec2, sec3;
+	uint32_t len;
+	int werr, ret, i;
+
+	CHECK(dst_uuid, "needs a destination (-d UUID)");
+	gpu_setup(g, 16);
+	gpu_map_range(g, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 1 << 20, 0x77, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fill");
+	CHECK(capture(g, &b) == 0 && b.len > 1000, "capture");
+	m = malloc(b.len + 64);
+
+	/* The intact stream is accepted (control). */
+	ret = offer(dst_uuid, b.p, b.len, &werr);
+	CHECK(ret == 0 && werr == 0, "intact stream refused: %d/%d", ret, werr);
+
+	/* Truncated at several places. */
+	for (i = 1; i < 8; i++) {
+		werr = 0;
+		ret = offer(dst_uuid, b.p, b.len * i / 8, &werr);
+		CHECK(ret < 0, "stream truncated at %zu accepted", b.len * i / 8);
+	}
+	/* One byte flipped, in the header, a chunk, the arch state, the end. */
+	for (i = 0; i < 4; i++) {
+		off = (size_t[]){ 30, 200, b.len - 200, b.len - 5 }[i];
+		memcpy(m, b.p, b.len);
+		m[off] ^= 0x40;
+		werr = 0;
+		ret = offer(dst_uuid, m, b.len, &werr);
+		CHECK(ret < 0 && werr < 0, "corruption at %zu accepted (%d/%d)", off, ret, werr);
+	}
+	/* A section claiming 4 GiB (header CRC fixed up would be needed: the
+	 * CRC catches it first, which is the point: a length is never trusted). */
+	memcpy(m, b.p, b.len);
+	len = 0xffffffff;
+	memcpy(m + 24 + 80 + 12, &len, 4);
+	werr = 0;
+	ret = offer(dst_uuid, m, b.len, &werr);
+	CHECK(ret < 0 && werr == -EBADMSG, "oversized section: %d/%d", ret, werr);
+	/* Sections 2 and 3 swapped (both intact): sequence numbers catch it. */
+	sec2 = 24 + 80;
+	memcpy(&len, b.p + sec2 + 12, 4);
+	sec3 = sec2 + 24 + len;
+	memcpy(&len, b.p + sec3 + 12, 4);
+	memcpy(m, b.p, sec2);
+	memcpy(m + sec2, b.p + sec3, 24 + len);
+	memcpy(m + sec2 + 24 + len, b.p + sec2, sec3 - sec2);
+	memcpy(m + sec3 + 24 + len, b.p + sec3 + 24 + len, b.len - (sec3 + 24 + len));
+	werr = 0;
+	ret = offer(dst_uuid, m, b.len, &werr);
+	CHECK(ret < 0 && werr == -EINVAL, "reordered sections: %d/%d", ret, werr);
+	/* Garbage. */
+	fill_random(m, 4096);
+	werr = 0;
+	ret = offer(dst_uuid, m, 4096, &werr);
+	CHECK(ret < 0 && werr < 0, "garbage accepted");
+	/* And the destination still takes a good stream afterwards. */
+	ret = offer(dst_uuid, b.p, b.len, &werr);
+	CHECK(ret == 0 && werr == 0, "intact stream refused after the hostile ones");
+	free(m);
+	free(b.p);
+	return 0;
+}
+
+/* Back and forth 20 times with a kernel in flight; the result is exact. */
+static int t_pingpong(struct gpu *a)
+{
+	const uint32_t words = 4096, iters = 2000, key = 0x5eed;
+	struct gpu b, *from = a, *to = &b;
+	uint32_t *kbuf, *expect, *res;
+	uint64_t koff;
+	uint32_t i, it;
+	int n;
+
+	CHECK(dst_uuid, "needs a destination (-d UUID)");
+	gpu_setup(a, 16);
+	kbuf = sysbuf(a, VA_SYS, words * 4, NULL);
+	koff = (uint8_t *)kbuf - a->mem;
+	fill_random(kbuf, words * 4);
+	expect = malloc(words * 4);
+	memcpy(expect, kbuf, words * 4);
+	for (it = 0; it < iters; it++)
+		for (i = 0; i < words; i++)
+			expect[i] = kernel_word(expect[i], key, it);
+	knob_set(a, "kernel_step_us", "1000");
+	gpu_submit(a, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, words * 4, iters, key);
+	CHECK(gpu_open(&b, dst_uuid) == 0, "open second instance");
+	knob_set(&b, "kernel_step_us", "1000");
+
+	for (n = 0; n < 20; n++) {
+		struct blob s = { 0 };
+		int fd = -1, rfd = -1;
+
+		CHECK(mig_set(from, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "round %d PRE_COPY", n);
+		CHECK(mig_read(fd, &s) == -ENOMSG, "round %d pre-copy", n);
+		CHECK(mig_set(from, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "round %d STOP_COPY", n);
+		CHECK(mig_read(fd, &s) == 0, "round %d stop-copy", n);
+		close(fd);
+		CHECK(mig_set(from, VFIO_DEVICE_STATE_STOP, NULL) == 0, "round %d STOP", n);
+		memcpy(to->mem, from->mem, GUEST_SIZE);
+		to->next = from->next;
+		to->pt_root = from->pt_root;
+		CHECK(mig_set(to, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&
+		      mig_set(to, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0, "round %d RESUMING", n);
+		CHECK(mig_write(rfd, s.p, s.len, 1 << 20) == 0, "round %d write", n);
+		close(rfd);
+		CHECK(mig_set(to, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "round %d RUNNING", n);
+		/* The old side is reset, as a VMM would before reusing it. */
+		CHECK(gpu_reset(from) == 0, "round %d reset source", n);
+		free(s.p);
+		usleep(20000);
+		from = to;
+		to = from == a ? &b : a;
+	}
+	CHECK(gpu_wait_idle(from, 0, 120000) == 0, "kernel did not finish after 20 migrations");
+	res = (uint32_t *)(from->mem + koff);
+	for (i = 0; i < words; i++)
+		CHECK(res[i] == expect[i], "word %u wrong after 20 migrations", i);
+	knob_set(&b, "kernel_step_us", "0");
+	knob_set(a, "kernel_step_us", "0");
+	gpu_close(&b);
+	free(expect);
 	return 0;
 }
 
@@ -910,6 +1135,9 @@ static const struct scenario {
 	{ "migrate", t_migrate },		/* needs -d */
 	{ "incompatible", t_incompatible },	/* needs -d of another type */
 	{ "stop_fails", t_stop_fails },
+	{ "reset_precopy", t_reset_precopy },
+	{ "hostile", t_hostile },		/* needs -d */
+	{ "pingpong", t_pingpong },		/* needs -d */
 	{ "quarantine", t_quarantine },
 	{ "remove_open", t_remove_open },	/* destroys the instance */
 };
@@ -923,7 +1151,8 @@ static bool selected(const char *list, const char *name)
 
 	if (!list)
 		return strcmp(name, "remove_open") && strcmp(name, "migrate") &&
-		       strcmp(name, "incompatible");
+		       strcmp(name, "incompatible") && strcmp(name, "hostile") &&
+		       strcmp(name, "pingpong");
 	dup = strdup(list);
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 		if (!strcmp(tok, name))
