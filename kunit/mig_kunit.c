@@ -454,6 +454,55 @@ static void mig_reset_mid_precopy(struct kunit *test)
 	fput(sf);
 }
 
+/* A source whose VRAM cannot be read, a destination that refuses the state. */
+static void mig_backend_failures(struct kunit *test)
+{
+	struct fake_dev *src = fake_new(test, 2), *dst = fake_new(test, 2);
+	u8 *buf = vzalloc(2 * F_VRAM);
+	struct file *sf, *rf;
+	loff_t pos = 0;
+	ssize_t n;
+	int last;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memset(src->vram, 0x9, GPUMIG_BLOCK_SIZE);
+	go(test, src, VFIO_DEVICE_STATE_STOP);
+	sf = go(test, src, VFIO_DEVICE_STATE_STOP_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	src->fail = FAIL_VRAM_READ;
+	pos = 0;
+	/* The header comes out; the first block's read fails. */
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 4096, &pos),
+			(ssize_t)(sizeof(struct gpumig_sec_hdr) +
+				  sizeof(struct gpumig_wire_header)));
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 4096, &pos), (ssize_t)-EIO);
+	/* Sticky: the failed block left the dirty set, so the stream is broken. */
+	src->fail = FAIL_NONE;
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 4096, &pos), (ssize_t)-EIO);
+	fput(sf);
+	/* A new capture works. */
+	go(test, src, VFIO_DEVICE_STATE_STOP);
+	sf = go(test, src, VFIO_DEVICE_STATE_STOP_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	n = drain(sf, buf, 2 * F_VRAM, &last);
+	KUNIT_EXPECT_EQ(test, last, 0);
+
+	go(test, dst, VFIO_DEVICE_STATE_STOP);
+	rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+	KUNIT_ASSERT_NOT_NULL(test, rf);
+	dst->fail = FAIL_ARCH_RESTORE;
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, kernel_write(rf, buf, n, &pos), (ssize_t)-EINVAL);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(dst->mig.why, "refused the architectural state"));
+	KUNIT_EXPECT_TRUE(test, IS_ERR(gpumig_mig_set_state(&dst->mig, VFIO_DEVICE_STATE_RUNNING)));
+	KUNIT_EXPECT_FALSE(test, dst->running);
+	fput(sf);
+	fput(rf);
+	vfree(buf);
+}
+
 static void mig_teardown_quarantine(struct kunit *test)
 {
 	struct fake_dev *f = fake_new(test, 2);
@@ -525,6 +574,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),
 	KUNIT_CASE(mig_truncated_never_runs),
 	KUNIT_CASE(mig_reset_mid_precopy),
+	KUNIT_CASE(mig_backend_failures),
 	KUNIT_CASE(mig_teardown_quarantine),
 	KUNIT_CASE(mig_every_state_pair),
 	{}

@@ -33,6 +33,8 @@
  * @m: its device, while not @disabled
  * @lock: guards every field below
  * @disabled: the state machine left this file's state: reads and writes fail
+ * @err: saving: the stream broke (a backend read failed); every later read
+ *	fails with it, since a block already taken off the dirty set is lost
  * @stop_copy: saving: the device is stopped, produce the final part
  * @w: saving: stream writer
  * @buf: saving: encoded bytes not yet read
@@ -55,6 +57,7 @@ struct gpumig_mig_file {
 	struct gpumig_mig *m;
 	struct mutex lock;	/* see above */
 	bool disabled;
+	int err;
 
 	bool stop_copy;
 	struct gpumig_writer w;
@@ -181,8 +184,8 @@ static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 	int ret = 0;
 
 	mutex_lock(&migf->lock);
-	if (migf->disabled) {
-		done = -ENODEV;
+	if (migf->disabled || migf->err) {
+		done = migf->disabled ? -ENODEV : migf->err;
 		goto out;
 	}
 	while (done < len) {
@@ -192,6 +195,10 @@ static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 			ret = gpumig_produce(migf);
 			if (ret == GPUMIG_EOF)
 				break;
+			if (ret && ret != -ENOMSG) {
+				dev_err(migf->m->vdev->dev, "migration stream broken: %d\n", ret);
+				migf->err = ret;
+			}
 			if (ret) {
 				if (!done)
 					done = ret;

@@ -91,6 +91,9 @@ simgpu_suite() {
 		"[ \$(cat $parent/mdev_supported_types/simgpu-1G/available_instances) -eq 0 ] &&
 		 [ \$(cat $parent/mdev_supported_types/simgpu-256M/available_instances) -eq 2 ] &&
 		 [ \$(cat $parent/mdev_supported_types/simgpu-64M/available_instances) -eq 11 ]"
+	check "types and instances publish the migration descriptor" sh -c \
+		"grep -q 'type=simgpu-256M vram=268435456 queues=4' $parent/mdev_supported_types/simgpu-256M/description &&
+		 grep -q 'backend=1 type=simgpu-64M' /sys/bus/mdev/devices/${uuids[0]}/migration/compat"
 	for uuid in "${uuids[@]}"; do
 		t=$(basename "$(readlink /sys/bus/mdev/devices/$uuid/mdev_type)")
 		if [ "$t" = simgpu-256M ]; then

@@ -81,12 +81,16 @@ static unsigned int simgpu_get_available(struct mdev_type *mtype)
 	return div64_u64(left, t->vram);
 }
 
+/*
+ * The type's description is its migration compatibility descriptor, so a
+ * scheduler can check placement before any instance exists.
+ */
 static ssize_t simgpu_show_description(struct mdev_type *mtype, char *buf)
 {
-	const struct simgpu_type *t = to_simgpu_type(mtype);
+	struct gpumig_compat c;
 
-	return sysfs_emit(buf, "vram=%llu queues=%u page_size=%llu\n",
-			  t->vram, t->queues, SIMGPU_PAGE_SIZE);
+	simgpu_compat(to_simgpu_type(mtype), &c);
+	return gpumig_compat_format(&c, buf, PAGE_SIZE);
 }
 
 static ssize_t vram_size_show(struct device *dev, struct device_attribute *attr,

@@ -71,6 +71,7 @@ extern const struct vfio_device_ops simgpu_vfio_ops;
 extern const struct attribute_group simgpu_mig_group;
 extern struct dentry *simgpu_debugfs_root;
 
+void simgpu_compat(const struct simgpu_type *t, struct gpumig_compat *c);
 int simgpu_probe(struct mdev_device *mdev);
 void simgpu_remove(struct mdev_device *mdev);
 int simgpu_budget_take(u64 vram);

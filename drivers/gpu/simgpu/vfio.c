@@ -568,7 +568,12 @@ static const struct vfio_migration_ops simgpu_mig_ops = {
 	.migration_get_data_size = simgpu_get_data_size,
 };
 
-static void simgpu_compat(const struct simgpu_type *t, struct gpumig_compat *c)
+/**
+ * simgpu_compat() - the compatibility descriptor of a type
+ * @t: type
+ * @c: descriptor
+ */
+void simgpu_compat(const struct simgpu_type *t, struct gpumig_compat *c)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->type_name, sizeof(c->type_name), "simgpu-%s", t->type.sysfs_name);
