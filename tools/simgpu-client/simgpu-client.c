@@ -688,7 +688,7 @@ static int read_attr(const char *uuid, const char *attr, char *buf, size_t len)
 }
 
 #define MIG_WORDS	(32 * 1024)
-#define MIG_ITERS	300
+#define MIG_ITERS	1000	/* at 3 ms a step: seconds, so it is still running at the stop */
 #define MIG_KEY		0x600dcafe
 
 /* A workload with a kernel in flight, copies through VRAM and fences. */
