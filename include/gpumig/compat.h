@@ -18,4 +18,7 @@
  */
 #define GPUMIG_IMPORT_KUNIT_NS()	MODULE_INFO(import_ns, "EXPORTED_FOR_KUNIT_TESTING")
 
+/* iova_bitmap_set() and friends live in the IOMMUFD namespace. */
+#define GPUMIG_IMPORT_IOMMUFD_NS()	MODULE_INFO(import_ns, "IOMMUFD")
+
 #endif /* _GPUMIG_COMPAT_H */

@@ -99,7 +99,7 @@ simgpu_suite() {
 		if [ "$t" = simgpu-256M ]; then
 			scen=""
 		else
-			scen="-s info,fill_copy,kernel,fences_irq,stale_tlb,scrub"
+			scen="-s info,fill_copy,kernel,fences_irq,stale_tlb,scrub,dma_logging"
 		fi
 		timeout 600 "$tooldir/simgpu-client" $scen -n "${t//-/_}" "$uuid" \
 			>"$out/client-$t.ktap" 2>>"$out/guest.log"

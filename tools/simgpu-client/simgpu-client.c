@@ -1114,6 +1114,87 @@ static int t_quarantine(struct gpu *g)
 	return 0;
 }
 
+/* ---- DMA logging of guest memory ---------------------------------------- */
+
+static int dma_log_start(struct gpu *g, uint64_t iova, uint64_t len)
+{
+	struct vfio_device_feature_dma_logging_range r = { .iova = iova, .length = len };
+	char buf[sizeof(struct vfio_device_feature) +
+		 sizeof(struct vfio_device_feature_dma_logging_control)] = { 0 };
+	struct vfio_device_feature *f = (void *)buf;
+	struct vfio_device_feature_dma_logging_control *c = (void *)f->data;
+
+	f->argsz = sizeof(buf);
+	f->flags = VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START;
+	c->page_size = 4096;
+	c->num_ranges = 1;
+	c->ranges = (uintptr_t)&r;
+	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
+}
+
+static int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len, uint64_t *bitmap)
+{
+	char buf[sizeof(struct vfio_device_feature) +
+		 sizeof(struct vfio_device_feature_dma_logging_report)] = { 0 };
+	struct vfio_device_feature *f = (void *)buf;
+	struct vfio_device_feature_dma_logging_report *r = (void *)f->data;
+
+	f->argsz = sizeof(buf);
+	f->flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT;
+	r->iova = iova;
+	r->length = len;
+	r->page_size = 4096;
+	r->bitmap = (uintptr_t)bitmap;
+	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
+}
+
+/*
+ * The device reports exactly the guest pages it wrote, once.  On a kernel
+ * without DMA logging reports the module must not offer it at all.
+ */
+static int t_dma_logging(struct gpu *g)
+{
+	const size_t nbits = GUEST_SIZE / 4096;
+	uint64_t *bm = calloc(nbits / 64, 8);
+	uint64_t buf_iova, fence_iova;
+	char status[256];
+	size_t i, set = 0;
+	int ret;
+
+	CHECK(read_attr(g->uuid, "migration/status", status, sizeof(status)) == 0, "status");
+	gpu_setup(g, 16);
+	sysbuf(g, VA_SYS, 3 * 4096, &buf_iova);
+	sysbuf(g, VA_SYS + (1 << 20), 4096, &fence_iova);
+	ret = dma_log_start(g, GUEST_IOVA, GUEST_SIZE);
+	if (strstr(status, "dirty_tracking=none")) {
+		CHECK(ret < 0, "DMA logging accepted although the module says none");
+		free(bm);
+		return 0;
+	}
+	CHECK(strstr(status, "dirty_tracking=device"), "status: %s", status);
+	CHECK(ret == 0, "DMA_LOGGING_START: %s", strerror(-ret));
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 100 * 4, 2 * 4096, 7, 0);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 1, 0, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "work");
+	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0, "REPORT: %s", strerror(errno));
+	for (i = 0; i < nbits; i++) {
+		uint64_t iova = GUEST_IOVA + i * 4096;
+		int dirty = !!(bm[i / 64] & (1ULL << (i % 64)));
+		int wrote = (iova >= buf_iova && iova < buf_iova + 3 * 4096) || iova == fence_iova;
+
+		CHECK(dirty == wrote, "page at IOVA 0x%llx: reported %d, written %d",
+		      (unsigned long long)iova, dirty, wrote);
+		set += dirty;
+	}
+	CHECK(set == 4, "%zu pages reported", set);
+	memset(bm, 0, nbits / 8);
+	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0, "second REPORT");
+	for (i = 0; i < nbits / 64; i++)
+		CHECK(!bm[i], "pages reported twice without a new write");
+	free(bm);
+	return 0;
+}
+
 static const struct scenario {
 	const char *name;
 	int (*fn)(struct gpu *g);
@@ -1132,6 +1213,7 @@ static const struct scenario {
 	{ "ack_knobs", t_ack_knobs },
 	{ "preempt", t_preempt },
 	{ "workload", t_workload },
+	{ "dma_logging", t_dma_logging },
 	{ "migrate", t_migrate },		/* needs -d */
 	{ "incompatible", t_incompatible },	/* needs -d of another type */
 	{ "stop_fails", t_stop_fails },

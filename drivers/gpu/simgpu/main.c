@@ -14,6 +14,8 @@
 #include <linux/module.h>
 #include <linux/sizes.h>
 
+#include <gpumig/compat.h>
+
 #include "simgpu_vfio.h"
 
 static unsigned int vram_budget_mb = 2048;
@@ -178,8 +180,9 @@ static int __init simgpu_init(void)
 				   ARRAY_SIZE(simgpu_mdev_types));
 	if (ret)
 		goto err_device;
-	pr_info("simgpu: %u types, VRAM budget %u MiB\n",
-		(unsigned int)ARRAY_SIZE(simgpu_types), vram_budget_mb);
+	pr_info("simgpu: %u types, VRAM budget %u MiB, guest-memory dirty tracking: %s\n",
+		(unsigned int)ARRAY_SIZE(simgpu_types), vram_budget_mb,
+		simgpu_dirty_tracking());
 	return 0;
 
 err_device:
@@ -210,3 +213,6 @@ MODULE_LICENSE("GPL");
 MODULE_AUTHOR("The gpumig authors");
 MODULE_DESCRIPTION("simgpu: a simulated GPU as VFIO mediated devices");
 MODULE_VERSION("0.1");
+#if IS_ENABLED(CONFIG_IOMMUFD_DRIVER)
+GPUMIG_IMPORT_IOMMUFD_NS();
+#endif

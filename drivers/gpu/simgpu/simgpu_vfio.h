@@ -12,6 +12,7 @@
 #include <linux/spinlock.h>
 #include <linux/vfio.h>
 
+#include <gpumig/dirty.h>
 #include <gpumig/migration.h>
 
 #include "simgpu.h"
@@ -43,6 +44,7 @@ struct simgpu_type {
  * @req_trigger: eventfd signalled to ask the user to release the device
  * @debugfs: the instance's knob directory
  * @mig: migration state (the engine's)
+ * @dirty: guest pages this device wrote, while DMA logging is on
  */
 struct simgpu_dev {
 	struct vfio_device vdev;
@@ -55,6 +57,7 @@ struct simgpu_dev {
 	struct eventfd_ctx *req_trigger;
 	struct dentry *debugfs;
 	struct gpumig_mig mig;
+	struct gpumig_dirty dirty;
 };
 
 static inline struct simgpu_dev *to_simgpu(struct vfio_device *vdev)
@@ -72,6 +75,7 @@ extern const struct attribute_group simgpu_mig_group;
 extern struct dentry *simgpu_debugfs_root;
 
 void simgpu_compat(const struct simgpu_type *t, struct gpumig_compat *c);
+const char *simgpu_dirty_tracking(void);
 int simgpu_probe(struct mdev_device *mdev);
 void simgpu_remove(struct mdev_device *mdev);
 int simgpu_budget_take(u64 vram);

@@ -9,6 +9,7 @@
  */
 #include <linux/debugfs.h>
 #include <linux/eventfd.h>
+#include <linux/iova_bitmap.h>
 #include <linux/mdev.h>
 #include <linux/module.h>
 #include <linux/pci_regs.h>
@@ -158,8 +159,13 @@ static ssize_t simgpu_write(struct vfio_device *vdev, const char __user *buf,
 static int simgpu_env_dma_rw(void *ctx, u64 iova, void *buf, size_t len, bool write)
 {
 	struct simgpu_dev *sdev = ctx;
+	int ret;
 
-	return vfio_dma_rw(&sdev->vdev, iova, buf, len, write);
+	ret = vfio_dma_rw(&sdev->vdev, iova, buf, len, write);
+	/* Marked after the write landed: see gpumig_dirty_mark(). */
+	if (!ret && write)
+		gpumig_dirty_mark(&sdev->dirty, iova, len);
+	return ret;
 }
 
 static void simgpu_env_raise_irq(void *ctx)
@@ -361,6 +367,7 @@ static void simgpu_close_device(struct vfio_device *vdev)
 	simgpu_quiesce(core, SIMGPU_QUIESCE_MS);
 	simgpu_host_invalidate(core, SIMGPU_INVAL_MS);
 	simgpu_core_stop(core);
+	gpumig_dirty_stop(&sdev->dirty);
 	simgpu_set_trigger(sdev, &sdev->msi_trigger, NULL);
 	simgpu_set_trigger(sdev, &sdev->req_trigger, NULL);
 	if (gpumig_mig_teardown(&sdev->mig))
@@ -562,6 +569,59 @@ static int simgpu_get_data_size(struct vfio_device *vdev, unsigned long *len)
 	return gpumig_mig_data_size(&to_simgpu(vdev)->mig, len);
 }
 
+/*
+ * DMA logging: offered only where the kernel can carry the reports.  A
+ * kernel built without CONFIG_IOMMUFD_DRIVER (Debian's 6.12) fails every
+ * DMA_LOGGING_REPORT in the VFIO core before a driver is asked, and QEMU
+ * then aborts the migration of a device that claimed log_ops; without
+ * them QEMU treats all guest memory as dirty, which is slower but right.
+ */
+#if IS_ENABLED(CONFIG_IOMMUFD_DRIVER)
+static int simgpu_log_start(struct vfio_device *vdev, struct rb_root_cached *ranges,
+			    u32 nnodes, u64 *page_size)
+{
+	return gpumig_dirty_start(&to_simgpu(vdev)->dirty, ranges, nnodes, page_size);
+}
+
+static int simgpu_log_stop(struct vfio_device *vdev)
+{
+	gpumig_dirty_stop(&to_simgpu(vdev)->dirty);
+	return 0;
+}
+
+static void simgpu_log_report(void *ctx, u64 iova, u64 len)
+{
+	iova_bitmap_set(ctx, iova, len);
+}
+
+static int simgpu_log_read_and_clear(struct vfio_device *vdev, unsigned long iova,
+				     unsigned long length, struct iova_bitmap *dirty)
+{
+	return gpumig_dirty_collect(&to_simgpu(vdev)->dirty, iova, length,
+				    simgpu_log_report, dirty);
+}
+
+static const struct vfio_log_ops simgpu_log_ops = {
+	.log_start = simgpu_log_start,
+	.log_stop = simgpu_log_stop,
+	.log_read_and_clear = simgpu_log_read_and_clear,
+};
+
+#define SIMGPU_LOG_OPS		(&simgpu_log_ops)
+#else
+#define SIMGPU_LOG_OPS		NULL
+#endif
+
+/**
+ * simgpu_dirty_tracking() - how guest memory dirtied by the device is found
+ *
+ * Return: "device" when the module offers DMA logging, else "none".
+ */
+const char *simgpu_dirty_tracking(void)
+{
+	return IS_ENABLED(CONFIG_IOMMUFD_DRIVER) ? "device" : "none";
+}
+
 static const struct vfio_migration_ops simgpu_mig_ops = {
 	.migration_set_state = simgpu_set_state,
 	.migration_get_state = simgpu_get_state,
@@ -603,8 +663,8 @@ static ssize_t status_show(struct device *dev, struct device_attribute *attr, ch
 	if (m->quarantined)
 		n = sysfs_emit(buf, "%s\n", m->why);
 	else
-		n = sysfs_emit(buf, "migratable state=%u%s%s\n", m->state,
-			       m->why[0] ? " last_error=" : "", m->why);
+		n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s%s%s\n", m->state,
+			       simgpu_dirty_tracking(), m->why[0] ? " last_error=" : "", m->why);
 	mutex_unlock(&m->state_mutex);
 	return n;
 }
@@ -647,6 +707,8 @@ static int simgpu_init_dev(struct vfio_device *vdev)
 	vdev->migration_flags = VFIO_MIGRATION_STOP_COPY | VFIO_MIGRATION_P2P |
 				VFIO_MIGRATION_PRE_COPY;
 	vdev->mig_ops = &simgpu_mig_ops;
+	vdev->log_ops = SIMGPU_LOG_OPS;
+	gpumig_dirty_init(&sdev->dirty);
 	mutex_init(&sdev->cfg_lock);
 	spin_lock_init(&sdev->irq_lock);
 	simgpu_cfg_init(sdev);
@@ -659,6 +721,7 @@ static void simgpu_release_dev(struct vfio_device *vdev)
 
 	gpumig_mig_destroy(&sdev->mig);
 	simgpu_core_destroy(&sdev->core);
+	gpumig_dirty_destroy(&sdev->dirty);
 	mutex_destroy(&sdev->cfg_lock);
 	simgpu_budget_put(sdev->type->vram);
 }
