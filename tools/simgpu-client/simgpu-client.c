@@ -921,6 +921,29 @@ static int t_reset_precopy(struct gpu *g)
 	return 0;
 }
 
+/* The device fd closed with a migration data fd still open. */
+static int t_close_mid_migration(struct gpu *g)
+{
+	char uuid[64];
+	uint8_t b[64];
+	int fd = -1;
+
+	snprintf(uuid, sizeof(uuid), "%s", g->uuid);
+	gpu_setup(g, 16);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	CHECK(read(fd, b, sizeof(b)) == sizeof(b), "pre-copy bytes");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "STOP_COPY");
+	gpu_close(g);
+	/* The data fd outlived its device: it ends, it does not crash. */
+	CHECK(read(fd, b, sizeof(b)) < 0 && errno == ENODEV, "data fd after close: %s",
+	      strerror(errno));
+	close(fd);
+	CHECK(gpu_open(g, uuid) == 0, "reopen after closing mid-migration");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&
+	      mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "a fresh state machine");
+	return 0;
+}
+
 /* Capture a whole stream (STOP_COPY) of @g into @b. */
 static int capture(struct gpu *g, struct blob *b)
 {
@@ -1218,6 +1241,7 @@ static const struct scenario {
 	{ "incompatible", t_incompatible },	/* needs -d of another type */
 	{ "stop_fails", t_stop_fails },
 	{ "reset_precopy", t_reset_precopy },
+	{ "close_mid_migration", t_close_mid_migration },
 	{ "hostile", t_hostile },		/* needs -d */
 	{ "pingpong", t_pingpong },		/* needs -d */
 	{ "quarantine", t_quarantine },
