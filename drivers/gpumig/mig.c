@@ -759,7 +759,7 @@ int gpumig_mig_teardown(struct gpumig_mig *m)
 	gpumig_disable_files(m);
 	ret = m->ops->teardown_check(m, why, sizeof(why));
 	if (ret) {
-		m->quarantined = true;
+		WRITE_ONCE(m->quarantined, true);
 		snprintf(m->why, sizeof(m->why), "quarantined: %s", why);
 		dev_err(m->vdev->dev, "%s%s\n", m->why,
 			m->migrated_away ? " (after migrating away)" : "");
@@ -771,6 +771,31 @@ int gpumig_mig_teardown(struct gpumig_mig *m)
 	return ret ? -EBUSY : 0;
 }
 EXPORT_SYMBOL_GPL(gpumig_mig_teardown);
+
+/**
+ * gpumig_mig_unquarantine() - an operator releases a quarantined device
+ * @m: device
+ * @release: the backend's cleanup (reset, scrub), run before the device
+ *	becomes usable again, so no tenant can open it half cleaned
+ *
+ * Return: 0, or -EINVAL when the device was not quarantined.
+ */
+int gpumig_mig_unquarantine(struct gpumig_mig *m, void (*release)(struct gpumig_mig *m))
+{
+	int ret = -EINVAL;
+
+	mutex_lock(&m->state_mutex);
+	if (m->quarantined) {
+		release(m);
+		m->why[0] = 0;
+		WRITE_ONCE(m->quarantined, false);
+		dev_notice(m->vdev->dev, "quarantine lifted by the operator\n");
+		ret = 0;
+	}
+	gpumig_state_mutex_unlock(m);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_unquarantine);
 
 /**
  * gpumig_mig_init() - set up a device's migration state

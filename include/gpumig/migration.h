@@ -112,6 +112,7 @@ int gpumig_mig_get_state(struct gpumig_mig *m, enum vfio_device_mig_state *state
 int gpumig_mig_data_size(struct gpumig_mig *m, unsigned long *len);
 void gpumig_mig_reset(struct gpumig_mig *m);
 int gpumig_mig_teardown(struct gpumig_mig *m);
+int gpumig_mig_unquarantine(struct gpumig_mig *m, void (*release)(struct gpumig_mig *m));
 #if IS_ENABLED(CONFIG_KUNIT)
 int gpumig_mig_precopy_info(struct file *filp, struct vfio_precopy_info *info);
 #endif

@@ -24,9 +24,9 @@
 
 #include "vfio_dev.h"
 
-#define VA_SYS		0x10000000ULL	/* guest-memory buffers */
-#define VA_VRAM		0x40000000ULL	/* VRAM */
-#define TMO		10000		/* ms */
+#define VA_SYS 0x10000000ULL /* guest-memory buffers */
+#define VA_VRAM 0x40000000ULL /* VRAM */
+#define TMO 10000 /* ms */
 
 static char fail_msg[512];
 
@@ -40,7 +40,11 @@ static int fail(const char *fmt, ...)
 	return -1;
 }
 
-#define CHECK(cond, ...) do { if (!(cond)) return fail(__VA_ARGS__); } while (0)
+#define CHECK(cond, ...)                          \
+	do {                                      \
+		if (!(cond))                      \
+			return fail(__VA_ARGS__); \
+	} while (0)
 
 static uint32_t rnd_state = 12345;
 
@@ -83,16 +87,22 @@ static int expect_error(struct gpu *g, int q, uint32_t code, const char *what)
 
 	CHECK(r == 1, "%s: queue did not halt on an error (wait=%d)", what, r);
 	CHECK(qrd(g, q, SIMGPU_QREG_ERROR) == code,
-	      "%s: queue error %u, expected %u", what, qrd(g, q, SIMGPU_QREG_ERROR), code);
-	CHECK(rd(g, SIMGPU_REG_ERROR_CODE) == code, "%s: ERROR_CODE %u, expected %u",
-	      what, rd(g, SIMGPU_REG_ERROR_CODE), code);
-	CHECK(rd(g, SIMGPU_REG_INT_STATUS) & SIMGPU_INT_ERROR, "%s: no error interrupt status", what);
-	CHECK(rd(g, SIMGPU_REG_STATUS) & SIMGPU_STATUS_ERROR, "%s: STATUS lacks ERROR", what);
+	      "%s: queue error %u, expected %u", what,
+	      qrd(g, q, SIMGPU_QREG_ERROR), code);
+	CHECK(rd(g, SIMGPU_REG_ERROR_CODE) == code,
+	      "%s: ERROR_CODE %u, expected %u", what,
+	      rd(g, SIMGPU_REG_ERROR_CODE), code);
+	CHECK(rd(g, SIMGPU_REG_INT_STATUS) & SIMGPU_INT_ERROR,
+	      "%s: no error interrupt status", what);
+	CHECK(rd(g, SIMGPU_REG_STATUS) & SIMGPU_STATUS_ERROR,
+	      "%s: STATUS lacks ERROR", what);
 	/* Recover: clear the interrupt, reset the queue. */
 	wr(g, SIMGPU_REG_INT_STATUS, SIMGPU_INT_ERROR);
-	qwr(g, q, SIMGPU_QREG_CONTROL, SIMGPU_QCTRL_RESET | SIMGPU_QCTRL_ENABLE);
+	qwr(g, q, SIMGPU_QREG_CONTROL,
+	    SIMGPU_QCTRL_RESET | SIMGPU_QCTRL_ENABLE);
 	g->q[q].tail = 0;
-	CHECK(!(qrd(g, q, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_ERROR), "%s: queue reset kept the error", what);
+	CHECK(!(qrd(g, q, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_ERROR),
+	      "%s: queue reset kept the error", what);
 	return 0;
 }
 
@@ -104,24 +114,39 @@ static int t_info(struct gpu *g)
 	uint8_t cls[3], cap, capid;
 	uint32_t bar;
 
-	CHECK(rd(g, SIMGPU_REG_ID) == SIMGPU_ID_MAGIC, "ID register 0x%x", rd(g, SIMGPU_REG_ID));
+	CHECK(rd(g, SIMGPU_REG_ID) == SIMGPU_ID_MAGIC, "ID register 0x%x",
+	      rd(g, SIMGPU_REG_ID));
 	CHECK(rd(g, SIMGPU_REG_VERSION) == SIMGPU_ABI_VERSION, "VERSION");
-	CHECK(g->nr_queues >= 1 && g->nr_queues <= SIMGPU_MAX_QUEUES, "queues %u", g->nr_queues);
-	CHECK(g->vram >= (64ULL << 20), "VRAM %llu", (unsigned long long)g->vram);
-	CHECK(!cfg_read(g, PCI_VENDOR_ID, &vid, 2) && vid == SIMGPU_PCI_VENDOR_ID, "vendor 0x%x", vid);
-	CHECK(!cfg_read(g, PCI_DEVICE_ID, &did, 2) && did == SIMGPU_PCI_DEVICE_ID, "device 0x%x", did);
+	CHECK(g->nr_queues >= 1 && g->nr_queues <= SIMGPU_MAX_QUEUES,
+	      "queues %u", g->nr_queues);
+	CHECK(g->vram >= (64ULL << 20), "VRAM %llu",
+	      (unsigned long long)g->vram);
+	CHECK(!cfg_read(g, PCI_VENDOR_ID, &vid, 2) &&
+	      vid == SIMGPU_PCI_VENDOR_ID,
+	      "vendor 0x%x", vid);
+	CHECK(!cfg_read(g, PCI_DEVICE_ID, &did, 2) &&
+	      did == SIMGPU_PCI_DEVICE_ID,
+	      "device 0x%x", did);
 	CHECK(!cfg_read(g, PCI_CLASS_PROG, cls, 3) &&
-	      (cls[0] | cls[1] << 8 | cls[2] << 16) == SIMGPU_PCI_CLASS, "class");
-	CHECK(!cfg_read(g, PCI_CAPABILITY_LIST, &cap, 1) && cap, "no capability list");
-	CHECK(!cfg_read(g, cap, &capid, 1) && capid == PCI_CAP_ID_MSI, "first capability is not MSI");
-	CHECK(!cfg_read(g, cap + PCI_MSI_FLAGS, &flags, 2) && (flags & PCI_MSI_FLAGS_64BIT), "MSI flags");
+	      (cls[0] | cls[1] << 8 | cls[2] << 16) == SIMGPU_PCI_CLASS,
+	      "class");
+	CHECK(!cfg_read(g, PCI_CAPABILITY_LIST, &cap, 1) && cap,
+	      "no capability list");
+	CHECK(!cfg_read(g, cap, &capid, 1) && capid == PCI_CAP_ID_MSI,
+	      "first capability is not MSI");
+	CHECK(!cfg_read(g, cap + PCI_MSI_FLAGS, &flags, 2) &&
+	      (flags & PCI_MSI_FLAGS_64BIT),
+	      "MSI flags");
 	/* BAR sizing as firmware does it. */
 	bar = 0xffffffff;
-	CHECK(pwrite(g->fd, &bar, 4, g->cfg_off + PCI_BASE_ADDRESS_0) == 4, "BAR0 write");
+	CHECK(pwrite(g->fd, &bar, 4, g->cfg_off + PCI_BASE_ADDRESS_0) == 4,
+	      "BAR0 write");
 	CHECK(!cfg_read(g, PCI_BASE_ADDRESS_0, &bar, 4), "BAR0 read");
-	CHECK((bar & PCI_BASE_ADDRESS_MEM_MASK) == (uint32_t)~(SIMGPU_BAR0_SIZE - 1),
+	CHECK((bar & PCI_BASE_ADDRESS_MEM_MASK) ==
+	      (uint32_t)~(SIMGPU_BAR0_SIZE - 1),
 	      "BAR0 sizing gave 0x%x", bar);
-	CHECK(rd(g, SIMGPU_REG_STATUS) & SIMGPU_STATUS_IDLE, "not idle after open");
+	CHECK(rd(g, SIMGPU_REG_STATUS) & SIMGPU_STATUS_IDLE,
+	      "not idle after open");
 	CHECK(rd(g, 0xfffc) == 0, "unknown register reads nonzero");
 	return 0;
 }
@@ -136,19 +161,24 @@ static int t_fill_copy(struct gpu *g)
 	src = sysbuf(g, VA_SYS, len, NULL);
 	dst = sysbuf(g, VA_SYS + (1 << 20), len, NULL);
 	back = sysbuf(g, VA_SYS + (2 << 20), len, NULL);
-	gpu_map_range(g, VA_VRAM, 0x200000, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_map_range(g, VA_VRAM, 0x200000, 1 << 20,
+		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	fill_random(src, len);
 
 	/* FILL VRAM, COPY VRAM -> guest. */
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 256 * 1024, 0xa5a55a5a, 0);
-	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS + (1 << 20), VA_VRAM, 256 * 1024, 0);
+	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS + (1 << 20), VA_VRAM,
+		   256 * 1024, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fill/copy did not finish");
 	for (i = 0; i < 256 * 1024; i += 4)
-		CHECK(*(uint32_t *)(dst + i) == 0xa5a55a5a, "fill pattern wrong at %zu", i);
+		CHECK(*(uint32_t *)(dst + i) == 0xa5a55a5a,
+		      "fill pattern wrong at %zu", i);
 
 	/* guest -> VRAM at an odd offset, VRAM -> guest, odd length. */
-	gpu_submit(g, 1, SIMGPU_OP_COPY, 0, VA_VRAM + 4093, VA_SYS + 7, len - 7, 0);
-	gpu_submit(g, 1, SIMGPU_OP_COPY, 0, VA_SYS + (2 << 20) + 7, VA_VRAM + 4093, len - 7, 0);
+	gpu_submit(g, 1, SIMGPU_OP_COPY, 0, VA_VRAM + 4093, VA_SYS + 7, len - 7,
+		   0);
+	gpu_submit(g, 1, SIMGPU_OP_COPY, 0, VA_SYS + (2 << 20) + 7,
+		   VA_VRAM + 4093, len - 7, 0);
 	CHECK(gpu_wait_idle(g, 1, TMO) == 0, "copy round trip did not finish");
 	CHECK(!memcmp(back + 7, src + 7, len - 7), "VRAM round trip differs");
 	for (i = 0; i < 7; i++)
@@ -170,7 +200,8 @@ static int t_kernel(struct gpu *g)
 	gpu_setup(g, 16);
 	buf = sysbuf(g, VA_SYS, words * 4, NULL);
 	vout = sysbuf(g, VA_SYS + (1 << 20), words * 4, NULL);
-	gpu_map_range(g, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_map_range(g, VA_VRAM, 0, 1 << 20,
+		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	expect = malloc(words * 4);
 	fill_random(buf, words * 4);
 	memcpy(expect, buf, words * 4);
@@ -182,10 +213,13 @@ static int t_kernel(struct gpu *g)
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS, words * 4, 0);
 	gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, words * 4, iters, key);
 	gpu_submit(g, 1, SIMGPU_OP_NOP, 0, 0, 0, 0, 0);
-	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "kernel on guest memory did not finish");
-	CHECK(!memcmp(buf, expect, words * 4), "kernel result in guest memory wrong");
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0,
+	      "kernel on guest memory did not finish");
+	CHECK(!memcmp(buf, expect, words * 4),
+	      "kernel result in guest memory wrong");
 	gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_VRAM, words * 4, iters, key);
-	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS + (1 << 20), VA_VRAM, words * 4, 0);
+	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS + (1 << 20), VA_VRAM,
+		   words * 4, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "kernel on VRAM did not finish");
 	CHECK(!memcmp(vout, expect, words * 4), "kernel result in VRAM wrong");
 	free(expect);
@@ -206,9 +240,11 @@ static int t_fences_irq(struct gpu *g)
 	fill_random(src, 64 * 1024);
 	for (q = 0; q < g->nr_queues; q++)
 		for (n = 1; n <= 5; n++) {
-			gpu_submit(g, q, SIMGPU_OP_COPY, 0, VA_SYS + 0x100000 + q * 0x10000,
+			gpu_submit(g, q, SIMGPU_OP_COPY, 0,
+				   VA_SYS + 0x100000 + q * 0x10000,
 				   VA_SYS + 0x10000, 64 * 1024, 0);
-			gpu_submit(g, q, SIMGPU_OP_FENCE, n == 5 ? SIMGPU_CMD_F_IRQ : 0,
+			gpu_submit(g, q, SIMGPU_OP_FENCE,
+				   n == 5 ? SIMGPU_CMD_F_IRQ : 0,
 				   VA_SYS + q * 8, (uint64_t)q << 32 | n, 0, 0);
 		}
 	end = now_ms() + TMO;
@@ -218,35 +254,45 @@ static int t_fences_irq(struct gpu *g)
 			continue;
 		st = rd(g, SIMGPU_REG_INT_STATUS);
 		wr(g, SIMGPU_REG_INT_STATUS, st);
-		CHECK(!(st & SIMGPU_INT_ERROR), "error interrupt: code %u", rd(g, SIMGPU_REG_ERROR_CODE));
+		CHECK(!(st & SIMGPU_INT_ERROR), "error interrupt: code %u",
+		      rd(g, SIMGPU_REG_ERROR_CODE));
 		seen |= st & ((1U << g->nr_queues) - 1);
 	}
 	for (q = 0; q < g->nr_queues; q++) {
-		CHECK(fences[q] == ((uint64_t)q << 32 | 5), "queue %u fence 0x%llx", q,
+		CHECK(fences[q] == ((uint64_t)q << 32 | 5),
+		      "queue %u fence 0x%llx", q,
 		      (unsigned long long)fences[q]);
-		CHECK((qrd(g, q, SIMGPU_QREG_FENCE_LO) | (uint64_t)qrd(g, q, SIMGPU_QREG_FENCE_HI) << 32) ==
-		      ((uint64_t)q << 32 | 5), "queue %u FENCE register", q);
-		CHECK(qrd(g, q, SIMGPU_QREG_HEAD) == 10, "queue %u head %u", q, qrd(g, q, SIMGPU_QREG_HEAD));
-		CHECK(!memcmp(dst + q * 0x10000, src, 64 * 1024), "queue %u copy differs", q);
+		CHECK((qrd(g, q, SIMGPU_QREG_FENCE_LO) |
+		       (uint64_t)qrd(g, q, SIMGPU_QREG_FENCE_HI) << 32) ==
+		      ((uint64_t)q << 32 | 5),
+		      "queue %u FENCE register", q);
+		CHECK(qrd(g, q, SIMGPU_QREG_HEAD) == 10, "queue %u head %u", q,
+		      qrd(g, q, SIMGPU_QREG_HEAD));
+		CHECK(!memcmp(dst + q * 0x10000, src, 64 * 1024),
+		      "queue %u copy differs", q);
 	}
 	/* The counters saw it: 10 commands per queue, interrupts, bytes. */
 	{
 		unsigned long long cmds = 0, irqs = 0, bytes = 0;
 
-		CHECK(stat_read(g, "commands", &cmds) == 0 && cmds == 10ULL * g->nr_queues,
+		CHECK(stat_read(g, "commands", &cmds) == 0 &&
+		      cmds == 10ULL * g->nr_queues,
 		      "stats: %llu commands", cmds);
-		CHECK(stat_read(g, "irqs", &irqs) == 0 && irqs >= 1, "stats: %llu irqs", irqs);
+		CHECK(stat_read(g, "irqs", &irqs) == 0 && irqs >= 1,
+		      "stats: %llu irqs", irqs);
 		CHECK(stat_read(g, "bytes", &bytes) == 0 &&
-		      bytes == 5ULL * 64 * 1024 * g->nr_queues, "stats: %llu bytes", bytes);
+		      bytes == 5ULL * 64 * 1024 * g->nr_queues,
+		      "stats: %llu bytes", bytes);
 	}
 	/* Masked: no interrupt, status still set. */
 	wr(g, SIMGPU_REG_INT_MASK, 0);
-	gpu_wait_irq(g, 0);	/* drain what the loop above left */
+	gpu_wait_irq(g, 0); /* drain what the loop above left */
 	wr(g, SIMGPU_REG_INT_STATUS, ~0U);
 	gpu_submit(g, 0, SIMGPU_OP_FENCE, SIMGPU_CMD_F_IRQ, VA_SYS, 99, 0, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "masked fence");
 	CHECK(gpu_wait_irq(g, 200) < 0, "interrupt while masked");
-	CHECK(rd(g, SIMGPU_REG_INT_STATUS) & SIMGPU_INT_QUEUE(0), "status bit not set while masked");
+	CHECK(rd(g, SIMGPU_REG_INT_STATUS) & SIMGPU_INT_QUEUE(0),
+	      "status bit not set while masked");
 	return 0;
 }
 
@@ -265,33 +311,38 @@ static int t_stale_tlb(struct gpu *g)
 	a = sysbuf(g, VA_SYS + 0x100000, 4096, &a_iova);
 	b = sysbuf(g, VA_SYS + 0x200000, 4096, &b_iova);
 	out = sysbuf(g, VA_SYS, 3 * 4096, NULL);
-	gpu_map(g, win, a_iova, 0);	/* the window */
+	gpu_map(g, win, a_iova, 0); /* the window */
 	a[0] = 0xaaaaaaaa;
 	b[0] = 0xbbbbbbbb;
 
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS, win, 4, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "first copy");
-	CHECK(out[0] == 0xaaaaaaaa, "first read through the window: 0x%x", out[0]);
+	CHECK(out[0] == 0xaaaaaaaa, "first read through the window: 0x%x",
+	      out[0]);
 
 	/* Retarget the window in memory only: the device may keep using A. */
 	gpu_map(g, win, b_iova, 0);
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS + 4096, win, 4, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "second copy");
-	CHECK(out[1024] == 0xaaaaaaaa, "no translation cache? read 0x%x before invalidation",
-	      out[1024]);
+	CHECK(out[1024] == 0xaaaaaaaa,
+	      "no translation cache? read 0x%x before invalidation", out[1024]);
 
-	CHECK(gpu_invalidate(g, 7, TMO) == 0, "invalidation 7 not acknowledged");
+	CHECK(gpu_invalidate(g, 7, TMO) == 0,
+	      "invalidation 7 not acknowledged");
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS + 8192, win, 4, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "third copy");
-	CHECK(out[2048] == 0xbbbbbbbb, "stale translation used after acknowledgment: 0x%x",
-	      out[2048]);
-	CHECK(rd(g, SIMGPU_REG_INT_STATUS) & SIMGPU_INT_INVAL, "no invalidation interrupt status");
+	CHECK(out[2048] == 0xbbbbbbbb,
+	      "stale translation used after acknowledgment: 0x%x", out[2048]);
+	CHECK(rd(g, SIMGPU_REG_INT_STATUS) & SIMGPU_INT_INVAL,
+	      "no invalidation interrupt status");
 
 	/* Unmap the window entirely: after invalidation, a page fault. */
 	*gpu_pte(g, win) = 0;
-	CHECK(gpu_invalidate(g, 8, TMO) == 0, "invalidation 8 not acknowledged");
+	CHECK(gpu_invalidate(g, 8, TMO) == 0,
+	      "invalidation 8 not acknowledged");
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS, win, 4, 0);
-	return expect_error(g, 0, SIMGPU_ERR_PAGE_FAULT, "read of an unmapped window");
+	return expect_error(g, 0, SIMGPU_ERR_PAGE_FAULT,
+			    "read of an unmapped window");
 }
 
 static int t_bad_ring(struct gpu *g)
@@ -321,7 +372,8 @@ static int t_bad_ring(struct gpu *g)
 	qwr(g, 0, SIMGPU_QREG_RING_LO, (uint32_t)g->q[0].ring_iova);
 	qwr(g, 0, SIMGPU_QREG_RING_HI, g->q[0].ring_iova >> 32);
 	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 0x55, 0, 0);
-	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && fence[0] == 0x55, "queue did not recover");
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && fence[0] == 0x55,
+	      "queue did not recover");
 	return 0;
 }
 
@@ -330,7 +382,8 @@ static int t_faults(struct gpu *g)
 	gpu_setup(g, 16);
 	sysbuf(g, VA_SYS, 4096, NULL);
 	/* Unmapped VA. */
-	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS, 0x7000000000ULL - 4096, 16, 0);
+	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS, 0x7000000000ULL - 4096, 16,
+		   0);
 	if (expect_error(g, 0, SIMGPU_ERR_PAGE_FAULT, "unmapped VA"))
 		return -1;
 	/* VA beyond 39 bits. */
@@ -340,7 +393,8 @@ static int t_faults(struct gpu *g)
 	/* Write to a read-only page. */
 	gpu_map(g, VA_SYS + 0x10000, galloc(g, 4096), 0);
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 0x10000, 64, 1, 0);
-	if (expect_error(g, 0, SIMGPU_ERR_WRITE_FAULT, "write to read-only page"))
+	if (expect_error(g, 0, SIMGPU_ERR_WRITE_FAULT,
+			 "write to read-only page"))
 		return -1;
 	CHECK(rd(g, SIMGPU_REG_ERROR_CODE) == 0, "error code not cleared");
 	/* A PTE pointing at guest memory the VMM never mapped. */
@@ -349,7 +403,8 @@ static int t_faults(struct gpu *g)
 	if (expect_error(g, 0, SIMGPU_ERR_DMA, "PTE to unmapped IOVA"))
 		return -1;
 	/* A PTE pointing past VRAM. */
-	gpu_map(g, VA_SYS + 0x30000, g->vram, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_map(g, VA_SYS + 0x30000, g->vram,
+		SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 0x30000, 64, 1, 0);
 	if (expect_error(g, 0, SIMGPU_ERR_VRAM_RANGE, "PTE past VRAM"))
 		return -1;
@@ -364,35 +419,85 @@ static int t_faults(struct gpu *g)
 
 static int t_bad_args(struct gpu *g)
 {
-	static const struct { uint32_t op, flags; uint64_t a[4]; uint32_t err; const char *what; } bad[] = {
+	static const struct {
+		uint32_t op, flags;
+		uint64_t a[4];
+		uint32_t err;
+		const char *what;
+	} bad[] = {
 		{ 99, 0, { 0 }, SIMGPU_ERR_BAD_OPCODE, "unknown opcode" },
-		{ SIMGPU_OP_FILL, 0, { VA_SYS, 0, 0 }, SIMGPU_ERR_BAD_ARGS, "fill of 0 bytes" },
-		{ SIMGPU_OP_FILL, 0, { VA_SYS, SIMGPU_MAX_XFER + 4, 0 }, SIMGPU_ERR_BAD_ARGS, "fill too long" },
-		{ SIMGPU_OP_FILL, 0, { VA_SYS + 1, 4, 0 }, SIMGPU_ERR_BAD_ARGS, "fill misaligned" },
-		{ SIMGPU_OP_COPY, 0, { VA_SYS, VA_SYS, 0 }, SIMGPU_ERR_BAD_ARGS, "copy of 0 bytes" },
-		{ SIMGPU_OP_COPY, 0, { VA_SYS, VA_SYS, ~0ULL }, SIMGPU_ERR_BAD_ARGS, "copy of 2^64-1 bytes" },
-		{ SIMGPU_OP_KERNEL, 0, { VA_SYS, SIMGPU_MAX_KERNEL_BUF + 4, 1, 0 }, SIMGPU_ERR_BAD_ARGS, "kernel buffer too big" },
-		{ SIMGPU_OP_KERNEL, 0, { VA_SYS, 64, 0, 0 }, SIMGPU_ERR_BAD_ARGS, "kernel of 0 iterations" },
-		{ SIMGPU_OP_KERNEL, 0, { VA_SYS, 64, 1, 1ULL << 40 }, SIMGPU_ERR_BAD_ARGS, "kernel key > 32 bits" },
-		{ SIMGPU_OP_FENCE, 0, { VA_SYS + 4, 1 }, SIMGPU_ERR_BAD_ARGS, "fence misaligned" },
-		{ SIMGPU_OP_FENCE, 0x80, { VA_SYS, 1 }, SIMGPU_ERR_BAD_ARGS, "fence unknown flag" },
+		{ SIMGPU_OP_FILL,
+		  0,
+		  { VA_SYS, 0, 0 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "fill of 0 bytes" },
+		{ SIMGPU_OP_FILL,
+		  0,
+		  { VA_SYS, SIMGPU_MAX_XFER + 4, 0 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "fill too long" },
+		{ SIMGPU_OP_FILL,
+		  0,
+		  { VA_SYS + 1, 4, 0 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "fill misaligned" },
+		{ SIMGPU_OP_COPY,
+		  0,
+		  { VA_SYS, VA_SYS, 0 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "copy of 0 bytes" },
+		{ SIMGPU_OP_COPY,
+		  0,
+		  { VA_SYS, VA_SYS, ~0ULL },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "copy of 2^64-1 bytes" },
+		{ SIMGPU_OP_KERNEL,
+		  0,
+		  { VA_SYS, SIMGPU_MAX_KERNEL_BUF + 4, 1, 0 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "kernel buffer too big" },
+		{ SIMGPU_OP_KERNEL,
+		  0,
+		  { VA_SYS, 64, 0, 0 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "kernel of 0 iterations" },
+		{ SIMGPU_OP_KERNEL,
+		  0,
+		  { VA_SYS, 64, 1, 1ULL << 40 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "kernel key > 32 bits" },
+		{ SIMGPU_OP_FENCE,
+		  0,
+		  { VA_SYS + 4, 1 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "fence misaligned" },
+		{ SIMGPU_OP_FENCE,
+		  0x80,
+		  { VA_SYS, 1 },
+		  SIMGPU_ERR_BAD_ARGS,
+		  "fence unknown flag" },
 	};
 	uint64_t *f;
 	size_t i;
 
 	gpu_setup(g, 16);
 	f = sysbuf(g, VA_SYS, 4096, NULL);
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		gpu_submit(g, 0, bad[i].op, bad[i].flags, bad[i].a[0], bad[i].a[1], bad[i].a[2], bad[i].a[3]);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		gpu_submit(g, 0, bad[i].op, bad[i].flags, bad[i].a[0],
+			   bad[i].a[1], bad[i].a[2], bad[i].a[3]);
 		if (expect_error(g, 0, bad[i].err, bad[i].what))
 			return -1;
 	}
 	/* Misaligned and out-of-range BAR accesses are refused by the driver. */
-	CHECK(pread(g->fd, &i, 2, g->bar_off + 2) < 0, "2-byte BAR read accepted");
-	CHECK(pread(g->fd, &i, 4, g->bar_off + SIMGPU_BAR0_SIZE) < 0, "read past BAR0 accepted");
-	CHECK(pread(g->fd, &i, 4, g->cfg_off + 256) < 0, "read past config space accepted");
+	CHECK(pread(g->fd, &i, 2, g->bar_off + 2) < 0,
+	      "2-byte BAR read accepted");
+	CHECK(pread(g->fd, &i, 4, g->bar_off + SIMGPU_BAR0_SIZE) < 0,
+	      "read past BAR0 accepted");
+	CHECK(pread(g->fd, &i, 4, g->cfg_off + 256) < 0,
+	      "read past config space accepted");
 	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 3, 0, 0);
-	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 3, "device unusable after bad input");
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 3,
+	      "device unusable after bad input");
 	return 0;
 }
 
@@ -411,11 +516,14 @@ static int t_inval_storm(struct gpu *g)
 			   VA_SYS + (1 << 20) + i * len, VA_SYS, len, 0);
 	for (i = 1; i <= 5000; i++)
 		wr(g, SIMGPU_REG_INVAL_REQ, i);
-	CHECK(gpu_invalidate(g, 5001, TMO) == 0, "last invalidation not acknowledged");
+	CHECK(gpu_invalidate(g, 5001, TMO) == 0,
+	      "last invalidation not acknowledged");
 	for (i = 0; i < g->nr_queues; i++)
-		CHECK(gpu_wait_idle(g, i, TMO) == 0, "queue %u stuck after storm", i);
+		CHECK(gpu_wait_idle(g, i, TMO) == 0,
+		      "queue %u stuck after storm", i);
 	for (i = 0; i < 32; i++)
-		CHECK(!memcmp(dst + i * len, src, len), "copy %u wrong after storm", i);
+		CHECK(!memcmp(dst + i * len, src, len),
+		      "copy %u wrong after storm", i);
 	return 0;
 }
 
@@ -430,20 +538,27 @@ static int t_reset_busy(struct gpu *g)
 	gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, 256 * 1024, 100000, 1);
 	gpu_submit(g, 1, SIMGPU_OP_KERNEL, 0, VA_SYS, 256 * 1024, 100000, 2);
 	usleep(50000);
-	CHECK(qrd(g, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY, "kernel not running");
+	CHECK(qrd(g, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+	      "kernel not running");
 	CHECK(gpu_reset(g) == 0, "VFIO_DEVICE_RESET: %s", strerror(errno));
-	CHECK(rd(g, SIMGPU_REG_CONTROL) == 0 && qrd(g, 0, SIMGPU_QREG_HEAD) == 0 &&
-	      qrd(g, 0, SIMGPU_QREG_CONTROL) == 0 && rd(g, SIMGPU_REG_PT_ROOT_LO) == 0 &&
-	      rd(g, SIMGPU_REG_INT_MASK) == 0, "registers not at reset values");
-	CHECK(rd(g, SIMGPU_REG_STATUS) & SIMGPU_STATUS_IDLE, "busy after reset");
+	CHECK(rd(g, SIMGPU_REG_CONTROL) == 0 &&
+	      qrd(g, 0, SIMGPU_QREG_HEAD) == 0 &&
+	      qrd(g, 0, SIMGPU_QREG_CONTROL) == 0 &&
+	      rd(g, SIMGPU_REG_PT_ROOT_LO) == 0 &&
+	      rd(g, SIMGPU_REG_INT_MASK) == 0,
+	      "registers not at reset values");
+	CHECK(rd(g, SIMGPU_REG_STATUS) & SIMGPU_STATUS_IDLE,
+	      "busy after reset");
 	knob_set(g, "kernel_step_us", "0");
 	/* Set up again: works. */
 	g->pt_root = 0;
 	gpu_setup(g, 16);
-	gpu_map_range(g, VA_SYS + (1 << 20), (uint64_t)((uint8_t *)f - g->mem) + GUEST_IOVA, 4096,
+	gpu_map_range(g, VA_SYS + (1 << 20),
+		      (uint64_t)((uint8_t *)f - g->mem) + GUEST_IOVA, 4096,
 		      SIMGPU_PTE_WRITE);
 	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 42, 0, 0);
-	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 42, "device unusable after reset");
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 42,
+	      "device unusable after reset");
 	return 0;
 }
 
@@ -454,7 +569,8 @@ static int t_scrub(struct gpu *g)
 	size_t i;
 
 	gpu_setup(g, 16);
-	gpu_map_range(g, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_map_range(g, VA_VRAM, 0, 1 << 20,
+		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	gpu_map_range(g, VA_VRAM + (1 << 20), g->vram - (1 << 20), 1 << 20,
 		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 2 << 20, 0x5ec2e7, 0);
@@ -469,18 +585,21 @@ static int t_scrub(struct gpu *g)
 
 		snprintf(uuid, sizeof(uuid), "%s", g->uuid);
 		gpu_close(g);
-		CHECK(gpu_open(g, uuid) == 0, "reopen after close with work queued");
+		CHECK(gpu_open(g, uuid) == 0,
+		      "reopen after close with work queued");
 	}
 	gpu_setup(g, 16);
 	out = sysbuf(g, VA_SYS, 2 << 20, NULL);
 	memset(out, 0xff, 2 << 20);
-	gpu_map_range(g, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_map_range(g, VA_VRAM, 0, 1 << 20,
+		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	gpu_map_range(g, VA_VRAM + (1 << 20), g->vram - (1 << 20), 1 << 20,
 		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_SYS, VA_VRAM, 2 << 20, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "copy out of VRAM");
 	for (i = 0; i < (2 << 20); i++)
-		CHECK(out[i] == 0, "new tenant read 0x%02x at VRAM byte %zu", out[i], i);
+		CHECK(out[i] == 0, "new tenant read 0x%02x at VRAM byte %zu",
+		      out[i], i);
 	CHECK(qrd(g, 0, SIMGPU_QREG_HEAD) == 1, "old tenant's work still ran");
 	return 0;
 }
@@ -493,9 +612,11 @@ static int t_ack_knobs(struct gpu *g)
 	CHECK(knob_set(g, "ack_drop", "1") == 0, "ack_drop knob");
 	wr(g, SIMGPU_REG_INVAL_REQ, 11);
 	usleep(300000);
-	CHECK(rd(g, SIMGPU_REG_INVAL_ACK) != 11, "dropped invalidation was acknowledged");
+	CHECK(rd(g, SIMGPU_REG_INVAL_ACK) != 11,
+	      "dropped invalidation was acknowledged");
 	knob_set(g, "ack_drop", "0");
-	CHECK(gpu_invalidate(g, 12, TMO) == 0, "invalidation after ack_drop cleared");
+	CHECK(gpu_invalidate(g, 12, TMO) == 0,
+	      "invalidation after ack_drop cleared");
 
 	/* throttle_us: every processor step is followed by a pause. */
 	CHECK(knob_set(g, "throttle_us", "5000") == 0, "throttle_us knob");
@@ -505,7 +626,8 @@ static int t_ack_knobs(struct gpu *g)
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "throttled NOPs");
 	dt = now_ms() - t0;
 	knob_set(g, "throttle_us", "0");
-	CHECK(dt >= 45, "10 steps took %llu ms with a 5 ms throttle", (unsigned long long)dt);
+	CHECK(dt >= 45, "10 steps took %llu ms with a 5 ms throttle",
+	      (unsigned long long)dt);
 
 	CHECK(knob_set(g, "ack_delay_ms", "300") == 0, "ack_delay_ms knob");
 	t0 = now_ms();
@@ -533,13 +655,16 @@ static int t_preempt(struct gpu *g)
 		f[0] = 0;
 		gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, 4096, 40, 3);
 		usleep(30000);
-		gpu_submit(g, 1, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 77, 0, 0);
+		gpu_submit(g, 1, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 77, 0,
+			   0);
 		CHECK(gpu_wait_idle(g, 1, TMO) == 0, "fence");
 		if (!pass)
-			CHECK(qrd(g, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+			CHECK(qrd(g, 0, SIMGPU_QREG_STATUS) &
+			      SIMGPU_QSTATUS_BUSY,
 			      "preempt on: the fence waited for the kernel");
 		else
-			CHECK(!(qrd(g, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY),
+			CHECK(!(qrd(g, 0, SIMGPU_QREG_STATUS) &
+				SIMGPU_QSTATUS_BUSY),
 			      "preempt off: the fence overtook a running kernel");
 		CHECK(gpu_wait_idle(g, 0, TMO) == 0, "kernel");
 	}
@@ -570,7 +695,8 @@ static int t_workload(struct gpu *g)
 		if (p[1] == i && p[0] < n)
 			stamped++;
 	}
-	CHECK(stamped == 16, "only %u of 16 pages carry the workload's stamp", stamped);
+	CHECK(stamped == 16, "only %u of 16 pages carry the workload's stamp",
+	      stamped);
 	return 0;
 }
 
@@ -609,7 +735,8 @@ static int mig_set(struct gpu *g, uint32_t state, int *data_fd)
 	struct vfio_device_feature_mig_state *ms = (void *)f->data;
 
 	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE;
+	f->flags = VFIO_DEVICE_FEATURE_SET |
+		   VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE;
 	ms->device_state = state;
 	ms->data_fd = -1;
 	if (ioctl(g->fd, VFIO_DEVICE_FEATURE, f))
@@ -650,7 +777,8 @@ static int mig_read(int fd, struct blob *b)
 			b->cap = b->cap * 2 + (4 << 20);
 			b->p = realloc(b->p, b->cap);
 		}
-		n = read(fd, b->p + b->len, 1 << 20);	/* QEMU reads at most 1 MiB */
+		n = read(fd, b->p + b->len,
+			 1 << 20); /* QEMU reads at most 1 MiB */
 		if (n <= 0)
 			return n < 0 ? -errno : 0;
 		b->len += n;
@@ -662,7 +790,8 @@ static int mig_write(int fd, const uint8_t *p, size_t len, size_t piece)
 	size_t off = 0;
 
 	while (off < len) {
-		ssize_t n = write(fd, p + off, len - off < piece ? len - off : piece);
+		ssize_t n = write(fd, p + off,
+				  len - off < piece ? len - off : piece);
 
 		if (n < 0)
 			return -errno;
@@ -687,21 +816,24 @@ static int read_attr(const char *uuid, const char *attr, char *buf, size_t len)
 	return 0;
 }
 
-#define MIG_WORDS	(32 * 1024)
-#define MIG_ITERS	1000	/* at 3 ms a step: seconds, so it is still running at the stop */
-#define MIG_KEY		0x600dcafe
+#define MIG_WORDS (32 * 1024)
+#define MIG_ITERS \
+	1000 /* at 3 ms a step: seconds, so it is still running at the stop */
+#define MIG_KEY 0x600dcafe
 
 /* A workload with a kernel in flight, copies through VRAM and fences. */
-static void mig_workload(struct gpu *g, uint32_t **kbuf, uint32_t **expect, uint8_t **src)
+static void mig_workload(struct gpu *g, uint32_t **kbuf, uint32_t **expect,
+			 uint8_t **src)
 {
 	uint32_t i, it;
 
 	gpu_setup(g, 64);
 	*kbuf = sysbuf(g, VA_SYS, MIG_WORDS * 4, NULL);
-	sysbuf(g, VA_SYS + (1 << 20), 4096, NULL);			/* fences */
+	sysbuf(g, VA_SYS + (1 << 20), 4096, NULL); /* fences */
 	*src = sysbuf(g, VA_SYS + (2 << 20), 1 << 20, NULL);
-	sysbuf(g, VA_SYS + (4 << 20), 1 << 20, NULL);			/* copy target */
-	gpu_map_range(g, VA_VRAM, 0, 4 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	sysbuf(g, VA_SYS + (4 << 20), 1 << 20, NULL); /* copy target */
+	gpu_map_range(g, VA_VRAM, 0, 4 << 20,
+		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	fill_random(*kbuf, MIG_WORDS * 4);
 	fill_random(*src, 1 << 20);
 	*expect = malloc(MIG_WORDS * 4);
@@ -710,11 +842,16 @@ static void mig_workload(struct gpu *g, uint32_t **kbuf, uint32_t **expect, uint
 		for (i = 0; i < MIG_WORDS; i++)
 			(*expect)[i] = kernel_word((*expect)[i], MIG_KEY, it);
 	knob_set(g, "kernel_step_us", "3000");
-	gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, MIG_WORDS * 4, MIG_ITERS, MIG_KEY);
-	gpu_submit(g, 0, SIMGPU_OP_FENCE, SIMGPU_CMD_F_IRQ, VA_SYS + (1 << 20), 0xf00d, 0, 0);
-	gpu_submit(g, 1, SIMGPU_OP_FILL, 0, VA_VRAM + (2 << 20), 1 << 20, 0x12345678, 0);
-	gpu_submit(g, 1, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS + (2 << 20), 1 << 20, 0);
-	gpu_submit(g, 1, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20) + 8, 0xbeef, 0, 0);
+	gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, MIG_WORDS * 4, MIG_ITERS,
+		   MIG_KEY);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, SIMGPU_CMD_F_IRQ, VA_SYS + (1 << 20),
+		   0xf00d, 0, 0);
+	gpu_submit(g, 1, SIMGPU_OP_FILL, 0, VA_VRAM + (2 << 20), 1 << 20,
+		   0x12345678, 0);
+	gpu_submit(g, 1, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS + (2 << 20),
+		   1 << 20, 0);
+	gpu_submit(g, 1, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20) + 8, 0xbeef, 0,
+		   0);
 }
 
 static int t_migrate(struct gpu *src)
@@ -732,38 +869,51 @@ static int t_migrate(struct gpu *src)
 	CHECK(dst_uuid, "needs a destination (-d UUID)");
 	mig_workload(src, &kbuf, &expect, &data);
 	usleep(100000);
-	CHECK(qrd(src, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY, "kernel not in flight");
+	CHECK(qrd(src, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+	      "kernel not in flight");
 
 	/* Pre-copy while the device runs. */
-	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0 && fd >= 0, "PRE_COPY");
-	CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0, "PRECOPY_INFO: %s", strerror(errno));
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0 && fd >= 0,
+	      "PRE_COPY");
+	CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0,
+	      "PRECOPY_INFO: %s", strerror(errno));
 	first_initial = info.initial_bytes;
 	CHECK(first_initial > 0, "initial_bytes is 0 at the start");
 	do {
 		ret = mig_read(fd, &pre);
-		CHECK(ret == -ENOMSG, "pre-copy read ended with %d, not ENOMSG", ret);
-		CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0, "PRECOPY_INFO");
+		CHECK(ret == -ENOMSG, "pre-copy read ended with %d, not ENOMSG",
+		      ret);
+		CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0,
+		      "PRECOPY_INFO");
 		rounds++;
 	} while (info.initial_bytes && rounds < 50);
 	CHECK(info.initial_bytes == 0, "initial_bytes never reached 0");
-	CHECK(pre.len >= first_initial, "read %zu bytes, initial_bytes said %llu", pre.len,
+	CHECK(pre.len >= first_initial,
+	      "read %zu bytes, initial_bytes said %llu", pre.len,
 	      (unsigned long long)first_initial);
 
-	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) == 0, "PRE_COPY_P2P");
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) == 0,
+	      "PRE_COPY_P2P");
 	est = mig_data_size(src);
 	CHECK(est > 0, "MIG_DATA_SIZE: %lld", (long long)est);
-	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "STOP_COPY");
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0,
+	      "STOP_COPY");
 	CHECK(qrd(src, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
 	      "the kernel finished before the stop: nothing in flight to migrate");
 	ret = mig_read(fd, &stop);
 	CHECK(ret == 0, "stop-copy read: %d", ret);
-	CHECK(stop.len < pre.len, "stop-copy (%zu) not smaller than pre-copy (%zu)", stop.len, pre.len);
-	CHECK((int64_t)stop.len <= est + 3 * (65536 + 40) && (int64_t)stop.len + 3 * (65536 + 40) >= est,
-	      "MIG_DATA_SIZE %lld, STOP_COPY produced %zu", (long long)est, stop.len);
+	CHECK(stop.len < pre.len,
+	      "stop-copy (%zu) not smaller than pre-copy (%zu)", stop.len,
+	      pre.len);
+	CHECK((int64_t)stop.len <= est + 3 * (65536 + 40) &&
+	      (int64_t)stop.len + 3 * (65536 + 40) >= est,
+	      "MIG_DATA_SIZE %lld, STOP_COPY produced %zu", (long long)est,
+	      stop.len);
 	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
 	close(fd);
-	printf("    # migrate: %d pre-copy rounds, %zu pre-copy bytes, %zu stop-copy bytes (estimate %lld)\n",
-	       rounds, pre.len, stop.len, (long long)est);
+	printf("    # migrate: %d pre-copy rounds, %zu pre-copy bytes, ",
+	       rounds, pre.len);
+	printf("%zu stop-copy bytes (estimate %lld)\n", stop.len, (long long)est);
 
 	/* Destination: same guest memory (the VMM copies it), then the device. */
 	CHECK(gpu_open(&dst, dst_uuid) == 0, "open destination");
@@ -776,34 +926,46 @@ static int t_migrate(struct gpu *src)
 		dst.q[i].ring = gptr(&dst, src->q[i].ring_iova);
 	}
 	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst STOP");
-	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0, "dst RESUMING");
-	CHECK(mig_write(rfd, pre.p, pre.len, 1 << 20) == 0, "write pre-copy data");
-	CHECK(mig_write(rfd, stop.p, stop.len, 77777) == 0, "write stop-copy data");
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0,
+	      "dst RESUMING");
+	CHECK(mig_write(rfd, pre.p, pre.len, 1 << 20) == 0,
+	      "write pre-copy data");
+	CHECK(mig_write(rfd, stop.p, stop.len, 77777) == 0,
+	      "write stop-copy data");
 	close(rfd);
-	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst RESUMING -> STOP: %s",
-	      strerror(errno));
-	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "dst RUNNING");
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0,
+	      "dst RESUMING -> STOP: %s", strerror(errno));
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+	      "dst RUNNING");
 
 	/* The work finishes on the destination with exactly the right results. */
-	CHECK(gpu_wait_idle(&dst, 0, 30000) == 0, "kernel did not finish on the destination");
-	CHECK(gpu_wait_idle(&dst, 1, 30000) == 0, "queue 1 did not finish on the destination");
+	CHECK(gpu_wait_idle(&dst, 0, 30000) == 0,
+	      "kernel did not finish on the destination");
+	CHECK(gpu_wait_idle(&dst, 1, 30000) == 0,
+	      "queue 1 did not finish on the destination");
 	dk = gptr(&dst, GUEST_IOVA + ((uint8_t *)kbuf - src->mem));
 	for (i = 0; i < MIG_WORDS; i++)
-		CHECK(dk[i] == expect[i], "kernel word %zu: 0x%x, expected 0x%x", i, dk[i], expect[i]);
+		CHECK(dk[i] == expect[i],
+		      "kernel word %zu: 0x%x, expected 0x%x", i, dk[i],
+		      expect[i]);
 	{
 		uint8_t *srcdata = gptr(&dst, GUEST_IOVA + (data - src->mem));
 
 		/* Fences and the VRAM round trip, read back through the device. */
 		dout = sysbuf(&dst, VA_SYS + (8 << 20), 1 << 20, NULL);
-		gpu_submit(&dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM, 1 << 20, 0);
+		gpu_submit(&dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20),
+			   VA_VRAM, 1 << 20, 0);
 		CHECK(gpu_wait_idle(&dst, 1, 30000) == 0, "read back VRAM");
-		CHECK(!memcmp(dout, srcdata, 1 << 20), "VRAM contents differ after migration");
-		gpu_submit(&dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM + (2 << 20), 4096, 0);
+		CHECK(!memcmp(dout, srcdata, 1 << 20),
+		      "VRAM contents differ after migration");
+		gpu_submit(&dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20),
+			   VA_VRAM + (2 << 20), 4096, 0);
 		CHECK(gpu_wait_idle(&dst, 1, 30000) == 0, "read back fill");
-		CHECK(*(uint32_t *)dout == 0x12345678, "fill lost in migration");
+		CHECK(*(uint32_t *)dout == 0x12345678,
+		      "fill lost in migration");
 	}
-	CHECK(qrd(&dst, 0, SIMGPU_QREG_FENCE_LO) == 0xf00d, "queue 0 fence 0x%x",
-	      qrd(&dst, 0, SIMGPU_QREG_FENCE_LO));
+	CHECK(qrd(&dst, 0, SIMGPU_QREG_FENCE_LO) == 0xf00d,
+	      "queue 0 fence 0x%x", qrd(&dst, 0, SIMGPU_QREG_FENCE_LO));
 	gpu_close(&dst);
 	free(expect);
 	free(pre.p);
@@ -824,16 +986,21 @@ static int t_incompatible(struct gpu *src)
 	CHECK(mig_read(fd, &pre) == -ENOMSG, "pre-copy read");
 	CHECK(gpu_open(&dst, dst_uuid) == 0, "open destination");
 	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst STOP");
-	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0, "dst RESUMING");
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0,
+	      "dst RESUMING");
 	ret = mig_write(rfd, pre.p, pre.len, 1 << 20);
 	CHECK(ret == -EOPNOTSUPP, "incompatible stream accepted (%d)", ret);
-	CHECK(read_attr(dst_uuid, "migration/status", status, sizeof(status)) == 0 &&
-	      strstr(status, "mismatch"), "status does not name the mismatch: %s", status);
-	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) < 0, "destination ran a refused stream");
+	CHECK(read_attr(dst_uuid, "migration/status", status, sizeof(status)) ==
+		      0 &&
+	      strstr(status, "mismatch"),
+	      "status does not name the mismatch: %s", status);
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) < 0,
+	      "destination ran a refused stream");
 	close(rfd);
 	gpu_close(&dst);
 	/* The source never stopped: back to RUNNING, still working. */
-	CHECK(mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "source back to RUNNING");
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+	      "source back to RUNNING");
 	close(fd);
 	sysbuf(src, VA_SYS, 4096, NULL);
 	gpu_submit(src, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 5, 0, 0);
@@ -849,7 +1016,10 @@ static int t_incompatible(struct gpu *src)
  */
 static int t_stop_fails(struct gpu *g)
 {
-	static const struct { const char *knob, *val, *reset; int err; } faults[] = {
+	static const struct {
+		const char *knob, *val, *reset;
+		int err;
+	} faults[] = {
 		{ "ack_drop", "1", "0", -ETIMEDOUT },
 		{ "ack_delay_ms", "1500", "0", -ETIMEDOUT },
 		{ "preempt", "0", "1", -EBUSY },
@@ -861,20 +1031,23 @@ static int t_stop_fails(struct gpu *g)
 	gpu_setup(g, 16);
 	f = sysbuf(g, VA_SYS, 4096, NULL);
 	sysbuf(g, VA_SYS + (1 << 20), 4096, NULL);
-	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(faults); i++) {
 		knob_set(g, faults[i].knob, faults[i].val);
 		if (faults[i].err == -EBUSY) {
 			/* 400 iterations at 10 ms: 4 s, longer than the drain bound. */
 			knob_set(g, "kernel_step_us", "10000");
-			gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS + (1 << 20), 64, 400, 1);
+			gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0,
+				   VA_SYS + (1 << 20), 64, 400, 1);
 			usleep(50000);
 		}
 		ret = mig_set(g, VFIO_DEVICE_STATE_STOP, NULL);
 		knob_set(g, faults[i].knob, faults[i].reset);
 		knob_set(g, "kernel_step_us", "0");
-		CHECK(ret == faults[i].err, "%s=%s: STOP returned %d, expected %d",
-		      faults[i].knob, faults[i].val, ret, faults[i].err);
-		CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "back to RUNNING");
+		CHECK(ret == faults[i].err,
+		      "%s=%s: STOP returned %d, expected %d", faults[i].knob,
+		      faults[i].val, ret, faults[i].err);
+		CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+		      "back to RUNNING");
 		gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 6 + i, 0, 0);
 		CHECK(gpu_wait_idle(g, 0, 60000) == 0 && f[0] == 6 + i,
 		      "%s: device stopped working", faults[i].knob);
@@ -898,26 +1071,31 @@ static int t_reset_precopy(struct gpu *g)
 	{
 		uint8_t first[64];
 
-		CHECK(read(fd, first, sizeof(first)) == sizeof(first), "first pre-copy bytes");
+		CHECK(read(fd, first, sizeof(first)) == sizeof(first),
+		      "first pre-copy bytes");
 	}
 	CHECK(gpu_reset(g) == 0, "reset");
 	ft->argsz = sizeof(buf);
-	ft->flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE;
+	ft->flags = VFIO_DEVICE_FEATURE_GET |
+		    VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE;
 	CHECK(ioctl(g->fd, VFIO_DEVICE_FEATURE, ft) == 0, "get state");
-	CHECK(ms->device_state == VFIO_DEVICE_STATE_RUNNING, "state %u after reset",
-	      ms->device_state);
-	CHECK(mig_read(fd, &b) == -ENODEV, "data fd still readable after reset");
+	CHECK(ms->device_state == VFIO_DEVICE_STATE_RUNNING,
+	      "state %u after reset", ms->device_state);
+	CHECK(mig_read(fd, &b) == -ENODEV,
+	      "data fd still readable after reset");
 	close(fd);
 	free(b.p);
 	/* A fresh migration can start, and the device works. */
-	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY again");
-	close(fd);	/* closing the fd early ends nothing but the fd */
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0,
+	      "PRE_COPY again");
+	close(fd); /* closing the fd early ends nothing but the fd */
 	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "RUNNING");
 	g->pt_root = 0;
 	gpu_setup(g, 16);
 	f = sysbuf(g, VA_SYS, 4096, NULL);
 	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 9, 0, 0);
-	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 9, "device unusable after reset");
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 9,
+	      "device unusable after reset");
 	return 0;
 }
 
@@ -935,12 +1113,13 @@ static int t_close_mid_migration(struct gpu *g)
 	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "STOP_COPY");
 	gpu_close(g);
 	/* The data fd outlived its device: it ends, it does not crash. */
-	CHECK(read(fd, b, sizeof(b)) < 0 && errno == ENODEV, "data fd after close: %s",
-	      strerror(errno));
+	CHECK(read(fd, b, sizeof(b)) < 0 && errno == ENODEV,
+	      "data fd after close: %s", strerror(errno));
 	close(fd);
 	CHECK(gpu_open(g, uuid) == 0, "reopen after closing mid-migration");
 	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&
-	      mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "a fresh state machine");
+	      mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+	      "a fresh state machine");
 	return 0;
 }
 
@@ -989,7 +1168,8 @@ static int t_hostile(struct gpu *g)
 
 	CHECK(dst_uuid, "needs a destination (-d UUID)");
 	gpu_setup(g, 16);
-	gpu_map_range(g, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_map_range(g, VA_VRAM, 0, 1 << 20,
+		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 1 << 20, 0x77, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fill");
 	CHECK(capture(g, &b) == 0 && b.len > 1000, "capture");
@@ -1003,25 +1183,32 @@ static int t_hostile(struct gpu *g)
 	for (i = 1; i < 8; i++) {
 		werr = 0;
 		ret = offer(dst_uuid, b.p, b.len * i / 8, &werr);
-		CHECK(ret < 0, "stream truncated at %zu accepted", b.len * i / 8);
+		CHECK(ret < 0, "stream truncated at %zu accepted",
+		      b.len * i / 8);
 	}
 	/* One byte flipped, in the header, a chunk, the arch state, the end. */
 	for (i = 0; i < 4; i++) {
-		off = (size_t[]){ 30, 200, b.len - 200, b.len - 5 }[i];
+		const size_t offs[] = { 30, 200, b.len - 200, b.len - 5 };
+
+		off = offs[i];
 		memcpy(m, b.p, b.len);
 		m[off] ^= 0x40;
 		werr = 0;
 		ret = offer(dst_uuid, m, b.len, &werr);
-		CHECK(ret < 0 && werr < 0, "corruption at %zu accepted (%d/%d)", off, ret, werr);
+		CHECK(ret < 0 && werr < 0, "corruption at %zu accepted (%d/%d)",
+		      off, ret, werr);
 	}
-	/* A section claiming 4 GiB (header CRC fixed up would be needed: the
-	 * CRC catches it first, which is the point: a length is never trusted). */
+	/*
+	 * A section claiming 4 GiB: the header CRC catches it first, which is
+	 * the point: a length is never trusted.
+	 */
 	memcpy(m, b.p, b.len);
 	len = 0xffffffff;
 	memcpy(m + 24 + 80 + 12, &len, 4);
 	werr = 0;
 	ret = offer(dst_uuid, m, b.len, &werr);
-	CHECK(ret < 0 && werr == -EBADMSG, "oversized section: %d/%d", ret, werr);
+	CHECK(ret < 0 && werr == -EBADMSG, "oversized section: %d/%d", ret,
+	      werr);
 	/* Sections 2 and 3 swapped (both intact): sequence numbers catch it. */
 	sec2 = 24 + 80;
 	memcpy(&len, b.p + sec2 + 12, 4);
@@ -1030,10 +1217,12 @@ static int t_hostile(struct gpu *g)
 	memcpy(m, b.p, sec2);
 	memcpy(m + sec2, b.p + sec3, 24 + len);
 	memcpy(m + sec2 + 24 + len, b.p + sec2, sec3 - sec2);
-	memcpy(m + sec3 + 24 + len, b.p + sec3 + 24 + len, b.len - (sec3 + 24 + len));
+	memcpy(m + sec3 + 24 + len, b.p + sec3 + 24 + len,
+	       b.len - (sec3 + 24 + len));
 	werr = 0;
 	ret = offer(dst_uuid, m, b.len, &werr);
-	CHECK(ret < 0 && werr == -EINVAL, "reordered sections: %d/%d", ret, werr);
+	CHECK(ret < 0 && werr == -EINVAL, "reordered sections: %d/%d", ret,
+	      werr);
 	/* Garbage. */
 	fill_random(m, 4096);
 	werr = 0;
@@ -1041,7 +1230,8 @@ static int t_hostile(struct gpu *g)
 	CHECK(ret < 0 && werr < 0, "garbage accepted");
 	/* And the destination still takes a good stream afterwards. */
 	ret = offer(dst_uuid, b.p, b.len, &werr);
-	CHECK(ret == 0 && werr == 0, "intact stream refused after the hostile ones");
+	CHECK(ret == 0 && werr == 0,
+	      "intact stream refused after the hostile ones");
 	free(m);
 	free(b.p);
 	return 0;
@@ -1076,20 +1266,26 @@ static int t_pingpong(struct gpu *a)
 		struct blob s = { 0 };
 		int fd = -1, rfd = -1;
 
-		CHECK(mig_set(from, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "round %d PRE_COPY", n);
+		CHECK(mig_set(from, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0,
+		      "round %d PRE_COPY", n);
 		CHECK(mig_read(fd, &s) == -ENOMSG, "round %d pre-copy", n);
-		CHECK(mig_set(from, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "round %d STOP_COPY", n);
+		CHECK(mig_set(from, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0,
+		      "round %d STOP_COPY", n);
 		CHECK(mig_read(fd, &s) == 0, "round %d stop-copy", n);
 		close(fd);
-		CHECK(mig_set(from, VFIO_DEVICE_STATE_STOP, NULL) == 0, "round %d STOP", n);
+		CHECK(mig_set(from, VFIO_DEVICE_STATE_STOP, NULL) == 0,
+		      "round %d STOP", n);
 		memcpy(to->mem, from->mem, GUEST_SIZE);
 		to->next = from->next;
 		to->pt_root = from->pt_root;
 		CHECK(mig_set(to, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&
-		      mig_set(to, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0, "round %d RESUMING", n);
-		CHECK(mig_write(rfd, s.p, s.len, 1 << 20) == 0, "round %d write", n);
+		      !mig_set(to, VFIO_DEVICE_STATE_RESUMING, &rfd),
+		      "round %d RESUMING", n);
+		CHECK(mig_write(rfd, s.p, s.len, 1 << 20) == 0,
+		      "round %d write", n);
 		close(rfd);
-		CHECK(mig_set(to, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "round %d RUNNING", n);
+		CHECK(mig_set(to, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+		      "round %d RUNNING", n);
 		/* The old side is reset, as a VMM would before reusing it. */
 		CHECK(gpu_reset(from) == 0, "round %d reset source", n);
 		free(s.p);
@@ -1097,10 +1293,12 @@ static int t_pingpong(struct gpu *a)
 		from = to;
 		to = from == a ? &b : a;
 	}
-	CHECK(gpu_wait_idle(from, 0, 120000) == 0, "kernel did not finish after 20 migrations");
+	CHECK(gpu_wait_idle(from, 0, 120000) == 0,
+	      "kernel did not finish after 20 migrations");
 	res = (uint32_t *)(from->mem + koff);
 	for (i = 0; i < words; i++)
-		CHECK(res[i] == expect[i], "word %u wrong after 20 migrations", i);
+		CHECK(res[i] == expect[i], "word %u wrong after 20 migrations",
+		      i);
 	knob_set(&b, "kernel_step_us", "0");
 	knob_set(a, "kernel_step_us", "0");
 	gpu_close(&b);
@@ -1117,20 +1315,25 @@ static int t_quarantine(struct gpu *g)
 	snprintf(uuid, sizeof(uuid), "%s", g->uuid);
 	gpu_setup(g, 16);
 	sysbuf(g, VA_SYS, 4096, NULL);
-	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 1, 0, 0);	/* a cached translation */
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 1, 0,
+		   0); /* a cached translation */
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fence");
 	knob_set(g, "ack_drop", "1");
 	gpu_close(g);
-	CHECK(read_attr(uuid, "migration/status", status, sizeof(status)) == 0 &&
-	      strstr(status, "quarantined"), "not quarantined: %s", status);
+	CHECK(read_attr(uuid, "migration/status", status, sizeof(status)) ==
+		      0 &&
+	      strstr(status, "quarantined"),
+	      "not quarantined: %s", status);
 	CHECK(gpu_open(&again, uuid) != 0, "a quarantined instance was reused");
 	{
 		char path[256];
 		FILE *f;
 
-		snprintf(path, sizeof(path), "/sys/kernel/debug/simgpu/%s/unquarantine", uuid);
+		snprintf(path, sizeof(path),
+			 "/sys/kernel/debug/simgpu/%s/unquarantine", uuid);
 		f = fopen(path, "w");
-		CHECK(f && fputs("1", f) >= 0 && fclose(f) == 0, "unquarantine");
+		CHECK(f && fputs("1", f) >= 0 && fclose(f) == 0,
+		      "unquarantine");
 	}
 	CHECK(gpu_open(g, uuid) == 0, "reopen after the quarantine was lifted");
 	knob_set(g, "ack_drop", "0");
@@ -1141,21 +1344,24 @@ static int t_quarantine(struct gpu *g)
 
 static int dma_log_start(struct gpu *g, uint64_t iova, uint64_t len)
 {
-	struct vfio_device_feature_dma_logging_range r = { .iova = iova, .length = len };
+	struct vfio_device_feature_dma_logging_range r = { .iova = iova,
+							   .length = len };
 	char buf[sizeof(struct vfio_device_feature) +
 		 sizeof(struct vfio_device_feature_dma_logging_control)] = { 0 };
 	struct vfio_device_feature *f = (void *)buf;
 	struct vfio_device_feature_dma_logging_control *c = (void *)f->data;
 
 	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START;
+	f->flags = VFIO_DEVICE_FEATURE_SET |
+		   VFIO_DEVICE_FEATURE_DMA_LOGGING_START;
 	c->page_size = 4096;
 	c->num_ranges = 1;
 	c->ranges = (uintptr_t)&r;
 	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
 }
 
-static int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len, uint64_t *bitmap)
+static int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len,
+			  uint64_t *bitmap)
 {
 	char buf[sizeof(struct vfio_device_feature) +
 		 sizeof(struct vfio_device_feature_dma_logging_report)] = { 0 };
@@ -1163,7 +1369,8 @@ static int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len, uint64_t *
 	struct vfio_device_feature_dma_logging_report *r = (void *)f->data;
 
 	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT;
+	f->flags = VFIO_DEVICE_FEATURE_GET |
+		   VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT;
 	r->iova = iova;
 	r->length = len;
 	r->page_size = 4096;
@@ -1184,13 +1391,16 @@ static int t_dma_logging(struct gpu *g)
 	size_t i, set = 0;
 	int ret;
 
-	CHECK(read_attr(g->uuid, "migration/status", status, sizeof(status)) == 0, "status");
+	CHECK(read_attr(g->uuid, "migration/status", status, sizeof(status)) ==
+	      0,
+	      "status");
 	gpu_setup(g, 16);
 	sysbuf(g, VA_SYS, 3 * 4096, &buf_iova);
 	sysbuf(g, VA_SYS + (1 << 20), 4096, &fence_iova);
 	ret = dma_log_start(g, GUEST_IOVA, GUEST_SIZE);
 	if (strstr(status, "dirty_tracking=none")) {
-		CHECK(ret < 0, "DMA logging accepted although the module says none");
+		CHECK(ret < 0,
+		      "DMA logging accepted although the module says none");
 		free(bm);
 		return 0;
 	}
@@ -1199,19 +1409,23 @@ static int t_dma_logging(struct gpu *g)
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 100 * 4, 2 * 4096, 7, 0);
 	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 1, 0, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "work");
-	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0, "REPORT: %s", strerror(errno));
+	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0, "REPORT: %s",
+	      strerror(errno));
 	for (i = 0; i < nbits; i++) {
 		uint64_t iova = GUEST_IOVA + i * 4096;
 		int dirty = !!(bm[i / 64] & (1ULL << (i % 64)));
-		int wrote = (iova >= buf_iova && iova < buf_iova + 3 * 4096) || iova == fence_iova;
+		int wrote = (iova >= buf_iova && iova < buf_iova + 3 * 4096) ||
+			    iova == fence_iova;
 
-		CHECK(dirty == wrote, "page at IOVA 0x%llx: reported %d, written %d",
+		CHECK(dirty == wrote,
+		      "page at IOVA 0x%llx: reported %d, written %d",
 		      (unsigned long long)iova, dirty, wrote);
 		set += dirty;
 	}
 	CHECK(set == 4, "%zu pages reported", set);
 	memset(bm, 0, nbits / 8);
-	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0, "second REPORT");
+	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0,
+	      "second REPORT");
 	for (i = 0; i < nbits / 64; i++)
 		CHECK(!bm[i], "pages reported twice without a new write");
 	free(bm);
@@ -1237,18 +1451,18 @@ static const struct scenario {
 	{ "preempt", t_preempt },
 	{ "workload", t_workload },
 	{ "dma_logging", t_dma_logging },
-	{ "migrate", t_migrate },		/* needs -d */
-	{ "incompatible", t_incompatible },	/* needs -d of another type */
+	{ "migrate", t_migrate }, /* needs -d */
+	{ "incompatible", t_incompatible }, /* needs -d of another type */
 	{ "stop_fails", t_stop_fails },
 	{ "reset_precopy", t_reset_precopy },
 	{ "close_mid_migration", t_close_mid_migration },
-	{ "hostile", t_hostile },		/* needs -d */
-	{ "pingpong", t_pingpong },		/* needs -d */
+	{ "hostile", t_hostile }, /* needs -d */
+	{ "pingpong", t_pingpong }, /* needs -d */
 	{ "quarantine", t_quarantine },
-	{ "remove_open", t_remove_open },	/* destroys the instance */
+	{ "remove_open", t_remove_open }, /* destroys the instance */
 };
 
-#define NR_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+#define NR_SCENARIOS ARRAY_SIZE(scenarios)
 
 static bool selected(const char *list, const char *name)
 {
@@ -1257,10 +1471,11 @@ static bool selected(const char *list, const char *name)
 
 	if (!list)
 		return strcmp(name, "remove_open") && strcmp(name, "migrate") &&
-		       strcmp(name, "incompatible") && strcmp(name, "hostile") &&
-		       strcmp(name, "pingpong");
+		       strcmp(name, "incompatible") &&
+		       strcmp(name, "hostile") && strcmp(name, "pingpong");
 	dup = strdup(list);
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	for (tok = strtok_r(dup, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
 		if (!strcmp(tok, name))
 			hit = true;
 	free(dup);
@@ -1289,16 +1504,21 @@ int main(int argc, char **argv)
 				printf("%s\n", scenarios[i].name);
 			return 0;
 		default:
-			fprintf(stderr, "usage: %s [-s SCENARIO,...] [-n SUITE] [-d DST] [-l] UUID\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [-s SCENARIO,...] [-n SUITE] [-d DST] [-l] UUID\n",
+				argv[0]);
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: %s [-s SCENARIO,...] [-n SUITE] [-l] UUID\n", argv[0]);
+		fprintf(stderr,
+			"usage: %s [-s SCENARIO,...] [-n SUITE] [-l] UUID\n",
+			argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n", suite);
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n",
+	       suite);
 	for (i = 0; i < NR_SCENARIOS; i++) {
 		struct gpu g;
 		int ret;
@@ -1315,7 +1535,8 @@ int main(int argc, char **argv)
 		}
 		if (ret) {
 			failed++;
-			printf("    # %s: %s\n    not ok %u %s\n", scenarios[i].name, fail_msg, n,
+			printf("    # %s: %s\n    not ok %u %s\n",
+			       scenarios[i].name, fail_msg, n,
 			       scenarios[i].name);
 		} else {
 			printf("    ok %u %s\n", n, scenarios[i].name);

@@ -64,7 +64,11 @@ int gpu_open(struct gpu *g, const char *uuid)
 	ssize_t n;
 
 	memset(g, 0, sizeof(*g));
-	g->container = g->group = g->fd = g->msi_efd = g->req_efd = -1;
+	g->container = -1;
+	g->group = -1;
+	g->fd = -1;
+	g->msi_efd = -1;
+	g->req_efd = -1;
 	snprintf(g->uuid, sizeof(g->uuid), "%s", uuid);
 
 	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/iommu_group", uuid);
@@ -153,7 +157,11 @@ void gpu_close(struct gpu *g)
 		close(g->req_efd);
 	if (g->mem)
 		munmap(g->mem, GUEST_SIZE);
-	g->fd = g->group = g->container = g->msi_efd = g->req_efd = -1;
+	g->fd = -1;
+	g->group = -1;
+	g->container = -1;
+	g->msi_efd = -1;
+	g->req_efd = -1;
 	g->mem = NULL;
 }
 

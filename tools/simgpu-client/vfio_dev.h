@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <linux/simgpu.h>
 
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
 #define GUEST_IOVA	0x100000ULL	/* IOVA 0 stays unmapped */
 #define GUEST_SIZE	(48ULL << 20)
 

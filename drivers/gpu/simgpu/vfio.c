@@ -763,6 +763,17 @@ static int simgpu_stats_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(simgpu_stats);
 
+/* Reset and scrub: what a verified teardown would have done. */
+static void simgpu_release_quarantined(struct gpumig_mig *m)
+{
+	struct simgpu_dev *sdev = m->priv;
+
+	simgpu_reset(sdev);
+	mutex_lock(&sdev->core.lock);
+	simgpu_vram_scrub(&sdev->core.vram);
+	mutex_unlock(&sdev->core.lock);
+}
+
 /* An operator who checked a quarantined instance releases it here. */
 static int simgpu_unquarantine_set(void *data, u64 val)
 {
@@ -770,18 +781,7 @@ static int simgpu_unquarantine_set(void *data, u64 val)
 
 	if (val != 1)
 		return -EINVAL;
-	mutex_lock(&sdev->mig.state_mutex);
-	if (sdev->mig.quarantined) {
-		dev_notice(sdev->vdev.dev, "quarantine lifted by the operator\n");
-		sdev->mig.quarantined = false;
-		sdev->mig.why[0] = 0;
-		simgpu_reset(sdev);
-		mutex_lock(&sdev->core.lock);
-		simgpu_vram_scrub(&sdev->core.vram);
-		mutex_unlock(&sdev->core.lock);
-	}
-	mutex_unlock(&sdev->mig.state_mutex);
-	return 0;
+	return gpumig_mig_unquarantine(&sdev->mig, simgpu_release_quarantined);
 }
 DEFINE_DEBUGFS_ATTRIBUTE(simgpu_unquarantine_fops, NULL, simgpu_unquarantine_set, "%llu\n");
 
