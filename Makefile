@@ -6,6 +6,7 @@
 #   make [KDIR=/path/to/configured/kernel]   build the modules
 #   make check                               every test (see README.md)
 #   make demo                                the live-migration demo
+#   make bench                               the benchmarks (ratios)
 
 ifeq ($(KERNELRELEASE),)
 
@@ -19,7 +20,7 @@ endif
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install check static kunit fuzz demo deps \
+.PHONY: all modules clean install check static kunit fuzz demo bench deps \
 	dkms-install dkms-remove
 
 all: modules
@@ -46,14 +47,18 @@ check:
 static:
 	scripts/check.sh --only static
 
+# KUnit runs in the debug VM, with the VM suites.
 kunit:
-	scripts/check.sh --only kunit
+	scripts/check.sh --only debug-vm
 
 fuzz:
 	scripts/check.sh --only fuzz
 
 demo:
 	scripts/demo.sh
+
+bench:
+	scripts/bench.sh
 
 dkms-install:
 	scripts/dkms.sh install $(DISTRO_KVER)

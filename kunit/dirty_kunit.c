@@ -6,6 +6,9 @@
  */
 #include <kunit/test.h>
 #include <linux/interval_tree.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <linux/sched/task.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
@@ -76,13 +79,14 @@ static void dirty_exact_and_cleared(struct kunit *test)
 	gpumig_dirty_mark(d, 0x100000 + 5 * PG + 100, 10);	/* one page */
 	gpumig_dirty_mark(d, 0x100000 + 7 * PG - 1, 2);		/* two pages */
 	gpumig_dirty_mark(d, 0x100000 + 5 * PG, 1);		/* again */
+	gpumig_dirty_mark(d, 0x100000 + 9 * PG, PG);
 	gpumig_dirty_mark(d, 0x50000, PG);			/* not tracked */
 	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, 0, SZ_1G, record, s));
-	KUNIT_ASSERT_EQ(test, s->n, 3);
+	KUNIT_ASSERT_EQ(test, s->n, 2);			/* runs are merged */
 	KUNIT_EXPECT_EQ(test, s->iova[0], 0x100000 + 5 * PG);
-	KUNIT_EXPECT_EQ(test, s->iova[1], 0x100000 + 6 * PG);
-	KUNIT_EXPECT_EQ(test, s->iova[2], 0x100000 + 7 * PG);
-	KUNIT_EXPECT_EQ(test, s->len[0], PG);
+	KUNIT_EXPECT_EQ(test, s->len[0], 3 * PG);
+	KUNIT_EXPECT_EQ(test, s->iova[1], 0x100000 + 9 * PG);
+	KUNIT_EXPECT_EQ(test, s->len[1], PG);
 	memset(s, 0, sizeof(*s));
 	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, 0, SZ_1G, record, s));
 	KUNIT_EXPECT_EQ(test, s->n, 0);		/* reported once until written again */
@@ -91,7 +95,21 @@ static void dirty_exact_and_cleared(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, s->n, 1);
 }
 
-/* A report of part of the range leaves the rest for later. */
+/* A run across bitmap words and summary words is one report. */
+static void dirty_runs_across_words(struct kunit *test)
+{
+	struct gpumig_dirty *d = new_log(test);
+	struct seen *s = new_seen(test);
+
+	/* pages 4000..4200 of the second range cross a summary word (4096) */
+	gpumig_dirty_mark(d, SZ_1G + 4000 * PG, 201 * PG);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, 0, ~0ULL, record, s));
+	KUNIT_ASSERT_EQ(test, s->n, 1);
+	KUNIT_EXPECT_EQ(test, s->iova[0], SZ_1G + 4000 * PG);
+	KUNIT_EXPECT_EQ(test, s->len[0], 201 * PG);
+}
+
+/* A report of part of the range leaves the rest for later, to the page. */
 static void dirty_subrange(struct kunit *test)
 {
 	struct gpumig_dirty *d = new_log(test);
@@ -104,6 +122,22 @@ static void dirty_subrange(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, SZ_1G, 64ULL << 30, record, s));
 	KUNIT_EXPECT_EQ(test, s->n, 2);
 	KUNIT_EXPECT_EQ(test, s->iova[1], SZ_1G + (63ULL << 30));
+
+	/* pages 10..20 dirty; take 13..15 only, inside one word */
+	memset(s, 0, sizeof(*s));
+	gpumig_dirty_mark(d, 0x100000 + 10 * PG, 11 * PG);
+	KUNIT_EXPECT_EQ(test, 0,
+			gpumig_dirty_collect(d, 0x100000 + 13 * PG, 3 * PG, record, s));
+	KUNIT_ASSERT_EQ(test, s->n, 1);
+	KUNIT_EXPECT_EQ(test, s->iova[0], 0x100000 + 13 * PG);
+	KUNIT_EXPECT_EQ(test, s->len[0], 3 * PG);
+	memset(s, 0, sizeof(*s));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, 0, SZ_1G, record, s));
+	KUNIT_ASSERT_EQ(test, s->n, 2);
+	KUNIT_EXPECT_EQ(test, s->iova[0], 0x100000 + 10 * PG);
+	KUNIT_EXPECT_EQ(test, s->len[0], 3 * PG);
+	KUNIT_EXPECT_EQ(test, s->iova[1], 0x100000 + 16 * PG);
+	KUNIT_EXPECT_EQ(test, s->len[1], 5 * PG);
 }
 
 /* A thousand dirty pages in 64 GiB: exactly those, nothing else. */
@@ -115,34 +149,113 @@ static void dirty_sparse_large_range(struct kunit *test)
 
 	for (i = 0; i < 1000; i++)
 		gpumig_dirty_mark(d, SZ_1G + (u64)i * 65 * SZ_1M, 8);
-	KUNIT_EXPECT_EQ(test, d->nr_dirty, 1000UL);
 	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, SZ_1G, 64ULL << 30, record, s));
 	KUNIT_EXPECT_EQ(test, s->n, 1000);
 	KUNIT_EXPECT_EQ(test, s->bytes, 1000 * PG);
-	KUNIT_EXPECT_EQ(test, d->nr_dirty, 0UL);
+	for (i = 0; i < T_MAX; i++)
+		KUNIT_EXPECT_EQ(test, s->iova[i], SZ_1G + (u64)i * 65 * SZ_1M);
+	memset(s, 0, sizeof(*s));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, 0, ~0ULL, record, s));
+	KUNIT_EXPECT_EQ(test, s->n, 0);
 }
 
-/* Past the memory bound the log reports whole ranges instead of growing. */
-static void dirty_overflow(struct kunit *test)
+/* Memory is fixed at start, as stated, and a request over budget refused. */
+static void dirty_memory_bound(struct kunit *test)
 {
 	struct gpumig_dirty *d = new_log(test);
-	struct seen *s = new_seen(test);
-	int i;
+	struct rb_root_cached root = RB_ROOT_CACHED;
+	struct interval_tree_node n = { .start = 0, .last = SZ_1G - 1 };
+	u64 ps = PG;
 
-	d->max_pages = 16;
-	for (i = 0; i < 20; i++)
-		gpumig_dirty_mark(d, 0x100000 + i * PG, 1);
-	KUNIT_EXPECT_LE(test, d->nr_dirty, 16UL);
-	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, 0x100000, SZ_1M, record, s));
-	KUNIT_EXPECT_EQ(test, s->iova[0], 0x100000ULL);
-	KUNIT_EXPECT_EQ(test, s->len[0], (u64)SZ_1M);	/* the whole range */
-	/* The other range still owes its whole-range report. */
-	memset(s, 0, sizeof(*s));
-	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, SZ_1G, 64ULL << 30, record, s));
-	KUNIT_EXPECT_EQ(test, s->bytes, 64ULL << 30);
-	memset(s, 0, sizeof(*s));
-	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, 0, ~0ULL >> 1, record, s));
-	KUNIT_EXPECT_EQ(test, s->n, 0);
+	/* 33,288 bytes per GiB of 4 KiB pages */
+	KUNIT_EXPECT_EQ(test, gpumig_dirty_bitmap_bytes(SZ_1G / PG), 33288ULL);
+	KUNIT_EXPECT_EQ(test, d->bytes,
+			(size_t)(gpumig_dirty_bitmap_bytes(SZ_1M / PG) +
+				 gpumig_dirty_bitmap_bytes((64ULL << 30) / PG)));
+	gpumig_dirty_stop(d);
+	KUNIT_EXPECT_EQ(test, d->bytes, (size_t)0);
+
+	interval_tree_insert(&n, &root);
+	d->budget = 33287;
+	KUNIT_EXPECT_EQ(test, -E2BIG, gpumig_dirty_start(d, &root, 1, &ps));
+	KUNIT_EXPECT_FALSE(test, d->active);
+	KUNIT_EXPECT_EQ(test, d->bytes, (size_t)0);
+	d->budget = 33288;
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_start(d, &root, 1, &ps));
+	KUNIT_EXPECT_EQ(test, d->bytes, (size_t)33288);
+	/* the whole 64-bit space: refused, not an overflow or an OOM */
+	gpumig_dirty_stop(d);
+	interval_tree_remove(&n, &root);
+	n.last = ~0UL;
+	interval_tree_insert(&n, &root);
+	d->budget = SIZE_MAX;
+	KUNIT_EXPECT_EQ(test, -E2BIG, gpumig_dirty_start(d, &root, 1, &ps));
+}
+
+#define RACE_BASE	((u64)SZ_1G)
+#define RACE_PAGES	65536U
+
+struct race {
+	struct gpumig_dirty *d;
+	u8 *count;
+	unsigned int npages;
+	bool done;
+};
+
+static int race_writer(void *p)
+{
+	struct race *r = p;
+	unsigned int i;
+
+	/* every page exactly once, in an order that jumps around */
+	for (i = 0; i < r->npages; i++) {
+		gpumig_dirty_mark(r->d, RACE_BASE + (u64)((i * 97) % r->npages) * PG, 1);
+		if (!(i % 64))
+			cond_resched();
+	}
+	/* pairs with the reader's acquire: every mark is done before */
+	smp_store_release(&r->done, true);
+	return 0;
+}
+
+static void race_record(void *ctx, u64 iova, u64 len)
+{
+	struct race *r = ctx;
+	u64 p;
+
+	for (p = (iova - RACE_BASE) / PG; p < (iova - RACE_BASE + len) / PG; p++)
+		r->count[p]++;
+}
+
+/* Reports racing with the writer: every write reported exactly once. */
+static void dirty_race_with_writer(struct kunit *test)
+{
+	struct gpumig_dirty *d = new_log(test);
+	struct race *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	struct task_struct *t;
+	unsigned int i, reports = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	r->d = d;
+	r->npages = RACE_PAGES;	/* 256 MiB of the second range */
+	r->count = kunit_kzalloc(test, r->npages, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, r->count);
+	t = kthread_run(race_writer, r, "gpumig-dirty-race");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	get_task_struct(t);
+	/* pairs with the writer's release */
+	while (!smp_load_acquire(&r->done)) {
+		KUNIT_EXPECT_EQ(test, 0,
+				gpumig_dirty_collect(d, RACE_BASE, SZ_1G, race_record, r));
+		reports++;
+		cond_resched();
+	}
+	kthread_stop(t);
+	put_task_struct(t);
+	KUNIT_EXPECT_GT(test, reports, 1U);
+	KUNIT_ASSERT_EQ(test, 0, gpumig_dirty_collect(d, RACE_BASE, SZ_1G, race_record, r));
+	for (i = 0; i < r->npages; i++)
+		KUNIT_EXPECT_EQ_MSG(test, r->count[i], 1, "page %u (%u reports)", i, reports);
 }
 
 static void dirty_bad_input(struct kunit *test)
@@ -156,6 +269,7 @@ static void dirty_bad_input(struct kunit *test)
 	gpumig_dirty_stop(d);
 	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_dirty_collect(d, 0, PG, record, s));
 	gpumig_dirty_mark(d, 0x100000, PG);		/* ignored when stopped */
+	gpumig_dirty_mark(d, ~0ULL - 10, 100);		/* wraps: ignored */
 	ps = 3000;
 	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_dirty_start(d, &root, 0, &ps));
 	ps = 512;
@@ -165,14 +279,17 @@ static void dirty_bad_input(struct kunit *test)
 			gpumig_dirty_start(d, &root, GPUMIG_DIRTY_MAX_RANGES + 1, &ps));
 	ps = 2 * PG;
 	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_start(d, &root, 0, &ps));
-	KUNIT_EXPECT_EQ(test, d->nr_dirty, 0UL);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, 0, ~0ULL, record, s));
+	KUNIT_EXPECT_EQ(test, s->n, 0);
 }
 
 static struct kunit_case dirty_cases[] = {
 	KUNIT_CASE(dirty_exact_and_cleared),
+	KUNIT_CASE(dirty_runs_across_words),
 	KUNIT_CASE(dirty_subrange),
 	KUNIT_CASE(dirty_sparse_large_range),
-	KUNIT_CASE(dirty_overflow),
+	KUNIT_CASE(dirty_memory_bound),
+	KUNIT_CASE(dirty_race_with_writer),
 	KUNIT_CASE(dirty_bad_input),
 	{}
 };

@@ -53,3 +53,27 @@ kernel_tree() {
 
 debug_kdir() { kernel_tree 6.12 "$GPUMIG_TOP/scripts/kconfig/debug.config" full; }
 newest_kdir() { kernel_tree 7.3 "$GPUMIG_TOP/scripts/kconfig/debug.config" prepare; }
+
+BUILD=$GPUMIG_TOP/build
+SRC_FILES="Kbuild Makefile dkms.conf include drivers kunit"
+
+# stage NAME: a private copy of the sources per kernel under build/NAME,
+# so builds never mix objects.
+stage() {
+	local dir=$BUILD/$1
+	mkdir -p "$dir"
+	(cd "$GPUMIG_TOP" && rsync -a --delete-excluded --exclude='*.o' \
+		--exclude='*.ko' --exclude='*.cmd' $SRC_FILES "$dir"/)
+	echo "$dir"
+}
+
+# client_build KDIR: the userspace VFIO client and the QEMU test guest in
+# build/tools.  The client needs a 6.12 <linux/vfio.h> (Debian 12's libc
+# headers are 6.1): KDIR's, installed.
+client_build() {
+	rm -rf "$BUILD/uapi"
+	make -s -C "$1" headers_install INSTALL_HDR_PATH="$BUILD/uapi" &&
+		make -C "$GPUMIG_TOP/tools/simgpu-client" O="$BUILD/tools" \
+			UAPI="$BUILD/uapi/include" CFLAGS="-O2 -g -Werror" &&
+		make -C "$GPUMIG_TOP/tools/guest" O="$BUILD/tools" EXTRA_CFLAGS=-Werror
+}

@@ -3,19 +3,28 @@
  * gpumig device-side dirty tracking of guest memory; see
  * include/gpumig/dirty.h.
  *
- * Memory: one xarray entry per page dirtied since the last report (no
- * memory at all for clean pages, whatever the size of the ranges), at
- * most GPUMIG_DIRTY_MAX_PAGES of them; past that the log degrades to
- * "everything tracked is dirty" instead of growing.
- *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <linux/bitmap.h>
+#include <linux/bitops.h>
 #include <linux/export.h>
 #include <linux/log2.h>
+#include <linux/math.h>
+#include <linux/minmax.h>
+#include <linux/moduleparam.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
 #include <linux/sizes.h>
-#include <linux/xarray.h>
 
 #include <gpumig/dirty.h>
+
+static unsigned int dirty_budget_mb = 64;
+module_param(dirty_budget_mb, uint, 0644);
+MODULE_PARM_DESC(dirty_budget_mb,
+		 "most MiB of dirty bitmaps one device's DMA log may use (32.5 KiB per GiB tracked at 4 KiB pages; default 64, about 2 TiB)");
+
+/* Bits per level: a summary bit covers one word of the level below. */
+#define L_SHIFT		ilog2(BITS_PER_LONG)
 
 /**
  * gpumig_dirty_init() - an empty, inactive log
@@ -25,21 +34,50 @@ void gpumig_dirty_init(struct gpumig_dirty *d)
 {
 	memset(d, 0, sizeof(*d));
 	mutex_init(&d->lock);
-	xa_init(&d->pages);
-	d->max_pages = GPUMIG_DIRTY_MAX_PAGES;
+	d->budget = (size_t)READ_ONCE(dirty_budget_mb) * SZ_1M;
 }
 EXPORT_SYMBOL_GPL(gpumig_dirty_init);
 
+static void gpumig_dirty_free(struct gpumig_dirty *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->nr_ranges; i++)
+		kvfree(d->ranges[i].l0);
+	kfree(d->ranges);
+	d->ranges = NULL;
+	d->nr_ranges = 0;
+	d->bytes = 0;
+}
+
 /**
- * gpumig_dirty_destroy() - free the log
+ * gpumig_dirty_destroy() - stop logging and free the log
  * @d: log
  */
 void gpumig_dirty_destroy(struct gpumig_dirty *d)
 {
-	xa_destroy(&d->pages);
+	gpumig_dirty_stop(d);
 	mutex_destroy(&d->lock);
 }
 EXPORT_SYMBOL_GPL(gpumig_dirty_destroy);
+
+/**
+ * gpumig_dirty_bitmap_bytes() - bitmap memory for a range of @npages pages
+ * @npages: pages tracked
+ *
+ * Return: bytes, or U64_MAX when it would not even fit a u64.
+ */
+u64 gpumig_dirty_bitmap_bytes(u64 npages)
+{
+	u64 w0 = DIV_ROUND_UP_ULL(npages, BITS_PER_LONG);
+	u64 w1 = DIV_ROUND_UP_ULL(w0, BITS_PER_LONG);
+	u64 w2 = DIV_ROUND_UP_ULL(w1, BITS_PER_LONG);
+
+	if (npages > U64_MAX / 2)
+		return U64_MAX;
+	return (w0 + w1 + w2) * sizeof(unsigned long);
+}
+EXPORT_SYMBOL_GPL(gpumig_dirty_bitmap_bytes);
 
 /**
  * gpumig_dirty_start() - start logging (vfio_log_ops.log_start)
@@ -48,71 +86,132 @@ EXPORT_SYMBOL_GPL(gpumig_dirty_destroy);
  * @nnodes: how many
  * @page_size: in: the page size asked for; out: the one used
  *
- * Return: 0, -EINVAL for a bad page size, -E2BIG for too many ranges,
- * -EBUSY when already logging.
+ * All bitmap memory is allocated here, charged to the caller's memory
+ * cgroup.
+ *
+ * Return: 0, -EINVAL for a bad page size or range, -E2BIG for too many
+ * ranges or bitmaps over the budget, -EBUSY when already logging,
+ * -ENOMEM.
  */
 int gpumig_dirty_start(struct gpumig_dirty *d, struct rb_root_cached *ranges,
 		       u32 nnodes, u64 *page_size)
 {
+	struct gpumig_dirty_range *r, *tab;
 	struct interval_tree_node *n;
-	u64 ps = *page_size;
-	int ret = 0;
+	unsigned int nr = 0, shift, i;
+	u64 ps = *page_size, total = 0;
+	int ret;
 
 	if (ps < PAGE_SIZE || !is_power_of_2(ps) || ps > SZ_1G)
 		return -EINVAL;
 	if (nnodes > GPUMIG_DIRTY_MAX_RANGES)
 		return -E2BIG;
-	mutex_lock(&d->lock);
-	if (d->active) {
-		ret = -EBUSY;
-		goto out;
-	}
-	d->nr_ranges = 0;
+	shift = ilog2(ps);
+	tab = kcalloc(max(nnodes, 1U), sizeof(*tab), GFP_KERNEL_ACCOUNT);
+	if (!tab)
+		return -ENOMEM;
 	for (n = interval_tree_iter_first(ranges, 0, ULONG_MAX); n;
 	     n = interval_tree_iter_next(n, 0, ULONG_MAX)) {
-		if (d->nr_ranges == GPUMIG_DIRTY_MAX_RANGES) {
+		u64 bytes;
+
+		ret = -E2BIG;
+		if (nr == nnodes)
+			goto err;
+		ret = -EINVAL;
+		if (n->last < n->start)
+			goto err;
+		r = &tab[nr++];
+		r->start = n->start;
+		r->last = n->last;
+		r->npages = (n->last >> shift) - (n->start >> shift) + 1;
+		bytes = gpumig_dirty_bitmap_bytes(r->npages);
+		if (check_add_overflow(total, bytes, &total) || total > d->budget) {
+			pr_warn_ratelimited("gpumig: DMA logging refused: %u ranges need more than the %zu KiB of dirty bitmaps allowed (dirty_budget_mb)\n",
+					    nnodes, d->budget / SZ_1K);
 			ret = -E2BIG;
-			goto out;
+			goto err;
 		}
-		d->ranges[d->nr_ranges].start = n->start;
-		d->ranges[d->nr_ranges].last = n->last;
-		d->nr_ranges++;
 	}
-	d->shift = ilog2(ps);
-	xa_destroy(&d->pages);
-	d->nr_dirty = 0;
-	bitmap_zero(d->overflow, GPUMIG_DIRTY_MAX_RANGES);
-	d->active = true;
-out:
+	for (i = 0; i < nr; i++) {
+		u64 w0, w1;
+
+		r = &tab[i];
+		w0 = BITS_TO_LONGS(r->npages);
+		w1 = BITS_TO_LONGS(w0);
+		r->l0 = kvzalloc(gpumig_dirty_bitmap_bytes(r->npages), GFP_KERNEL_ACCOUNT);
+		if (!r->l0) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		r->l1 = r->l0 + w0;
+		r->l2 = r->l1 + w1;
+	}
+
+	mutex_lock(&d->lock);
+	if (d->active) {
+		mutex_unlock(&d->lock);
+		ret = -EBUSY;
+		goto err;
+	}
+	d->ranges = tab;
+	d->nr_ranges = nr;
+	d->bytes = total;
+	d->shift = shift;
+	WRITE_ONCE(d->active, true);
 	mutex_unlock(&d->lock);
+	return 0;
+
+err:
+	for (i = 0; i < nr; i++)
+		kvfree(tab[i].l0);
+	kfree(tab);
 	return ret;
 }
 EXPORT_SYMBOL_GPL(gpumig_dirty_start);
 
 /**
- * gpumig_dirty_stop() - stop logging and forget the log
+ * gpumig_dirty_stop() - stop logging and free the log's memory
  * @d: log
  */
 void gpumig_dirty_stop(struct gpumig_dirty *d)
 {
 	mutex_lock(&d->lock);
-	d->active = false;
-	xa_destroy(&d->pages);
-	d->nr_dirty = 0;
-	bitmap_zero(d->overflow, GPUMIG_DIRTY_MAX_RANGES);
-	d->nr_ranges = 0;
+	WRITE_ONCE(d->active, false);
+	gpumig_dirty_free(d);
 	mutex_unlock(&d->lock);
 }
 EXPORT_SYMBOL_GPL(gpumig_dirty_stop);
 
-static bool gpumig_dirty_tracked(struct gpumig_dirty *d, u64 iova)
+/* The first range whose last byte is at or after @iova, or nr_ranges. */
+static unsigned int gpumig_dirty_find(struct gpumig_dirty *d, u64 iova)
 {
-	unsigned int i;
+	unsigned int lo = 0, hi = d->nr_ranges;
 
-	for (i = 0; i < d->nr_ranges; i++)
-		if (iova >= d->ranges[i].start && iova <= d->ranges[i].last)
-			return true;
-	return false;
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (d->ranges[mid].last < iova)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Page indexes [*a, *b] of range @r that overlap [@s, @e]; false when
+ * none do.
+ */
+static bool gpumig_dirty_span(struct gpumig_dirty *d, struct gpumig_dirty_range *r,
+			      u64 s, u64 e, unsigned long *a, unsigned long *b)
+{
+	u64 base = r->start >> d->shift;
+
+	if (e < r->start || s > r->last)
+		return false;
+	*a = (max(s, r->start) >> d->shift) - base;
+	*b = (min(e, r->last) >> d->shift) - base;
+	return true;
 }
 
 /**
@@ -123,44 +222,112 @@ static bool gpumig_dirty_tracked(struct gpumig_dirty *d, u64 iova)
  *
  * Call after the write landed: a report that clears the page before that
  * would otherwise let the old contents be copied with no later report.
+ * Allocates nothing.
  */
 void gpumig_dirty_mark(struct gpumig_dirty *d, u64 iova, u64 len)
 {
-	u64 pfn, last;
+	unsigned long a, b, w;
+	u64 end;
+	unsigned int i;
 
-	if (!len || !READ_ONCE(d->active))
+	if (!len || !READ_ONCE(d->active) || check_add_overflow(iova, len - 1, &end))
 		return;
 	mutex_lock(&d->lock);
 	if (!d->active)
 		goto out;
-	last = (iova + len - 1) >> d->shift;
-	for (pfn = iova >> d->shift; pfn <= last; pfn++) {
-		if (!gpumig_dirty_tracked(d, pfn << d->shift))
-			continue;
-		if (xa_load(&d->pages, pfn))
-			continue;
-		if (d->nr_dirty >= d->max_pages ||
-		    xa_err(xa_store(&d->pages, pfn, xa_mk_value(1), GFP_KERNEL))) {
-			/* Cannot remember it: every tracked range is dirty, once. */
-			bitmap_fill(d->overflow, d->nr_ranges);
-			xa_destroy(&d->pages);
-			d->nr_dirty = 0;
+	for (i = gpumig_dirty_find(d, iova); i < d->nr_ranges; i++) {
+		struct gpumig_dirty_range *r = &d->ranges[i];
+
+		if (!gpumig_dirty_span(d, r, iova, end, &a, &b))
 			break;
+		bitmap_set(r->l0, a, b - a + 1);
+		for (w = a >> L_SHIFT; w <= b >> L_SHIFT; w++) {
+			__set_bit(w, r->l1);
+			__set_bit(w >> L_SHIFT, r->l2);
 		}
-		d->nr_dirty++;
 	}
 out:
 	mutex_unlock(&d->lock);
 }
 EXPORT_SYMBOL_GPL(gpumig_dirty_mark);
 
+struct gpumig_dirty_run {
+	void (*report)(void *ctx, u64 iova, u64 len);
+	void *ctx;
+	unsigned int shift;
+	u64 base;		/* page number of the range's first page */
+	unsigned long first;	/* pending run: first page index, length */
+	unsigned long count;
+};
+
+static void gpumig_dirty_flush(struct gpumig_dirty_run *run)
+{
+	if (run->count)
+		run->report(run->ctx, (run->base + run->first) << run->shift,
+			    (u64)run->count << run->shift);
+	run->count = 0;
+}
+
+/* Dirty pages [@first, @first + @count) of the range; merged into runs. */
+static void gpumig_dirty_emit(struct gpumig_dirty_run *run, unsigned long first,
+			      unsigned long count)
+{
+	if (run->count && run->first + run->count == first) {
+		run->count += count;
+		return;
+	}
+	gpumig_dirty_flush(run);
+	run->first = first;
+	run->count = count;
+}
+
+/* Report and clear the bits [@a, @b] of page-bit word @w. */
+static void gpumig_dirty_take_word(struct gpumig_dirty_range *r, unsigned long w,
+				   unsigned long a, unsigned long b,
+				   struct gpumig_dirty_run *run)
+{
+	unsigned int lo = (w == a >> L_SHIFT) ? a % BITS_PER_LONG : 0;
+	unsigned int hi = (w == b >> L_SHIFT) ? b % BITS_PER_LONG : BITS_PER_LONG - 1;
+	unsigned long bits = r->l0[w] & GENMASK(hi, lo);
+
+	r->l0[w] &= ~bits;
+	if (!r->l0[w])
+		__clear_bit(w, r->l1);
+	while (bits) {
+		unsigned int s = __ffs(bits);
+		unsigned long x = bits >> s;
+		unsigned int n = ~x ? __ffs(~x) : BITS_PER_LONG - s;
+
+		gpumig_dirty_emit(run, w * BITS_PER_LONG + s, n);
+		bits &= ~GENMASK(s + n - 1, s);
+	}
+}
+
+static void gpumig_dirty_take(struct gpumig_dirty_range *r, unsigned long a,
+			      unsigned long b, struct gpumig_dirty_run *run)
+{
+	unsigned long w0a = a >> L_SHIFT, w0b = b >> L_SHIFT;
+	unsigned long w1a = w0a >> L_SHIFT, w1b = w0b >> L_SHIFT;
+	unsigned long j = w1a, w;
+
+	for_each_set_bit_from(j, r->l2, w1b + 1) {
+		unsigned long hi = min((j << L_SHIFT) + BITS_PER_LONG - 1, w0b);
+
+		w = max(j << L_SHIFT, w0a);
+		for_each_set_bit_from(w, r->l1, hi + 1)
+			gpumig_dirty_take_word(r, w, a, b, run);
+		if (!r->l1[j])
+			__clear_bit(j, r->l2);
+	}
+}
+
 /**
  * gpumig_dirty_collect() - report and clear the dirty pages of a range
  * @d: log
  * @iova: start of the range asked for
  * @len: its length
- * @report: called for each dirty page (or, after an overflow, each
- *	tracked span) inside the range
+ * @report: called for each run of dirty pages inside the range, in
+ *	increasing IOVA order
  * @ctx: its argument
  *
  * Return: 0, or -EINVAL when logging is off.
@@ -168,37 +335,30 @@ EXPORT_SYMBOL_GPL(gpumig_dirty_mark);
 int gpumig_dirty_collect(struct gpumig_dirty *d, u64 iova, u64 len,
 			 void (*report)(void *ctx, u64 iova, u64 len), void *ctx)
 {
-	unsigned long first, last, pfn;
-	void *entry;
+	struct gpumig_dirty_run run = { .report = report, .ctx = ctx };
+	unsigned long a, b;
+	unsigned int i;
+	u64 end;
 
 	if (!len)
 		return 0;
+	if (check_add_overflow(iova, len - 1, &end))
+		end = U64_MAX;
 	mutex_lock(&d->lock);
 	if (!d->active) {
 		mutex_unlock(&d->lock);
 		return -EINVAL;
 	}
-	if (!bitmap_empty(d->overflow, d->nr_ranges)) {
-		unsigned int i;
+	run.shift = d->shift;
+	for (i = gpumig_dirty_find(d, iova); i < d->nr_ranges; i++) {
+		struct gpumig_dirty_range *r = &d->ranges[i];
 
-		for_each_set_bit(i, d->overflow, d->nr_ranges) {
-			u64 s = max(iova, d->ranges[i].start);
-			u64 e = min(iova + len - 1, d->ranges[i].last);
-
-			if (s > e)
-				continue;
-			report(ctx, s, e - s + 1);
-			/* Forgotten only once the whole range was reported. */
-			if (s == d->ranges[i].start && e == d->ranges[i].last)
-				clear_bit(i, d->overflow);
-		}
-	}
-	first = iova >> d->shift;
-	last = (iova + len - 1) >> d->shift;
-	xa_for_each_range(&d->pages, pfn, entry, first, last) {
-		xa_erase(&d->pages, pfn);
-		d->nr_dirty--;
-		report(ctx, (u64)pfn << d->shift, 1ULL << d->shift);
+		if (!gpumig_dirty_span(d, r, iova, end, &a, &b))
+			break;
+		run.base = r->start >> d->shift;
+		run.count = 0;
+		gpumig_dirty_take(r, a, b, &run);
+		gpumig_dirty_flush(&run);
 	}
 	mutex_unlock(&d->lock);
 	return 0;

@@ -47,6 +47,7 @@
  * @end_sent: saving: the end section was produced
  * @initial_left: saving: bytes of the first full pass not yet read
  * @initial_done: saving: the first full pass is over
+ * @round_bytes: saving: bytes read since the last pre-copy round ended
  * @parser: resuming: stream parser
  * @arch: resuming: architectural state, held until the end section
  * @arch_len: its length, or 0 while none arrived
@@ -71,6 +72,7 @@ struct gpumig_mig_file {
 	bool end_sent;
 	u64 initial_left;
 	bool initial_done;
+	u64 round_bytes;
 
 	struct gpumig_parser parser;
 	u8 *arch;
@@ -199,6 +201,11 @@ static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 				dev_err(migf->m->vdev->dev, "migration stream broken: %d\n", ret);
 				migf->err = ret;
 			}
+			if (ret == -ENOMSG && migf->round_bytes) {
+				/* All that was ready is read: one pre-copy round. */
+				atomic64_inc(&migf->m->stats.precopy_rounds);
+				migf->round_bytes = 0;
+			}
 			if (ret) {
 				if (!done)
 					done = ret;
@@ -212,6 +219,12 @@ static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 		}
 		migf->buf_pos += n;
 		done += n;
+		if (migf->stop_copy) {
+			atomic64_add(n, &migf->m->stats.stopcopy_bytes);
+		} else {
+			atomic64_add(n, &migf->m->stats.precopy_bytes);
+			migf->round_bytes += n;
+		}
 	}
 out:
 	mutex_unlock(&migf->lock);
@@ -363,6 +376,8 @@ static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 			break;
 		}
 		ret = gpumig_parser_feed(&migf->parser, migf->tmp, n);
+		if (ret >= 0)
+			atomic64_add(n, &migf->m->stats.resumed_bytes);
 		if (ret < 0) {
 			dev_err_ratelimited(migf->m->vdev->dev, "migration stream refused: %s\n",
 					    gpumig_parser_error(&migf->parser));
@@ -421,6 +436,13 @@ static struct gpumig_mig_file *gpumig_file_new(struct gpumig_mig *m, bool save)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&migf->lock);
 	migf->m = m;
+	if (save) {
+		atomic64_set(&m->stats.precopy_rounds, 0);
+		atomic64_set(&m->stats.precopy_bytes, 0);
+		atomic64_set(&m->stats.stopcopy_bytes, 0);
+	} else {
+		atomic64_set(&m->stats.resumed_bytes, 0);
+	}
 	migf->tmp = kvmalloc(max(GPUMIG_BLOCK_SIZE, GPUMIG_ARCH_MAX), GFP_KERNEL_ACCOUNT);
 	if (!migf->tmp)
 		goto err;

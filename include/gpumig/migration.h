@@ -67,6 +67,23 @@ struct gpumig_backend_ops {
 };
 
 /**
+ * struct gpumig_mig_stats - what the device saw of its last migration
+ * @precopy_rounds: PRE_COPY reads that drained all data ready then (ENOMSG
+ *	after some data): the user's pre-copy iterations
+ * @precopy_bytes: bytes read in PRE_COPY
+ * @stopcopy_bytes: bytes read in STOP_COPY
+ * @resumed_bytes: bytes written while RESUMING
+ *
+ * Reset when a saving (or resuming) file is opened.
+ */
+struct gpumig_mig_stats {
+	atomic64_t precopy_rounds;
+	atomic64_t precopy_bytes;
+	atomic64_t stopcopy_bytes;
+	atomic64_t resumed_bytes;
+};
+
+/**
  * struct gpumig_mig - migration state of one device
  * @vdev: the VFIO device (its migration_flags drive the arc computation)
  * @ops: backend
@@ -83,6 +100,7 @@ struct gpumig_backend_ops {
  * @migrated_away: a STOP_COPY stream was read to its end
  * @quarantined: teardown verification failed: do not reuse
  * @why: the reason for @quarantined, or the last refusal
+ * @stats: the last migration, as the device saw it
  */
 struct gpumig_mig {
 	struct vfio_device *vdev;
@@ -100,6 +118,7 @@ struct gpumig_mig {
 	bool migrated_away;
 	bool quarantined;
 	char why[GPUMIG_PARSER_MSG_LEN];
+	struct gpumig_mig_stats stats;
 };
 
 void gpumig_mig_init(struct gpumig_mig *m, struct vfio_device *vdev,

@@ -8,6 +8,8 @@
 #
 # KDIR: the debug kernel's build tree; its own modules (vfio, mdev, ...)
 # are loaded from there by path, in dependency order.
+# MODE "bench": the benchmarks only, output in OUT/bench.txt.
+# MODE "demo": one QEMU live migration, report in OUT/qemu/demo.txt.
 # MODE "debug": the debug kernel; modules are insmod-ed from MODDIR and the
 # KUnit module runs.  MODE "distro": Debian's kernel; modules come from the
 # DKMS install (modprobe), proving the packaging.
@@ -112,10 +114,13 @@ simgpu_suite() {
 	if check "create two more simgpu-256M instances for migration" sh -c \
 		"echo $src > $parent/mdev_supported_types/simgpu-256M/create &&
 		 echo $dst > $parent/mdev_supported_types/simgpu-256M/create"; then
-		timeout 600 "$tooldir/simgpu-client" -s migrate,stop_fails,reset_precopy,hostile,pingpong,quarantine -n simgpu_migration \
+		timeout 900 "$tooldir/simgpu-client" -s migrate,dirty_precopy,stop_fails,reset_precopy,hostile,pingpong,quarantine -n simgpu_migration \
 			-d "$dst" "$src" >"$out/client-migration.ktap" 2>>"$out/guest.log"
 		timeout 300 "$tooldir/simgpu-client" -s incompatible -n simgpu_migration_compat \
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"
+		# The benchmark's own exactness checks; its figures go to the log.
+		timeout 300 "$tooldir/simgpu-client" -s bench_dirty -n simgpu_bench "$src" \
+			>"$out/client-bench.ktap" 2>>"$out/guest.log"
 		echo 1 > /sys/bus/mdev/devices/$src/remove
 		echo 1 > /sys/bus/mdev/devices/$dst/remove
 	fi
@@ -128,6 +133,11 @@ simgpu_suite() {
 	for uuid in "${uuids[@]}"; do
 		[ -e /sys/bus/mdev/devices/$uuid ] && echo 1 > /sys/bus/mdev/devices/$uuid/remove
 	done
+	# QEMU end to end: the guest program, live migration, negative paths,
+	# ping-pong (it creates its own instances).
+	check "QEMU end to end: every check passed (qemu/qemu.ktap)" \
+		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" \
+		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu"
 }
 
 case $mode in
@@ -146,6 +156,25 @@ debug)
 	simgpu_suite
 	check "unload simgpu" rmmod simgpu
 	check "unload gpumig" rmmod gpumig
+	;;
+demo)
+	check "load the VFIO stack" vfio_stack
+	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
+	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
+	python3 "$(dirname "$0")/qemu_mig.py" --demo --guest "$tooldir/gpumig-guest.elf" \
+		--out "$out/qemu" >>"$out/guest.log" 2>&1
+	;;
+bench)
+	check "load the VFIO stack" vfio_stack
+	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
+	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
+	uuid=$(cat /proc/sys/kernel/random/uuid)
+	if check "create a simgpu-256M instance" sh -c \
+		"echo $uuid > /sys/class/mdev_bus/simgpu/mdev_supported_types/simgpu-256M/create"; then
+		timeout 900 "$tooldir/simgpu-client" -s bench_dirty -n simgpu_bench "$uuid" \
+			>"$out/bench.txt" 2>>"$out/guest.log"
+		echo 1 > /sys/bus/mdev/devices/$uuid/remove
+	fi
 	;;
 distro)
 	check "modprobe gpumig and simgpu (DKMS install)" modprobe -a gpumig simgpu

@@ -22,15 +22,11 @@
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
-#include "vfio_dev.h"
+#include "client.h"
 
-#define VA_SYS 0x10000000ULL /* guest-memory buffers */
-#define VA_VRAM 0x40000000ULL /* VRAM */
-#define TMO 10000 /* ms */
+char fail_msg[512];
 
-static char fail_msg[512];
-
-static int fail(const char *fmt, ...)
+int fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -40,15 +36,9 @@ static int fail(const char *fmt, ...)
 	return -1;
 }
 
-#define CHECK(cond, ...)                          \
-	do {                                      \
-		if (!(cond))                      \
-			return fail(__VA_ARGS__); \
-	} while (0)
-
 static uint32_t rnd_state = 12345;
 
-static uint32_t rnd(void)
+uint32_t rnd(void)
 {
 	rnd_state ^= rnd_state << 13;
 	rnd_state ^= rnd_state >> 17;
@@ -56,7 +46,7 @@ static uint32_t rnd(void)
 	return rnd_state;
 }
 
-static void fill_random(void *p, size_t len)
+void fill_random(void *p, size_t len)
 {
 	uint8_t *b = p;
 	size_t i;
@@ -65,13 +55,13 @@ static void fill_random(void *p, size_t len)
 		b[i] = rnd();
 }
 
-static uint32_t kernel_word(uint32_t w, uint32_t key, uint32_t it)
+uint32_t kernel_word(uint32_t w, uint32_t key, uint32_t it)
 {
 	return (w ^ key) * 2654435761U + it;
 }
 
 /* A guest buffer mapped at @va; returns its host pointer. */
-static void *sysbuf(struct gpu *g, uint64_t va, size_t len, uint64_t *iova)
+void *sysbuf(struct gpu *g, uint64_t va, size_t len, uint64_t *iova)
 {
 	uint64_t a = galloc(g, len);
 
@@ -725,9 +715,9 @@ static int t_remove_open(struct gpu *g)
 
 /* ---- migration ---------------------------------------------------------- */
 
-static const char *dst_uuid;
+const char *dst_uuid;
 
-static int mig_set(struct gpu *g, uint32_t state, int *data_fd)
+int mig_set(struct gpu *g, uint32_t state, int *data_fd)
 {
 	char buf[sizeof(struct vfio_device_feature) +
 		 sizeof(struct vfio_device_feature_mig_state)] = { 0 };
@@ -748,7 +738,7 @@ static int mig_set(struct gpu *g, uint32_t state, int *data_fd)
 	return 0;
 }
 
-static int64_t mig_data_size(struct gpu *g)
+int64_t mig_data_size(struct gpu *g)
 {
 	char buf[sizeof(struct vfio_device_feature) +
 		 sizeof(struct vfio_device_feature_mig_data_size)] = { 0 };
@@ -762,13 +752,8 @@ static int64_t mig_data_size(struct gpu *g)
 	return ds->stop_copy_length;
 }
 
-struct blob {
-	uint8_t *p;
-	size_t len, cap;
-};
-
 /* Read until EOF (0) or ENOMSG; returns the last read()'s result. */
-static int mig_read(int fd, struct blob *b)
+int mig_read(int fd, struct blob *b)
 {
 	for (;;) {
 		ssize_t n;
@@ -785,7 +770,7 @@ static int mig_read(int fd, struct blob *b)
 	}
 }
 
-static int mig_write(int fd, const uint8_t *p, size_t len, size_t piece)
+int mig_write(int fd, const uint8_t *p, size_t len, size_t piece)
 {
 	size_t off = 0;
 
@@ -800,7 +785,7 @@ static int mig_write(int fd, const uint8_t *p, size_t len, size_t piece)
 	return 0;
 }
 
-static int read_attr(const char *uuid, const char *attr, char *buf, size_t len)
+int read_attr(const char *uuid, const char *attr, char *buf, size_t len)
 {
 	char path[256];
 	FILE *f;
@@ -937,6 +922,30 @@ static int t_migrate(struct gpu *src)
 	      "dst RESUMING -> STOP: %s", strerror(errno));
 	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
 	      "dst RUNNING");
+
+	/* What the devices say they saw of it. */
+	{
+		char st[512];
+		long long r = -1, pb = -1, sb = -1, rb = -1;
+		const char *p;
+
+		CHECK(read_attr(src->uuid, "migration/status", st, sizeof(st)) == 0 &&
+		      (p = strstr(st, "precopy_rounds=")) &&
+		      sscanf(p, "precopy_rounds=%lld precopy_bytes=%lld stopcopy_bytes=%lld",
+			     &r, &pb, &sb) == 3,
+		      "source status: %s", st);
+		CHECK(r >= 1 && r <= rounds && pb == (long long)pre.len &&
+		      sb == (long long)stop.len,
+		      "source counted %lld rounds, %lld + %lld bytes; read %d, %zu + %zu",
+		      r, pb, sb, rounds, pre.len, stop.len);
+		CHECK(read_attr(dst_uuid, "migration/status", st, sizeof(st)) == 0 &&
+		      (p = strstr(st, "resumed_bytes=")) &&
+		      sscanf(p, "resumed_bytes=%lld", &rb) == 1,
+		      "destination status: %s", st);
+		CHECK(rb == (long long)(pre.len + stop.len),
+		      "destination counted %lld bytes, %zu written", rb,
+		      pre.len + stop.len);
+	}
 
 	/* The work finishes on the destination with exactly the right results. */
 	CHECK(gpu_wait_idle(&dst, 0, 30000) == 0,
@@ -1340,98 +1349,6 @@ static int t_quarantine(struct gpu *g)
 	return 0;
 }
 
-/* ---- DMA logging of guest memory ---------------------------------------- */
-
-static int dma_log_start(struct gpu *g, uint64_t iova, uint64_t len)
-{
-	struct vfio_device_feature_dma_logging_range r = { .iova = iova,
-							   .length = len };
-	char buf[sizeof(struct vfio_device_feature) +
-		 sizeof(struct vfio_device_feature_dma_logging_control)] = { 0 };
-	struct vfio_device_feature *f = (void *)buf;
-	struct vfio_device_feature_dma_logging_control *c = (void *)f->data;
-
-	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_SET |
-		   VFIO_DEVICE_FEATURE_DMA_LOGGING_START;
-	c->page_size = 4096;
-	c->num_ranges = 1;
-	c->ranges = (uintptr_t)&r;
-	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
-}
-
-static int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len,
-			  uint64_t *bitmap)
-{
-	char buf[sizeof(struct vfio_device_feature) +
-		 sizeof(struct vfio_device_feature_dma_logging_report)] = { 0 };
-	struct vfio_device_feature *f = (void *)buf;
-	struct vfio_device_feature_dma_logging_report *r = (void *)f->data;
-
-	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_GET |
-		   VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT;
-	r->iova = iova;
-	r->length = len;
-	r->page_size = 4096;
-	r->bitmap = (uintptr_t)bitmap;
-	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
-}
-
-/*
- * The device reports exactly the guest pages it wrote, once.  On a kernel
- * without DMA logging reports the module must not offer it at all.
- */
-static int t_dma_logging(struct gpu *g)
-{
-	const size_t nbits = GUEST_SIZE / 4096;
-	uint64_t *bm = calloc(nbits / 64, 8);
-	uint64_t buf_iova, fence_iova;
-	char status[256];
-	size_t i, set = 0;
-	int ret;
-
-	CHECK(read_attr(g->uuid, "migration/status", status, sizeof(status)) ==
-	      0,
-	      "status");
-	gpu_setup(g, 16);
-	sysbuf(g, VA_SYS, 3 * 4096, &buf_iova);
-	sysbuf(g, VA_SYS + (1 << 20), 4096, &fence_iova);
-	ret = dma_log_start(g, GUEST_IOVA, GUEST_SIZE);
-	if (strstr(status, "dirty_tracking=none")) {
-		CHECK(ret < 0,
-		      "DMA logging accepted although the module says none");
-		free(bm);
-		return 0;
-	}
-	CHECK(strstr(status, "dirty_tracking=device"), "status: %s", status);
-	CHECK(ret == 0, "DMA_LOGGING_START: %s", strerror(-ret));
-	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 100 * 4, 2 * 4096, 7, 0);
-	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 1, 0, 0);
-	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "work");
-	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0, "REPORT: %s",
-	      strerror(errno));
-	for (i = 0; i < nbits; i++) {
-		uint64_t iova = GUEST_IOVA + i * 4096;
-		int dirty = !!(bm[i / 64] & (1ULL << (i % 64)));
-		int wrote = (iova >= buf_iova && iova < buf_iova + 3 * 4096) ||
-			    iova == fence_iova;
-
-		CHECK(dirty == wrote,
-		      "page at IOVA 0x%llx: reported %d, written %d",
-		      (unsigned long long)iova, dirty, wrote);
-		set += dirty;
-	}
-	CHECK(set == 4, "%zu pages reported", set);
-	memset(bm, 0, nbits / 8);
-	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0,
-	      "second REPORT");
-	for (i = 0; i < nbits / 64; i++)
-		CHECK(!bm[i], "pages reported twice without a new write");
-	free(bm);
-	return 0;
-}
-
 static const struct scenario {
 	const char *name;
 	int (*fn)(struct gpu *g);
@@ -1451,6 +1368,9 @@ static const struct scenario {
 	{ "preempt", t_preempt },
 	{ "workload", t_workload },
 	{ "dma_logging", t_dma_logging },
+	{ "dma_log_race", t_dma_log_race },
+	{ "dma_log_lifecycle", t_dma_log_lifecycle },
+	{ "dirty_precopy", t_dirty_precopy }, /* needs -d */
 	{ "migrate", t_migrate }, /* needs -d */
 	{ "incompatible", t_incompatible }, /* needs -d of another type */
 	{ "stop_fails", t_stop_fails },
@@ -1460,6 +1380,7 @@ static const struct scenario {
 	{ "pingpong", t_pingpong }, /* needs -d */
 	{ "quarantine", t_quarantine },
 	{ "remove_open", t_remove_open }, /* destroys the instance */
+	{ "bench_dirty", t_bench_dirty }, /* the benchmark, not a test */
 };
 
 #define NR_SCENARIOS ARRAY_SIZE(scenarios)
@@ -1472,7 +1393,9 @@ static bool selected(const char *list, const char *name)
 	if (!list)
 		return strcmp(name, "remove_open") && strcmp(name, "migrate") &&
 		       strcmp(name, "incompatible") &&
-		       strcmp(name, "hostile") && strcmp(name, "pingpong");
+		       strcmp(name, "hostile") && strcmp(name, "pingpong") &&
+		       strcmp(name, "dirty_precopy") &&
+		       strcmp(name, "bench_dirty");
 	dup = strdup(list);
 	for (tok = strtok_r(dup, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))

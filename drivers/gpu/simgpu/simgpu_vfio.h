@@ -45,6 +45,8 @@ struct simgpu_type {
  * @debugfs: the instance's knob directory
  * @mig: migration state (the engine's)
  * @dirty: guest pages this device wrote, while DMA logging is on
+ * @log_reports: log_read_and_clear calls (debugfs stats)
+ * @log_report_ns: time spent in them, for the benchmark
  */
 struct simgpu_dev {
 	struct vfio_device vdev;
@@ -58,6 +60,8 @@ struct simgpu_dev {
 	struct dentry *debugfs;
 	struct gpumig_mig mig;
 	struct gpumig_dirty dirty;
+	atomic64_t log_reports;
+	atomic64_t log_report_ns;
 };
 
 static inline struct simgpu_dev *to_simgpu(struct vfio_device *vdev)

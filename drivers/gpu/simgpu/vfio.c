@@ -10,6 +10,7 @@
 #include <linux/debugfs.h>
 #include <linux/eventfd.h>
 #include <linux/iova_bitmap.h>
+#include <linux/ktime.h>
 #include <linux/mdev.h>
 #include <linux/module.h>
 #include <linux/pci_regs.h>
@@ -346,6 +347,8 @@ static int simgpu_open_device(struct vfio_device *vdev)
 	/* Counters describe the current tenant's session. */
 	mutex_lock(&sdev->core.lock);
 	memset(&sdev->core.stats, 0, sizeof(sdev->core.stats));
+	atomic64_set(&sdev->log_reports, 0);
+	atomic64_set(&sdev->log_report_ns, 0);
 	mutex_unlock(&sdev->core.lock);
 	return simgpu_core_start(&sdev->core, dev_name(vdev->dev));
 }
@@ -597,8 +600,14 @@ static void simgpu_log_report(void *ctx, u64 iova, u64 len)
 static int simgpu_log_read_and_clear(struct vfio_device *vdev, unsigned long iova,
 				     unsigned long length, struct iova_bitmap *dirty)
 {
-	return gpumig_dirty_collect(&to_simgpu(vdev)->dirty, iova, length,
-				    simgpu_log_report, dirty);
+	struct simgpu_dev *sdev = to_simgpu(vdev);
+	u64 t0 = ktime_get_ns();
+	int ret;
+
+	ret = gpumig_dirty_collect(&sdev->dirty, iova, length, simgpu_log_report, dirty);
+	atomic64_add(ktime_get_ns() - t0, &sdev->log_report_ns);
+	atomic64_inc(&sdev->log_reports);
+	return ret;
 }
 
 static const struct vfio_log_ops simgpu_log_ops = {
@@ -663,8 +672,13 @@ static ssize_t status_show(struct device *dev, struct device_attribute *attr, ch
 	if (m->quarantined)
 		n = sysfs_emit(buf, "%s\n", m->why);
 	else
-		n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s%s%s\n", m->state,
-			       simgpu_dirty_tracking(), m->why[0] ? " last_error=" : "", m->why);
+		n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s precopy_rounds=%lld precopy_bytes=%lld stopcopy_bytes=%lld resumed_bytes=%lld%s%s\n",
+			       m->state, simgpu_dirty_tracking(),
+			       atomic64_read(&m->stats.precopy_rounds),
+			       atomic64_read(&m->stats.precopy_bytes),
+			       atomic64_read(&m->stats.stopcopy_bytes),
+			       atomic64_read(&m->stats.resumed_bytes),
+			       m->why[0] ? " last_error=" : "", m->why);
 	mutex_unlock(&m->state_mutex);
 	return n;
 }
@@ -746,8 +760,10 @@ const struct vfio_device_ops simgpu_vfio_ops = {
 static int simgpu_stats_show(struct seq_file *m, void *v)
 {
 	struct simgpu_core *core = m->private;
+	struct simgpu_dev *sdev = container_of(core, struct simgpu_dev, core);
 	struct simgpu_stats s;
 	unsigned long present;
+	size_t log_bytes;
 
 	mutex_lock(&core->lock);
 	s = core->stats;
@@ -759,6 +775,12 @@ static int simgpu_stats_show(struct seq_file *m, void *v)
 		   s.invalidations, s.inval_dropped, s.irqs);
 	seq_printf(m, "tlb_hits %llu\ntlb_misses %llu\ndirty_pages %llu\nvram_pages_backed %lu\n",
 		   s.tlb_hits, s.tlb_misses, s.dirty_pages, present);
+	mutex_lock(&sdev->dirty.lock);
+	log_bytes = sdev->dirty.bytes;
+	mutex_unlock(&sdev->dirty.lock);
+	seq_printf(m, "dma_log_bytes %zu\ndma_log_reports %lld\ndma_log_report_ns %lld\n",
+		   log_bytes, atomic64_read(&sdev->log_reports),
+		   atomic64_read(&sdev->log_report_ns));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(simgpu_stats);

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# gpumig's benchmarks (`make bench`): boots the debug kernel (the one whose
+# config carries DMA logging reports) in a VM, loads the modules and runs
+# the client's benchmark scenarios.  Every figure is printed with its ratio
+# to a baseline measured in the same run; nothing here passes or fails on
+# time.  Installs what it needs and reuses the cached kernel.
+#
+#   scripts/bench.sh
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+"$GPUMIG_TOP/scripts/install-deps.sh" >&2
+kdir=$(debug_kdir)
+out=$BUILD/bench
+rm -rf "$out"
+mkdir -p "$out"
+dir=$(stage debug)
+make -s -C "$kdir" M="$dir" modules >"$out/build.log" 2>&1 ||
+	{ cat "$out/build.log" >&2; die "module build failed"; }
+client_build "$kdir" >>"$out/build.log" 2>&1 ||
+	{ cat "$out/build.log" >&2; die "client build failed"; }
+"$GPUMIG_TOP/scripts/vm.sh" "$kdir" "$out" -- \
+	"$GPUMIG_TOP/scripts/guest/run.sh" bench "$out" "$dir" "$BUILD/tools" "$kdir" ||
+	die "the benchmark VM failed: see $out/console.log"
+[ -s "$out/bench.txt" ] || die "no benchmark output: see $out/console.log"
+echo "gpumig benchmarks ($(cat "$out/uname.txt"), under TCG emulation; KASAN and lockdep inflate absolute times, the ratios are what to read)"
+sed -n 's/^    # //p' "$out/bench.txt"
+grep -q '^ok 1' "$out/bench.txt" || die "a benchmark's own correctness check failed: see $out/bench.txt"

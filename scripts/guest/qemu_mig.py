@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Live-migrate a QEMU VM that holds a simgpu, inside the test VM.
+
+Boots tools/guest's multiboot program in QEMU 10 with a simgpu assigned
+(vfio-pci, enable-migration=on); the guest drives the GPU forever and
+checks every result, printing "iter N ok" or "FAIL ..." on its debug
+console.  Then migrates it over unix sockets between QEMU processes while
+the work runs, and checks the negative paths.  Prints KTAP (one result per
+check) and, for the demo, a short human report.
+
+  qemu_mig.py --guest ELF --out DIR [--demo] [--pingpong N]
+
+Runs as root inside the VM with simgpu loaded; creates and removes its
+own mdev instances.
+"""
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+MDEV_TYPES = "/sys/class/mdev_bus/simgpu/mdev_supported_types"
+QEMU = "qemu-system-x86_64"
+DEFAULT_BW = 128 << 20          # QEMU's default max-bandwidth
+
+
+class QMPError(Exception):
+    pass
+
+
+class QMP:
+    """Just enough QMP: json lines over a unix socket."""
+
+    def __init__(self, path, timeout=120):
+        deadline = time.time() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.f = self.sock.makefile("rw")
+        self.events = []
+        self._read()                     # greeting
+        self.cmd("qmp_capabilities")
+
+    def _read(self):
+        line = self.f.readline()
+        if not line:
+            raise EOFError("QMP connection closed")
+        return json.loads(line)
+
+    def cmd(self, name, **args):
+        msg = {"execute": name}
+        if args:
+            msg["arguments"] = args
+        self.f.write(json.dumps(msg) + "\n")
+        self.f.flush()
+        while True:
+            r = self._read()
+            if "event" in r:
+                self.events.append(r)
+                continue
+            if "error" in r:
+                raise QMPError("%s: %s" % (name, r["error"].get("desc")))
+            return r.get("return")
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class VM:
+    """One QEMU process with the guest and one simgpu."""
+
+    def __init__(self, name, uuid, args, incoming=False):
+        self.name, self.uuid = name, uuid
+        self.log = os.path.join(args.out, name + ".debugcon")
+        self.errlog = os.path.join(args.out, name + ".stderr")
+        qmp = os.path.join(args.out, name + ".qmp")
+        for f in (self.log, qmp):
+            if os.path.exists(f):
+                os.unlink(f)
+        cmd = [QEMU, "-machine", "q35", "-accel", "tcg", "-m", "64",
+               "-nodefaults", "-display", "none", "-serial", "none",
+               "-monitor", "none", "-kernel", args.guest,
+               "-chardev", "file,id=dbg,path=" + self.log,
+               "-device", "isa-debugcon,chardev=dbg,iobase=0xe9",
+               "-device", "vfio-pci,id=gpu0,addr=05.0,sysfsdev=/sys/bus/mdev/devices/%s,"
+               "enable-migration=on" % uuid,
+               "-qmp", "unix:%s,server=on,wait=off" % qmp]
+        if incoming:
+            cmd += ["-incoming", "defer"]
+        self.err = open(self.errlog, "w")
+        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                  stdout=self.err, stderr=self.err)
+        try:
+            self.qmp = QMP(qmp)
+        except Exception:
+            self.kill()
+            raise
+
+    def lines(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def last_iter(self):
+        last = 0
+        for ln in self.lines():
+            m = re.match(r"gpumig-guest: iter (\d+) ok", ln)
+            if m:
+                last = int(m.group(1))
+        return last
+
+    def failures(self):
+        return [ln for ln in self.lines() if "FAIL" in ln]
+
+    def wait_iter(self, n, timeout=300):
+        """Wait until the guest reports iteration >= n; True if it did."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.last_iter() >= n:
+                return True
+            if self.failures() or self.p.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return False
+
+    def status(self):
+        return self.qmp.cmd("query-status")["status"]
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()
+        self.err.close()
+
+    def quit(self):
+        try:
+            self.qmp.cmd("quit")
+        except (QMPError, EOFError, OSError):
+            pass
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        self.qmp.close()
+        self.kill()
+
+
+def sysfs(path, value=None):
+    if value is None:
+        with open(path) as f:
+            return f.read().strip()
+    with open(path, "w") as f:
+        f.write(value)
+    return None
+
+
+def knob(uuid, name, value):
+    sysfs("/sys/kernel/debug/simgpu/%s/%s" % (uuid, name), str(value))
+
+
+def dev_status(uuid):
+    st = sysfs("/sys/bus/mdev/devices/%s/migration/status" % uuid)
+    return dict(kv.split("=", 1) for kv in st.split() if "=" in kv)
+
+
+def dev_stat(uuid, name):
+    with open("/sys/kernel/debug/simgpu/%s/stats" % uuid) as f:
+        for ln in f:
+            k, v = ln.split()
+            if k == name:
+                return int(v)
+    return None
+
+
+def create(t):
+    with open("/proc/sys/kernel/random/uuid") as f:
+        uuid = f.read().strip()
+    sysfs("%s/simgpu-%s/create" % (MDEV_TYPES, t), uuid)
+    return uuid
+
+
+def remove(uuid):
+    try:
+        sysfs("/sys/bus/mdev/devices/%s/remove" % uuid, "1")
+    except OSError:
+        pass
+
+
+class Run:
+    """KTAP results and the report."""
+
+    def __init__(self, args):
+        self.args, self.n, self.failed = args, 0, 0
+        self.ktap = open(os.path.join(args.out, "qemu.ktap"), "w")
+        self.ktap.write("KTAP version 1\n1..1\n    KTAP version 1\n"
+                        "    # Subtest: qemu_migration\n")
+        self.report = []
+
+    def note(self, msg):
+        print("qemu: " + msg, flush=True)
+        self.ktap.write("    # %s\n" % msg)
+
+    def check(self, desc, ok, why=""):
+        self.n += 1
+        if ok:
+            self.ktap.write("    ok %d %s\n" % (self.n, desc))
+        else:
+            self.failed += 1
+            if why:
+                self.ktap.write("    # %s: %s\n" % (desc, why))
+            self.ktap.write("    not ok %d %s\n" % (self.n, desc))
+        self.ktap.flush()
+        print("qemu: %s %s%s" % ("ok" if ok else "NOT OK", desc,
+                                 "" if ok or not why else ": " + why), flush=True)
+        return ok
+
+    def finish(self):
+        self.ktap.write("    1..%d\n%s 1 qemu_migration\n" %
+                        (self.n, "not ok" if self.failed else "ok"))
+        self.ktap.close()
+
+
+def migrate(src, dst, sock, timeout=900):
+    """Migrate src -> dst (dst started with -incoming defer); query-migrate."""
+    if os.path.exists(sock):
+        os.unlink(sock)
+    caps = [{"capability": "return-path", "state": True},
+            {"capability": "switchover-ack", "state": True}]
+    for vm in (src, dst):
+        vm.qmp.cmd("migrate-set-capabilities", capabilities=caps)
+    dst.qmp.cmd("migrate-incoming", uri="unix:" + sock)
+    src.qmp.cmd("migrate", uri="unix:" + sock)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        info = src.qmp.cmd("query-migrate")
+        if info.get("status") in ("completed", "failed", "cancelled"):
+            return info
+        time.sleep(0.2)
+    src.qmp.cmd("migrate_cancel")
+    return {"status": "timeout"}
+
+
+def wait_running(vm, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if vm.status() == "running":
+                return True
+        except (QMPError, EOFError, OSError):
+            return False
+        time.sleep(0.2)
+    return False
+
+
+def describe(info, src_dev):
+    ram = info.get("ram", {})
+    vfio = info.get("vfio", {})
+    return ("QEMU: total %s ms, downtime %s ms, setup %s ms, RAM %d KiB in %s dirty syncs, "
+            "device %d KiB (vfio transferred); device: %s pre-copy rounds, %d KiB pre-copy, "
+            "%d KiB stop-copy, %s DMA log reports"
+            % (info.get("total-time"), info.get("downtime"), info.get("setup-time"),
+               ram.get("transferred", 0) // 1024, ram.get("dirty-sync-count"),
+               vfio.get("transferred", 0) // 1024, src_dev.get("precopy_rounds"),
+               int(src_dev.get("precopy_bytes", 0)) // 1024,
+               int(src_dev.get("stopcopy_bytes", 0)) // 1024, src_dev.get("dma_log_reports")))
+
+
+def one_migration(run, src, dst, sock, label):
+    """A live migration that must succeed; returns the query-migrate info."""
+    before = src.last_iter()
+    info = migrate(src, dst, sock)
+    dev = dev_status(src.uuid)
+    dev["dma_log_reports"] = dev_stat(src.uuid, "dma_log_reports")
+    ok = info.get("status") == "completed"
+    run.check("%s: migration completed" % label, ok,
+              "status %s: %s" % (info.get("status"), info.get("error-desc", "")))
+    if not ok:
+        return None
+    run.note("%s: %s" % (label, describe(info, dev)))
+    run.check("%s: destination running" % label, wait_running(dst))
+    resumed = dst.wait_iter(before + 3)
+    run.check("%s: the guest keeps verifying on the destination" % label,
+              resumed and not dst.failures(),
+              "last iteration %d (source had %d); %s" %
+              (dst.last_iter(), before, "; ".join(dst.failures()[:3])))
+    info["_device"] = dev
+    info["_iters"] = (before, dst.last_iter())
+    return info
+
+
+def keeps_running(run, vm, label):
+    before = vm.last_iter()
+    ok = wait_running(vm, 30) and vm.wait_iter(before + 2) and not vm.failures()
+    run.check("%s: the source keeps running and verifying" % label, ok,
+              "status %s, iteration %d -> %d; %s" %
+              (vm.status() if vm.p.poll() is None else "exited", before,
+               vm.last_iter(), "; ".join(vm.failures()[:3])))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--guest", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--demo", action="store_true",
+                    help="one migration and a short human report")
+    ap.add_argument("--pingpong", type=int, default=10)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    run = Run(args)
+    sock = os.path.join(args.out, "mig.sock")
+    uuids, vms = [], []
+    tracking = "?"
+
+    try:
+        m1, m2 = create("256M"), create("256M")
+        uuids += [m1, m2]
+        tracking = dev_status(m1).get("dirty_tracking")
+        run.note("simgpu dirty tracking of guest memory: %s" % tracking)
+        for u in (m1, m2):
+            # a kernel is in flight most of the time; the device's own
+            # background writer dirties guest memory all along
+            knob(u, "kernel_step_us", 1000)
+            knob(u, "dirty_rate", 200)
+
+        a = VM("a", m1, args)
+        vms.append(a)
+        if not run.check("QEMU boots the guest and it drives simgpu",
+                         a.wait_iter(3), "; ".join(a.lines()[-3:])):
+            return
+        b = VM("b", m2, args, incoming=True)
+        vms.append(b)
+        info = one_migration(run, a, b, sock, "live migration")
+        if info and args.demo:
+            dev = info["_device"]
+            ram, vfio = info.get("ram", {}), info.get("vfio", {})
+            rep = [
+                "Live migration of a running VM holding a simgpu (QEMU 10, %s)" % os.uname().release,
+                "  guest: iterations 1..%d verified on the source, up to %d on the destination, "
+                "no wrong result" % info["_iters"],
+                "  QEMU: %s ms in all, %s ms downtime, %d KiB of RAM in %s dirty syncs, "
+                "%d KiB of device state" % (info.get("total-time"), info.get("downtime"),
+                                            ram.get("transferred", 0) // 1024,
+                                            ram.get("dirty-sync-count"),
+                                            vfio.get("transferred", 0) // 1024),
+                "  device: %s pre-copy rounds (%d KiB), %d KiB at stop-copy; guest-memory "
+                "dirty tracking: %s (%s DMA log reports)"
+                % (dev.get("precopy_rounds"), int(dev.get("precopy_bytes", 0)) // 1024,
+                   int(dev.get("stopcopy_bytes", 0)) // 1024, tracking,
+                   dev.get("dma_log_reports")),
+            ]
+            with open(os.path.join(args.out, "demo.txt"), "w") as f:
+                f.write("\n".join(rep) + "\n")
+        a.quit()
+        vms.remove(a)
+        if not info or args.demo:
+            return
+        cur, spare = b, m1
+
+        # An incompatible destination (another type) fails before the
+        # source stops: switchover-ack holds the switch until the
+        # destination accepted the device's first data.
+        m3 = create("64M")
+        uuids.append(m3)
+        c = VM("c", m3, args, incoming=True)
+        vms.append(c)
+        info = migrate(cur, c, sock)
+        run.check("incompatible destination: the migration fails",
+                  info.get("status") == "failed", "status %s" % info.get("status"))
+        run.note("incompatible destination: %s" % info.get("error-desc"))
+        keeps_running(run, cur, "incompatible destination")
+        c.kill()
+        vms.remove(c)
+
+        # migrate_cancel in the middle of pre-copy.
+        d = VM("d", spare, args, incoming=True)
+        vms.append(d)
+        cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": 1 << 20})
+        if os.path.exists(sock):
+            os.unlink(sock)
+        caps = [{"capability": "return-path", "state": True},
+                {"capability": "switchover-ack", "state": True}]
+        for vm in (cur, d):
+            vm.qmp.cmd("migrate-set-capabilities", capabilities=caps)
+        d.qmp.cmd("migrate-incoming", uri="unix:" + sock)
+        cur.qmp.cmd("migrate", uri="unix:" + sock)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            st = cur.qmp.cmd("query-migrate")
+            if st.get("status") == "active" and st.get("ram", {}).get("transferred", 0) > 0:
+                break
+            time.sleep(0.2)
+        run.note("cancel at %d KiB of RAM sent, device state %s" %
+                 (st.get("ram", {}).get("transferred", 0) // 1024,
+                  dev_status(cur.uuid).get("state")))
+        cur.qmp.cmd("migrate_cancel")
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            st = cur.qmp.cmd("query-migrate")
+            if st.get("status") in ("cancelled", "failed", "completed"):
+                break
+            time.sleep(0.2)
+        cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": DEFAULT_BW})
+        run.check("migrate_cancel in pre-copy: cancelled", st.get("status") == "cancelled",
+                  "status %s" % st.get("status"))
+        keeps_running(run, cur, "migrate_cancel")
+        run.check("migrate_cancel: the device is RUNNING again",
+                  dev_status(cur.uuid).get("state") == "2", str(dev_status(cur.uuid)))
+        d.kill()
+        vms.remove(d)
+
+        # A source that cannot quiesce (its invalidation is never
+        # acknowledged) fails the migration and keeps running.
+        e = VM("e", spare, args, incoming=True)
+        vms.append(e)
+        knob(cur.uuid, "ack_drop", 1)
+        info = migrate(cur, e, sock)
+        knob(cur.uuid, "ack_drop", 0)
+        run.check("source cannot quiesce: the migration fails",
+                  info.get("status") == "failed", "status %s" % info.get("status"))
+        run.note("source cannot quiesce: %s" % info.get("error-desc"))
+        keeps_running(run, cur, "source cannot quiesce")
+        e.kill()
+        vms.remove(e)
+
+        # Ping-pong.
+        done = 0
+        for i in range(args.pingpong):
+            nxt = VM("p%d" % i, spare, args, incoming=True)
+            vms.append(nxt)
+            info = one_migration(run, cur, nxt, sock, "ping-pong %d" % (i + 1))
+            if not info:
+                break
+            spare = cur.uuid
+            cur.quit()
+            vms.remove(cur)
+            cur = nxt
+            done += 1
+        run.check("%d ping-pong migrations with the guest verifying" % args.pingpong,
+                  done == args.pingpong, "%d done" % done)
+        run.check("no wrong result in the guest, %d iterations verified" % cur.last_iter(),
+                  not cur.failures(), "; ".join(cur.failures()[:3]))
+    except Exception as ex:          # report, never hang the VM run
+        run.check("the QEMU harness ran to its end", False, repr(ex))
+    finally:
+        for vm in vms:
+            vm.quit()
+        for u in uuids:
+            remove(u)
+        run.finish()
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

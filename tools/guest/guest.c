@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig-guest: a freestanding 32-bit multiboot program that QEMU boots
+ * with -kernel.  It finds the simgpu on the PCI bus, builds GPU page
+ * tables and rings in its own memory and runs GPU work forever: a kernel,
+ * DMA copies through VRAM into its memory, fills, fences, and the
+ * device's background writer; every result is checked by the CPU.
+ * Progress and failures go to the debug console (isa-debugcon, port
+ * 0xe9), one line each:
+ *
+ *   gpumig-guest: iter N ok
+ *   gpumig-guest: FAIL iter N: what
+ *
+ * Guest physical addresses are IOVAs (QEMU maps guest RAM 1:1 for the
+ * device), and paging is off, so a pointer is what the device sees.
+ */
+#include <linux/simgpu.h>
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef unsigned char u8;
+
+#define VA_SYS		0x10000000ULL	/* the dma area below */
+#define VA_VRAM		0x40000000ULL	/* the first VRAM pages */
+#define VRAM_MAPPED	(32 * 4096)
+#define KWORDS		4096		/* kernel buffer: 16 KiB */
+#define KITERS		16
+#define CBYTES		65536		/* DMA copy size */
+#define STAMP_PAGES	64
+#define RING		64
+#define POLL_LIMIT	20000000U
+
+/* Everything the device reads or writes, page aligned, mapped at VA_SYS. */
+struct dma_area {
+	struct simgpu_cmd ring[2][RING];
+	u32 kbuf[KWORDS];
+	u32 csrc[CBYTES / 4];
+	u32 cdst[CBYTES / 4];
+	u32 vcheck[CBYTES / 4];
+	u32 fill[1024];
+	u64 fence[512];
+	u64 stamps[STAMP_PAGES][512];
+} __attribute__((aligned(4096)));
+
+#define DMA_PAGES	((sizeof(struct dma_area) + 4095) / 4096)
+#define VA_OF(field)	(VA_SYS + __builtin_offsetof(struct dma_area, field))
+
+static struct dma_area dma;
+static u64 pt_root[512] __attribute__((aligned(4096)));
+static u64 pt_l1[2][512] __attribute__((aligned(4096)));
+static u64 pt_l0[2][512] __attribute__((aligned(4096)));
+static u32 expect[KWORDS];
+static u32 vpattern[CBYTES / 4];
+static volatile u32 *bar;
+static u32 tail[2];
+
+static inline void outb(unsigned short port, u8 v)
+{
+	asm volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline void outl(unsigned short port, u32 v)
+{
+	asm volatile("outl %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline u32 inl(unsigned short port)
+{
+	u32 v;
+
+	asm volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static void putc(char c)
+{
+	outb(0xe9, c);
+}
+
+static void puts(const char *s)
+{
+	while (*s)
+		putc(*s++);
+}
+
+static void putu(u32 v, u32 base)
+{
+	char b[12];
+	int i = 0;
+
+	do {
+		u32 d = v % base;
+
+		b[i++] = d < 10 ? '0' + d : 'a' + d - 10;
+		v /= base;
+	} while (v);
+	while (i)
+		putc(b[--i]);
+}
+
+/* A tiny printf: %u, %x, %s. */
+static void say(const char *fmt, ...)
+{
+	__builtin_va_list ap;
+
+	__builtin_va_start(ap, fmt);
+	puts("gpumig-guest: ");
+	for (; *fmt; fmt++) {
+		if (*fmt != '%') {
+			putc(*fmt);
+			continue;
+		}
+		switch (*++fmt) {
+		case 'u':
+			putu(__builtin_va_arg(ap, u32), 10);
+			break;
+		case 'x':
+			putu(__builtin_va_arg(ap, u32), 16);
+			break;
+		case 's':
+			puts(__builtin_va_arg(ap, const char *));
+			break;
+		default:
+			putc(*fmt);
+		}
+	}
+	putc('\n');
+	__builtin_va_end(ap);
+}
+
+static u32 pci_read(u32 bus, u32 dev, u32 fn, u32 off)
+{
+	outl(0xcf8, 0x80000000 | bus << 16 | dev << 11 | fn << 8 | (off & 0xfc));
+	return inl(0xcfc);
+}
+
+static void pci_write(u32 bus, u32 dev, u32 fn, u32 off, u32 v)
+{
+	outl(0xcf8, 0x80000000 | bus << 16 | dev << 11 | fn << 8 | (off & 0xfc));
+	outl(0xcfc, v);
+}
+
+static u32 rd(u32 reg)
+{
+	return bar[reg / 4];
+}
+
+static void wr(u32 reg, u32 v)
+{
+	bar[reg / 4] = v;
+}
+
+static u32 qreg(int q, u32 reg)
+{
+	return SIMGPU_QUEUE_BASE + q * SIMGPU_QUEUE_STRIDE + reg;
+}
+
+static u32 rng = 1;
+
+static u32 rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return rng;
+}
+
+static u32 kernel_word(u32 w, u32 key, u32 it)
+{
+	return (w ^ key) * 2654435761U + it;
+}
+
+static void map(u64 va, u64 target, u64 flags)
+{
+	u32 i2 = (va >> 30) & 511, i1 = (va >> 21) & 511, i0 = (va >> 12) & 511;
+	u32 t = i2 ? 1 : 0;	/* one table chain per region used */
+
+	pt_root[i2] = (u32)pt_l1[t] | SIMGPU_PTE_VALID;
+	pt_l1[t][i1] = (u32)pt_l0[t] | SIMGPU_PTE_VALID;
+	pt_l0[t][i0] = target | flags | SIMGPU_PTE_VALID;
+}
+
+static void submit(int q, u32 op, u64 a0, u64 a1, u64 a2, u64 a3)
+{
+	struct simgpu_cmd *c = &dma.ring[q][tail[q] % RING];
+	int i;
+
+	c->opcode = op;
+	c->flags = 0;
+	c->args[0] = a0;
+	c->args[1] = a1;
+	c->args[2] = a2;
+	c->args[3] = a3;
+	for (i = 4; i < 6; i++)
+		c->args[i] = 0;
+	c->reserved = 0;
+	asm volatile("" : : : "memory");
+	tail[q]++;
+	wr(qreg(q, SIMGPU_QREG_TAIL), tail[q]);
+}
+
+static int wait_idle(u32 n)
+{
+	u32 polls = 0, q;
+
+	for (q = 0; q < 2; q++) {
+		for (;;) {
+			u32 st = rd(qreg(q, SIMGPU_QREG_STATUS));
+
+			if (st & SIMGPU_QSTATUS_ERROR) {
+				say("FAIL iter %u: queue %u error %u at 0x%x", n, q,
+				    rd(qreg(q, SIMGPU_QREG_ERROR)),
+				    rd(SIMGPU_REG_ERROR_ADDR_LO));
+				return -1;
+			}
+			if (!(st & SIMGPU_QSTATUS_BUSY))
+				break;
+			if (++polls == POLL_LIMIT) {
+				say("FAIL iter %u: queue %u still busy", n, q);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int find_gpu(void)
+{
+	u32 bus, dev;
+
+	for (bus = 0; bus < 4; bus++)
+		for (dev = 0; dev < 32; dev++) {
+			u32 id = pci_read(bus, dev, 0, 0);
+
+			if (id != (SIMGPU_PCI_DEVICE_ID << 16 | SIMGPU_PCI_VENDOR_ID))
+				continue;
+			bar = (volatile u32 *)(pci_read(bus, dev, 0, 0x10) & ~0xfU);
+			/* memory space and bus master */
+			pci_write(bus, dev, 0, 0x04, pci_read(bus, dev, 0, 0x04) | 0x6);
+			say("simgpu at %x:%x.0, BAR0 0x%x", bus, dev, (u32)bar);
+			return bar ? 0 : -1;
+		}
+	return -1;
+}
+
+static int setup(void)
+{
+	u32 i, q;
+
+	if (rd(SIMGPU_REG_ID) != SIMGPU_ID_MAGIC) {
+		say("FAIL setup: ID 0x%x", rd(SIMGPU_REG_ID));
+		return -1;
+	}
+	say("queues %u, VRAM %u MiB", rd(SIMGPU_REG_NUM_QUEUES),
+	    rd(SIMGPU_REG_VRAM_SIZE_LO) >> 20 | rd(SIMGPU_REG_VRAM_SIZE_HI) << 12);
+	for (i = 0; i < DMA_PAGES; i++)
+		map(VA_SYS + i * 4096ULL, (u32)&dma + i * 4096, SIMGPU_PTE_WRITE);
+	for (i = 0; i < VRAM_MAPPED / 4096; i++)
+		map(VA_VRAM + i * 4096ULL, i * 4096, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	wr(SIMGPU_REG_PT_ROOT_LO, (u32)pt_root);
+	wr(SIMGPU_REG_PT_ROOT_HI, 0);
+	for (q = 0; q < 2; q++) {
+		wr(qreg(q, SIMGPU_QREG_RING_LO), (u32)dma.ring[q]);
+		wr(qreg(q, SIMGPU_QREG_RING_HI), 0);
+		wr(qreg(q, SIMGPU_QREG_RING_SIZE), RING);
+		wr(qreg(q, SIMGPU_QREG_CONTROL), SIMGPU_QCTRL_ENABLE);
+	}
+	wr(SIMGPU_REG_INT_MASK, 0);
+	wr(SIMGPU_REG_CONTROL, SIMGPU_CTRL_ENABLE);
+
+	/* VRAM keeps a pattern for the whole run: checked every iteration. */
+	rng = 0xabcdef;
+	for (i = 0; i < CBYTES / 4; i++)
+		dma.csrc[i] = vpattern[i] = rnd();
+	submit(1, SIMGPU_OP_COPY, VA_VRAM + CBYTES, VA_OF(csrc), CBYTES, 0);
+	if (wait_idle(0))
+		return -1;
+
+	/* The device's background writer stamps its pages all along. */
+	wr(SIMGPU_REG_DIRTY_BASE_LO, (u32)VA_OF(stamps));
+	wr(SIMGPU_REG_DIRTY_BASE_HI, 0);
+	wr(SIMGPU_REG_DIRTY_PAGES, STAMP_PAGES);
+	return 0;
+}
+
+static int check_words(u32 n, const char *what, const u32 *got, const u32 *want,
+		       u32 words)
+{
+	u32 i;
+
+	for (i = 0; i < words; i++)
+		if (got[i] != want[i]) {
+			say("FAIL iter %u: %s word %u is 0x%x, expected 0x%x", n,
+			    what, i, got[i], want[i]);
+			return -1;
+		}
+	return 0;
+}
+
+static int iteration(u32 n)
+{
+	u32 key = 0x9e3779b9U * n, pat = n * 7 + 1, i, it;
+	int bad = 0;
+
+	rng = n * 2654435761U + 1;
+	for (i = 0; i < KWORDS; i++)
+		dma.kbuf[i] = expect[i] = rnd();
+	for (it = 0; it < KITERS; it++)
+		for (i = 0; i < KWORDS; i++)
+			expect[i] = kernel_word(expect[i], key, it);
+	for (i = 0; i < CBYTES / 4; i++) {
+		dma.csrc[i] = rnd();
+		dma.cdst[i] = 0;
+		dma.vcheck[i] = 0;
+	}
+	for (i = 0; i < 1024; i++)
+		dma.fill[i] = 0;
+
+	submit(0, SIMGPU_OP_KERNEL, VA_OF(kbuf), sizeof(dma.kbuf), KITERS, key);
+	submit(0, SIMGPU_OP_FENCE, VA_OF(fence[0]), n, 0, 0);
+	submit(1, SIMGPU_OP_COPY, VA_VRAM, VA_OF(csrc), CBYTES, 0);
+	submit(1, SIMGPU_OP_COPY, VA_OF(cdst), VA_VRAM, CBYTES, 0);
+	submit(1, SIMGPU_OP_COPY, VA_OF(vcheck), VA_VRAM + CBYTES, CBYTES, 0);
+	submit(1, SIMGPU_OP_FILL, VA_OF(fill), sizeof(dma.fill), pat, 0);
+	submit(1, SIMGPU_OP_FENCE, VA_OF(fence[1]), n, 0, 0);
+	if (wait_idle(n))
+		return -1;
+
+	if (dma.fence[0] != n || dma.fence[1] != n) {
+		say("FAIL iter %u: fences %u %u", n, (u32)dma.fence[0],
+		    (u32)dma.fence[1]);
+		bad = 1;
+	}
+	bad |= check_words(n, "kernel", dma.kbuf, expect, KWORDS);
+	bad |= check_words(n, "copy", dma.cdst, dma.csrc, CBYTES / 4);
+	bad |= check_words(n, "vram", dma.vcheck, vpattern, CBYTES / 4);
+	for (i = 0; i < 1024; i++)
+		if (dma.fill[i] != pat) {
+			say("FAIL iter %u: fill word %u is 0x%x", n, i, dma.fill[i]);
+			bad = 1;
+			break;
+		}
+	for (i = 0; i < STAMP_PAGES; i++) {
+		u64 *s = dma.stamps[i];
+
+		if ((s[0] || s[1]) && (s[1] != i || (u32)(s[0] % STAMP_PAGES) != i)) {
+			say("FAIL iter %u: stamp page %u holds %u/%u", n, i,
+			    (u32)s[0], (u32)s[1]);
+			bad = 1;
+			break;
+		}
+	}
+	return bad ? -1 : 0;
+}
+
+void guest_main(void);
+
+void guest_main(void)
+{
+	u32 n, failures = 0;
+
+	say("start");
+	if (find_gpu()) {
+		say("FAIL setup: no simgpu on the PCI bus");
+		return;
+	}
+	if (setup())
+		return;
+	for (n = 1;; n++) {
+		if (iteration(n))
+			failures++;
+		else
+			say("iter %u ok", n);
+		if (failures > 10) {
+			say("FAIL too many failures, stopping");
+			return;
+		}
+	}
+}

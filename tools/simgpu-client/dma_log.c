@@ -1,0 +1,792 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu-client: DMA logging of guest memory (VFIO_DEVICE_FEATURE_DMA_LOGGING_*)
+ * and the VMM-side pre-copy of guest memory that uses it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/vfio.h>
+
+#include "client.h"
+
+/* A check that already said why it failed. */
+#define TRY(x)                  \
+	do {                    \
+		if (x)          \
+			return -1; \
+	} while (0)
+
+#define NPAGES (GUEST_SIZE / 4096)
+#define BM_WORDS (NPAGES / 64)
+
+static bool bm_test(const uint64_t *bm, size_t i)
+{
+	return bm[i / 64] & (1ULL << (i % 64));
+}
+
+static int dma_log_start(struct gpu *g, uint64_t iova, uint64_t len)
+{
+	struct vfio_device_feature_dma_logging_range r = { .iova = iova,
+							   .length = len };
+	char buf[sizeof(struct vfio_device_feature) +
+		 sizeof(struct vfio_device_feature_dma_logging_control)] = { 0 };
+	struct vfio_device_feature *f = (void *)buf;
+	struct vfio_device_feature_dma_logging_control *c = (void *)f->data;
+
+	f->argsz = sizeof(buf);
+	f->flags = VFIO_DEVICE_FEATURE_SET |
+		   VFIO_DEVICE_FEATURE_DMA_LOGGING_START;
+	c->page_size = 4096;
+	c->num_ranges = 1;
+	c->ranges = (uintptr_t)&r;
+	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
+}
+
+static int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len,
+			  uint64_t *bitmap)
+{
+	char buf[sizeof(struct vfio_device_feature) +
+		 sizeof(struct vfio_device_feature_dma_logging_report)] = { 0 };
+	struct vfio_device_feature *f = (void *)buf;
+	struct vfio_device_feature_dma_logging_report *r = (void *)f->data;
+
+	f->argsz = sizeof(buf);
+	f->flags = VFIO_DEVICE_FEATURE_GET |
+		   VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT;
+	r->iova = iova;
+	r->length = len;
+	r->page_size = 4096;
+	r->bitmap = (uintptr_t)bitmap;
+	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
+}
+
+/*
+ * The device reports exactly the guest pages it wrote, once.  On a kernel
+ * without DMA logging reports the module must not offer it at all.
+ */
+int t_dma_logging(struct gpu *g)
+{
+	const size_t nbits = GUEST_SIZE / 4096;
+	uint64_t *bm = calloc(nbits / 64, 8);
+	uint64_t buf_iova, fence_iova;
+	char status[256];
+	size_t i, set = 0;
+	int ret;
+
+	CHECK(read_attr(g->uuid, "migration/status", status, sizeof(status)) ==
+	      0,
+	      "status");
+	gpu_setup(g, 16);
+	sysbuf(g, VA_SYS, 3 * 4096, &buf_iova);
+	sysbuf(g, VA_SYS + (1 << 20), 4096, &fence_iova);
+	ret = dma_log_start(g, GUEST_IOVA, GUEST_SIZE);
+	if (strstr(status, "dirty_tracking=none")) {
+		CHECK(ret < 0,
+		      "DMA logging accepted although the module says none");
+		free(bm);
+		return 0;
+	}
+	CHECK(strstr(status, "dirty_tracking=device"), "status: %s", status);
+	CHECK(ret == 0, "DMA_LOGGING_START: %s", strerror(-ret));
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 100 * 4, 2 * 4096, 7, 0);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 1, 0, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "work");
+	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0, "REPORT: %s",
+	      strerror(errno));
+	for (i = 0; i < nbits; i++) {
+		uint64_t iova = GUEST_IOVA + i * 4096;
+		int dirty = !!(bm[i / 64] & (1ULL << (i % 64)));
+		int wrote = (iova >= buf_iova && iova < buf_iova + 3 * 4096) ||
+			    iova == fence_iova;
+
+		CHECK(dirty == wrote,
+		      "page at IOVA 0x%llx: reported %d, written %d",
+		      (unsigned long long)iova, dirty, wrote);
+		set += dirty;
+	}
+	CHECK(set == 4, "%zu pages reported", set);
+	memset(bm, 0, nbits / 8);
+	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0,
+	      "second REPORT");
+	for (i = 0; i < nbits / 64; i++)
+		CHECK(!bm[i], "pages reported twice without a new write");
+	free(bm);
+	return 0;
+}
+
+static int dma_log_stop(struct gpu *g)
+{
+	struct vfio_device_feature f = {
+		.argsz = sizeof(f),
+		.flags = VFIO_DEVICE_FEATURE_SET |
+			 VFIO_DEVICE_FEATURE_DMA_LOGGING_STOP,
+	};
+
+	return ioctl(g->fd, VFIO_DEVICE_FEATURE, &f) ? -errno : 0;
+}
+
+/* 1 when the module offers DMA logging, 0 when it does not, -1 unknown. */
+static int device_tracking(struct gpu *g)
+{
+	char status[256];
+
+	if (read_attr(g->uuid, "migration/status", status, sizeof(status)))
+		return -1;
+	if (strstr(status, "dirty_tracking=device"))
+		return 1;
+	if (strstr(status, "dirty_tracking=none"))
+		return 0;
+	return -1;
+}
+
+static size_t gpage(uint64_t iova)
+{
+	return (iova - GUEST_IOVA) / 4096;
+}
+
+/* Report all of guest memory into @bm: the number of dirty pages or -errno. */
+static long report_guest(struct gpu *g, uint64_t *bm)
+{
+	long n = 0;
+	size_t i;
+	int ret;
+
+	memset(bm, 0, BM_WORDS * 8);
+	ret = dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm);
+	if (ret)
+		return ret;
+	for (i = 0; i < BM_WORDS; i++)
+		n += __builtin_popcountll(bm[i]);
+	return n;
+}
+
+/* @bm holds exactly the @n guest pages from @iova. */
+static int expect_pages(const uint64_t *bm, uint64_t iova, size_t n,
+			const char *what)
+{
+	size_t i, a = gpage(iova);
+
+	for (i = 0; i < NPAGES; i++) {
+		bool want = i >= a && i < a + n;
+
+		CHECK(bm_test(bm, i) == want,
+		      "%s: guest page %zu (IOVA 0x%llx) reported %d, expected %d",
+		      what, i, GUEST_IOVA + i * 4096ULL, bm_test(bm, i), want);
+	}
+	return 0;
+}
+
+/* One 8-byte FILL into each page @va + idx[i] * 4096, in ring-sized batches. */
+static int fill_pages(struct gpu *g, int q, uint64_t va, const uint32_t *idx,
+		      size_t n, uint32_t val)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		gpu_submit(g, q, SIMGPU_OP_FILL, 0,
+			   va + (uint64_t)idx[i] * 4096 + 64, 8, val, 0);
+		if ((i + 1) % (g->q[q].size - 1) == 0 || i + 1 == n)
+			CHECK(gpu_wait_idle(g, q, 60000) == 0,
+			      "FILL batch did not finish");
+	}
+	return 0;
+}
+
+static int fill_span(struct gpu *g, uint64_t va, uint32_t first, uint32_t n)
+{
+	uint32_t idx[64], i;
+
+	for (i = 0; i < n && i < 64; i++)
+		idx[i] = first + i;
+	return fill_pages(g, 0, va, idx, i, first + 1);
+}
+
+/* Where the module does not offer DMA logging, the core refuses it. */
+static int expect_no_logging(struct gpu *g)
+{
+	CHECK(dma_log_start(g, GUEST_IOVA, GUEST_SIZE) < 0,
+	      "DMA logging accepted although the module says none");
+	return 0;
+}
+
+#define RACE_PAGES 2048
+
+/*
+ * Reports taken in a loop while the device writes 2,048 distinct pages
+ * once each: every page shows up in exactly one report, and nothing else.
+ */
+int t_dma_log_race(struct gpu *g)
+{
+	uint64_t *bm = calloc(BM_WORDS, 8), buf_iova;
+	uint8_t *count = calloc(NPAGES, 1);
+	uint32_t order[RACE_PAGES], i, busy;
+	int mode = device_tracking(g), reports = 0;
+	size_t p, a;
+
+	CHECK(mode >= 0, "cannot read migration/status");
+	gpu_setup(g, 4096);
+	sysbuf(g, VA_SYS, RACE_PAGES * 4096, &buf_iova);
+	if (!mode)
+		return expect_no_logging(g);
+	for (i = 0; i < RACE_PAGES; i++)
+		order[i] = i;
+	for (i = RACE_PAGES - 1; i > 0; i--) {
+		uint32_t j = rnd() % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	CHECK(dma_log_start(g, GUEST_IOVA, GUEST_SIZE) == 0, "START: %s",
+	      strerror(errno));
+	knob_set(g, "throttle_us", "200");
+	for (i = 0; i < RACE_PAGES; i++)
+		gpu_submit(g, 0, SIMGPU_OP_FILL, 0,
+			   VA_SYS + order[i] * 4096ULL + 8 * (i % 500), 8, i + 1,
+			   0);
+	do {
+		/* Idle before the report: then that report is the last one. */
+		busy = qrd(g, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY;
+		CHECK(report_guest(g, bm) >= 0, "REPORT: %s", strerror(errno));
+		for (p = 0; p < NPAGES; p++)
+			count[p] += bm_test(bm, p);
+		reports++;
+	} while (busy);
+	knob_set(g, "throttle_us", "0");
+	CHECK(!(qrd(g, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_ERROR),
+	      "queue error %u", qrd(g, 0, SIMGPU_QREG_ERROR));
+	a = gpage(buf_iova);
+	for (p = 0; p < NPAGES; p++) {
+		int want = p >= a && p < a + RACE_PAGES;
+
+		CHECK(count[p] == want,
+		      "guest page %zu reported %u times in %d reports, written %d times",
+		      p, count[p], reports, want);
+	}
+	CHECK(reports >= 3, "only %d reports raced with the writes", reports);
+	printf("    # dma_log_race: %d pages written once each while %d reports ran: each reported exactly once\n",
+	       RACE_PAGES, reports);
+	dma_log_stop(g);
+	free(bm);
+	free(count);
+	return 0;
+}
+
+struct reporter {
+	struct gpu *g;
+	bool stop;	/* accessed with __atomic builtins */
+	uint64_t *bm;
+	long ok, off, bad;
+	int bad_errno;
+};
+
+static void *reporter_fn(void *p)
+{
+	struct reporter *r = p;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		long n = report_guest(r->g, r->bm);
+
+		if (n >= 0) {
+			r->ok++;
+		} else if (n == -EINVAL) {
+			r->off++;	/* between a STOP and the next START */
+		} else {
+			r->bad++;
+			r->bad_errno = -n;
+		}
+	}
+	return NULL;
+}
+
+static int unmap_guest(struct gpu *g)
+{
+	struct vfio_iommu_type1_dma_unmap um = {
+		.argsz = sizeof(um), .iova = GUEST_IOVA, .size = GUEST_SIZE
+	};
+
+	return ioctl(g->container, VFIO_IOMMU_UNMAP_DMA, &um) ? -errno : 0;
+}
+
+static int map_guest(struct gpu *g)
+{
+	struct vfio_iommu_type1_dma_map map = {
+		.argsz = sizeof(map),
+		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+		.vaddr = (uintptr_t)g->mem,
+		.iova = GUEST_IOVA,
+		.size = GUEST_SIZE,
+	};
+
+	return ioctl(g->container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;
+}
+
+/* A device reset and a fresh setup, with the buffer mapped again at VA_SYS. */
+static void reinit(struct gpu *g, uint64_t buf_iova, uint32_t pages)
+{
+	gpu_reset(g);
+	gpu_setup(g, 64);
+	gpu_map_range(g, VA_SYS, buf_iova, pages * 4096ULL, SIMGPU_PTE_WRITE);
+}
+
+/*
+ * Logging across what a VMM does meanwhile: a device reset, the device
+ * stopped, guest memory unmapped, and logging stopped and restarted while
+ * another thread reports.
+ */
+int t_dma_log_lifecycle(struct gpu *g)
+{
+	uint64_t *bm = calloc(BM_WORDS, 8), iova;
+	struct reporter r = { .g = g };
+	int mode = device_tracking(g), i, ret;
+	const uint32_t pages = 64;
+	pthread_t t;
+
+	CHECK(mode >= 0, "cannot read migration/status");
+	gpu_setup(g, 64);
+	sysbuf(g, VA_SYS, pages * 4096, &iova);
+	if (!mode)
+		return expect_no_logging(g);
+	CHECK(dma_log_start(g, GUEST_IOVA, GUEST_SIZE) == 0, "START: %s",
+	      strerror(errno));
+
+	/* A reset neither ends logging nor loses what was logged before it. */
+	CHECK(fill_span(g, VA_SYS, 0, 4) == 0, "writes before the reset");
+	reinit(g, iova, pages);
+	CHECK(report_guest(g, bm) == 4, "report after a reset");
+	TRY(expect_pages(bm, iova, 4, "after a reset"));
+	CHECK(fill_span(g, VA_SYS, 4, 4) == 0, "writes after the reset");
+	CHECK(report_guest(g, bm) == 4, "report of the writes after a reset");
+	TRY(expect_pages(bm, iova + 4 * 4096, 4, "after a reset"));
+
+	/* Stopped: what it wrote before is reported, once. */
+	CHECK(fill_span(g, VA_SYS, 8, 2) == 0, "writes before STOP");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
+	CHECK(report_guest(g, bm) == 2, "report of a stopped device");
+	TRY(expect_pages(bm, iova + 8 * 4096, 2, "stopped"));
+	CHECK(report_guest(g, bm) == 0, "second report of a stopped device");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "RUNNING");
+
+	/*
+	 * DMA unmap while logging: writes before it are still owed; the
+	 * device cannot write (or even read its ring) once it is gone, and
+	 * nothing is reported for that.
+	 */
+	CHECK(fill_span(g, VA_SYS, 10, 2) == 0, "writes before the unmap");
+	CHECK(unmap_guest(g) == 0, "unmap: %s", strerror(errno));
+	CHECK(report_guest(g, bm) == 2, "report after the unmap");
+	TRY(expect_pages(bm, iova + 10 * 4096, 2, "after the unmap"));
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 12 * 4096, 8, 1, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 1,
+	      "the device ran a ring that is no longer mapped");
+	CHECK(qrd(g, 0, SIMGPU_QREG_ERROR) == SIMGPU_ERR_RING_DMA,
+	      "queue error %u, expected RING_DMA", qrd(g, 0, SIMGPU_QREG_ERROR));
+	CHECK(report_guest(g, bm) == 0, "pages reported that were not written");
+	CHECK(map_guest(g) == 0, "map again: %s", strerror(errno));
+	reinit(g, iova, pages);
+	CHECK(fill_span(g, VA_SYS, 13, 1) == 0, "writes after the remap");
+	CHECK(report_guest(g, bm) == 1, "report after the remap");
+	TRY(expect_pages(bm, iova + 13 * 4096, 1, "after the remap"));
+
+	/* STOP and START racing with reports, and with the device writing. */
+	r.bm = calloc(BM_WORDS, 8);
+	wr(g, SIMGPU_REG_DIRTY_BASE_LO, (uint32_t)VA_SYS);
+	wr(g, SIMGPU_REG_DIRTY_BASE_HI, VA_SYS >> 32);
+	knob_set(g, "dirty_rate", "20000");
+	wr(g, SIMGPU_REG_DIRTY_PAGES, pages);
+	CHECK(pthread_create(&t, NULL, reporter_fn, &r) == 0, "thread");
+	for (i = 0; i < 300; i++) {
+		ret = dma_log_stop(g);
+		if (!ret)
+			ret = dma_log_start(g, GUEST_IOVA, GUEST_SIZE);
+		if (ret)
+			break;
+	}
+	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	wr(g, SIMGPU_REG_DIRTY_PAGES, 0);
+	knob_set(g, "dirty_rate", "0");
+	CHECK(!ret, "STOP/START %d: %s", i, strerror(-ret));
+	CHECK(!r.bad, "%ld reports failed with %s", r.bad,
+	      strerror(r.bad_errno));
+	CHECK(rd(g, SIMGPU_REG_DIRTY_COUNT) > 0, "the device wrote nothing");
+	usleep(50000);
+	CHECK(dma_log_stop(g) == 0 && dma_log_start(g, GUEST_IOVA, GUEST_SIZE) == 0,
+	      "restart");
+	CHECK(fill_span(g, VA_SYS, 20, 3) == 0, "writes after the race");
+	CHECK(report_guest(g, bm) == 3, "report after the race");
+	TRY(expect_pages(bm, iova + 20 * 4096, 3, "after the race"));
+	printf("    # dma_log_lifecycle: 300 STOP/START against %ld reports (%ld while off), %u device writes\n",
+	       r.ok + r.off, r.off, rd(g, SIMGPU_REG_DIRTY_COUNT));
+	dma_log_stop(g);
+	free(r.bm);
+	free(bm);
+	return 0;
+}
+
+/* ---- the VMM's pre-copy of guest memory --------------------------------- */
+
+#define PC_KWORDS (16 * 1024)	/* 64 KiB kernel buffer: 16 pages per step */
+#define PC_KITERS 4000
+#define PC_KEY 0xd1a7d1a7
+#define PC_COPIES 64		/* 64 KiB each, spread by small kernels */
+#define PC_STAMP_PAGES 1024	/* the background writer's region */
+#define PC_RATE "2000"		/* its pages per second */
+#define PC_BW (64 << 20)	/* modelled link: bytes per second */
+#define PC_CONVERGED 256	/* pages left that stop-copy may carry */
+#define PC_MAX_ROUNDS 40
+
+static void link_delay(size_t pages)
+{
+	usleep((useconds_t)((uint64_t)pages * 4096 * 1000000 / PC_BW));
+}
+
+static size_t copy_reported(uint8_t *shadow, const uint8_t *mem,
+			    const uint64_t *bm)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < NPAGES; i++)
+		if (bm_test(bm, i)) {
+			memcpy(shadow + i * 4096, mem + i * 4096, 4096);
+			n++;
+		}
+	return n;
+}
+
+static size_t pages_differ(const uint8_t *a, const uint8_t *b, size_t *first)
+{
+	size_t i, n = 0;
+
+	*first = NPAGES;
+	for (i = 0; i < NPAGES; i++)
+		if (memcmp(a + i * 4096, b + i * 4096, 4096)) {
+			if (!n)
+				*first = i;
+			n++;
+		}
+	return n;
+}
+
+/*
+ * Live migration as a VMM does it, guest memory included: the guest
+ * memory is copied whole once, then only the pages the device reports
+ * dirty, in rounds, while a kernel, DMA copies and a background writer
+ * keep writing guest memory; the rounds end when what is left fits the
+ * stop-copy budget.  The destination gets only what was sent.  Without
+ * DMA logging (the module offers none on this kernel) the VMM falls back
+ * as QEMU does: all guest memory is sent again at stop-copy.
+ */
+int t_dirty_precopy(struct gpu *src)
+{
+	uint64_t *bm = calloc(BM_WORDS, 8), kiova, tiova, csrc_iova, cdst_iova,
+		 stamp_iova;
+	uint8_t *shadow = malloc(GUEST_SIZE), *naive = malloc(GUEST_SIZE),
+		*before_final = malloc(GUEST_SIZE);
+	struct blob pre = { 0 }, stop = { 0 };
+	uint32_t *kbuf, *expect, tk, tk_expect, i, it, stamped = 0;
+	size_t round_pages[PC_MAX_ROUNDS], sent = 0, final, stale, late, first;
+	int mode = device_tracking(src), rounds = 0, fd = -1, rfd = -1, ret;
+	struct vfio_precopy_info info = { .argsz = sizeof(info) };
+	uint8_t *csrc;
+	struct gpu dst;
+	size_t q;
+
+	CHECK(dst_uuid, "needs a destination (-d UUID)");
+	CHECK(mode >= 0, "cannot read migration/status");
+	CHECK(bm && shadow && naive && before_final, "out of memory");
+
+	/* The guest's work, all submitted before the first copy. */
+	gpu_setup(src, 256);
+	kbuf = sysbuf(src, VA_SYS, PC_KWORDS * 4, &kiova);
+	sysbuf(src, VA_SYS + (256 << 10), 4096, &tiova);
+	csrc = sysbuf(src, VA_SYS + (1 << 20), PC_COPIES << 16, &csrc_iova);
+	sysbuf(src, VA_SYS + (8 << 20), PC_COPIES << 16, &cdst_iova);
+	sysbuf(src, VA_SYS + (16 << 20), PC_STAMP_PAGES * 4096, &stamp_iova);
+	fill_random(kbuf, PC_KWORDS * 4);
+	fill_random(csrc, PC_COPIES << 16);
+	expect = malloc(PC_KWORDS * 4);
+	memcpy(expect, kbuf, PC_KWORDS * 4);
+	for (it = 0; it < PC_KITERS; it++)
+		for (i = 0; i < PC_KWORDS; i++)
+			expect[i] = kernel_word(expect[i], PC_KEY, it);
+	tk = 0x1234;
+	tk_expect = tk;
+	memcpy(gptr(src, tiova), &tk, 4);
+	for (q = 0; q < PC_COPIES; q++)
+		for (it = 0; it < 5; it++)
+			tk_expect = kernel_word(tk_expect, PC_KEY + 1, it);
+
+	if (mode)
+		CHECK(dma_log_start(src, GUEST_IOVA, GUEST_SIZE) == 0,
+		      "START: %s", strerror(errno));
+	else
+		CHECK(expect_no_logging(src) == 0, "%s", "logging offered");
+	knob_set(src, "kernel_step_us", "2000");
+	gpu_submit(src, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, PC_KWORDS * 4,
+		   PC_KITERS, PC_KEY);
+	for (q = 0; q < PC_COPIES; q++) {
+		gpu_submit(src, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20) + (q << 16),
+			   VA_SYS + (1 << 20) + (q << 16), 1 << 16, 0);
+		gpu_submit(src, 1, SIMGPU_OP_KERNEL, 0, VA_SYS + (256 << 10), 4, 5,
+			   PC_KEY + 1);
+	}
+	wr(src, SIMGPU_REG_DIRTY_BASE_LO, (uint32_t)(VA_SYS + (16 << 20)));
+	wr(src, SIMGPU_REG_DIRTY_BASE_HI, (VA_SYS + (16 << 20)) >> 32);
+	knob_set(src, "dirty_rate", PC_RATE);
+	wr(src, SIMGPU_REG_DIRTY_PAGES, PC_STAMP_PAGES);
+
+	/* Round 0: all of guest memory, and the device's own pre-copy. */
+	memcpy(shadow, src->mem, GUEST_SIZE);
+	memcpy(naive, shadow, GUEST_SIZE);
+	link_delay(NPAGES);
+	sent = NPAGES;
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0 && fd >= 0,
+	      "PRE_COPY");
+	for (;;) {
+		size_t n;
+
+		ret = mig_read(fd, &pre);
+		CHECK(ret == -ENOMSG, "pre-copy read: %d", ret);
+		CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0,
+		      "PRECOPY_INFO: %s", strerror(errno));
+		if (!mode)
+			break;	/* nothing to learn: everything goes at stop */
+		CHECK(report_guest(src, bm) >= 0, "REPORT: %s", strerror(errno));
+		n = copy_reported(shadow, src->mem, bm);
+		link_delay(n);
+		sent += n;
+		round_pages[rounds++] = n;
+		if ((n <= PC_CONVERGED && !info.initial_bytes && rounds >= 2) ||
+		    rounds == PC_MAX_ROUNDS)
+			break;
+	}
+	CHECK(!mode || round_pages[rounds - 1] <= PC_CONVERGED,
+	      "no convergence in %d rounds: %zu pages in the last", rounds,
+	      round_pages[rounds - 1]);
+
+	/* Stop-copy. */
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0,
+	      "STOP_COPY");
+	CHECK(qrd(src, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+	      "the kernel finished before the stop: nothing in flight");
+	ret = mig_read(fd, &stop);
+	CHECK(ret == 0, "stop-copy read: %d", ret);
+	close(fd);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
+	memcpy(before_final, shadow, GUEST_SIZE);
+	if (mode) {
+		CHECK(report_guest(src, bm) >= 0, "final REPORT");
+		final = copy_reported(shadow, src->mem, bm);
+	} else {
+		memcpy(shadow, src->mem, GUEST_SIZE);
+		final = NPAGES;
+	}
+	sent += final;
+
+	/* What the destination has is exactly the source's guest memory... */
+	CHECK(pages_differ(shadow, src->mem, &first) == 0,
+	      "destination guest memory wrong from page %zu", first);
+	/* ...and without what the device reported it would not be. */
+	stale = pages_differ(naive, src->mem, &first);
+	late = pages_differ(before_final, src->mem, &first);
+	CHECK(stale > 0, "the device wrote no guest memory after the first copy");
+	CHECK(!mode || late > 0,
+	      "nothing was left for the stop-copy report: the test proves less");
+	dma_log_stop(src);
+	knob_set(src, "dirty_rate", "0");
+	knob_set(src, "kernel_step_us", "0");
+
+	printf("    # dirty_precopy (%s tracking): %d rounds, guest pages per round:",
+	       mode ? "device" : "no", rounds);
+	for (i = 0; i < (uint32_t)rounds; i++)
+		printf(" %zu", round_pages[i]);
+	printf("\n    # dirty_precopy: stop-copy %zu guest pages of %llu + %zu device bytes; %zu pages sent in all; device pre-copy %zu bytes\n",
+	       final, (unsigned long long)NPAGES, stop.len, sent, pre.len);
+	printf("    # dirty_precopy: without the device's reports %zu pages would be stale on the destination (%zu without the last one)\n",
+	       stale, late);
+
+	/* The destination: the shadow is its memory; then the device. */
+	CHECK(gpu_open(&dst, dst_uuid) == 0, "open destination");
+	memcpy(dst.mem, shadow, GUEST_SIZE);
+	dst.next = src->next;
+	dst.pt_root = src->pt_root;
+	for (q = 0; q < src->nr_queues; q++) {
+		dst.q[q] = src->q[q];
+		dst.q[q].ring = gptr(&dst, src->q[q].ring_iova);
+	}
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&
+	      mig_set(&dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0,
+	      "dst RESUMING");
+	CHECK(mig_write(rfd, pre.p, pre.len, 1 << 20) == 0 &&
+	      mig_write(rfd, stop.p, stop.len, 1 << 20) == 0,
+	      "write device state: %s", strerror(errno));
+	close(rfd);
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&
+	      mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+	      "dst RUNNING");
+	CHECK(gpu_wait_idle(&dst, 0, 120000) == 0 &&
+	      gpu_wait_idle(&dst, 1, 60000) == 0,
+	      "work did not finish on the destination");
+	wr(&dst, SIMGPU_REG_DIRTY_PAGES, 0);
+	{
+		uint32_t *dk = gptr(&dst, kiova), dtk;
+		uint64_t *stamps = gptr(&dst, stamp_iova);
+		uint32_t count = rd(&dst, SIMGPU_REG_DIRTY_COUNT);
+
+		for (i = 0; i < PC_KWORDS; i++)
+			CHECK(dk[i] == expect[i], "kernel word %u: 0x%x, expected 0x%x",
+			      i, dk[i], expect[i]);
+		memcpy(&dtk, gptr(&dst, tiova), 4);
+		CHECK(dtk == tk_expect, "small kernels: 0x%x, expected 0x%x", dtk,
+		      tk_expect);
+		CHECK(!memcmp(gptr(&dst, cdst_iova), gptr(&dst, csrc_iova),
+			      PC_COPIES << 16),
+		      "DMA copies wrong on the destination");
+		for (i = 0; i < PC_STAMP_PAGES; i++) {
+			uint64_t *s = stamps + i * 512;
+
+			if (s[1] == i && s[0] < count && s[0] % PC_STAMP_PAGES == i)
+				stamped++;
+		}
+		CHECK(stamped == PC_STAMP_PAGES,
+		      "%u of %u pages carry the background writer's stamp",
+		      stamped, PC_STAMP_PAGES);
+	}
+	gpu_close(&dst);
+	free(pre.p);
+	free(stop.p);
+	free(expect);
+	free(bm);
+	free(shadow);
+	free(naive);
+	free(before_final);
+	return 0;
+}
+
+/* ---- benchmark ---------------------------------------------------------- */
+
+#define BENCH_REPS 5
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Median wall time of a REPORT over [GUEST_IOVA, +@range) with @n pages
+ * dirty (every @stride-th page of the buffer at VA_SYS), and of the
+ * driver's part of it (log_read_and_clear, from the stats).
+ */
+static int bench_one(struct gpu *g, uint64_t range, uint32_t n,
+		     uint32_t stride, uint64_t *bm, uint64_t *wall,
+		     uint64_t *drv, unsigned long long *bytes)
+{
+	uint64_t w[BENCH_REPS], d[BENCH_REPS];
+	uint32_t *idx = malloc(n * sizeof(*idx)), i;
+	size_t words = range / 4096 / 64, k, set;
+	unsigned long long ns0, ns1;
+	int r;
+
+	for (i = 0; i < n; i++)
+		idx[i] = i * stride;
+	CHECK(dma_log_start(g, GUEST_IOVA, range) == 0, "START of %llu GiB: %s",
+	      (unsigned long long)(range >> 30), strerror(errno));
+	CHECK(stat_read(g, "dma_log_bytes", bytes) == 0, "stats");
+	for (r = 0; r < BENCH_REPS; r++) {
+		uint64_t t0;
+
+		TRY(fill_pages(g, 0, VA_SYS, idx, n, r));
+		memset(bm, 0, words * 8);
+		stat_read(g, "dma_log_report_ns", &ns0);
+		t0 = now_ns();
+		CHECK(dma_log_report(g, GUEST_IOVA, range, bm) == 0, "REPORT: %s",
+		      strerror(errno));
+		w[r] = now_ns() - t0;
+		stat_read(g, "dma_log_report_ns", &ns1);
+		d[r] = ns1 - ns0;
+		for (k = 0, set = 0; k < words; k++)
+			set += __builtin_popcountll(bm[k]);
+		CHECK(set == n, "%zu pages reported, %u written", set, n);
+	}
+	CHECK(dma_log_stop(g) == 0, "STOP");
+	qsort(w, BENCH_REPS, sizeof(w[0]), cmp_u64);
+	qsort(d, BENCH_REPS, sizeof(d[0]), cmp_u64);
+	*wall = w[BENCH_REPS / 2];
+	*drv = d[BENCH_REPS / 2];
+	free(idx);
+	return 0;
+}
+
+/*
+ * The dirty tracking benchmark: report cost against the size of the
+ * tracked range (same dirty set), and per dirty page against the number
+ * of dirty pages, each as a ratio to the smallest case of the same run.
+ * Every report is also checked for the exact count.
+ */
+int t_bench_dirty(struct gpu *g)
+{
+	static const uint64_t ranges[] = { 1ULL << 30, 16ULL << 30, 64ULL << 30 };
+	static const uint32_t counts[] = { 100, 1000, 5000 };
+	uint64_t *bm = malloc((64ULL << 30) / 4096 / 8), wall, drv;
+	double w0 = 0, d0 = 0;
+	unsigned long long bytes;
+	int mode = device_tracking(g);
+	size_t i;
+
+	CHECK(mode >= 0, "cannot read migration/status");
+	CHECK(bm, "out of memory");
+	gpu_setup(g, 1024);
+	sysbuf(g, VA_SYS, 10000 * 4096, NULL);
+	if (!mode) {
+		printf("    # bench: this kernel carries no DMA logging reports (dirty_tracking=none): nothing to measure\n");
+		return expect_no_logging(g);
+	}
+	printf("    # bench dirty tracking: REPORT of the same 1000 dirty pages, median of %d\n",
+	       BENCH_REPS);
+	printf("    #   range    bitmaps      ioctl_us  ratio   driver_us  ratio\n");
+	for (i = 0; i < ARRAY_SIZE(ranges); i++) {
+		TRY(bench_one(g, ranges[i], 1000, 10, bm, &wall, &drv, &bytes));
+		if (!i) {
+			w0 = wall;
+			d0 = drv;
+		}
+		printf("    #   %2llu GiB  %7llu KiB  %9.1f  %5.2f  %10.1f  %5.2f\n",
+		       (unsigned long long)(ranges[i] >> 30), bytes >> 10,
+		       wall / 1e3, (double)wall / w0, drv / 1e3, (double)drv / d0);
+	}
+	printf("    # bench dirty tracking: REPORT of a 1 GiB range, cost per dirty page (every other page dirty)\n");
+	printf("    #   pages   ioctl_ns/page  ratio   driver_ns/page  ratio\n");
+	for (i = 0; i < ARRAY_SIZE(counts); i++) {
+		double wp, dp;
+
+		TRY(bench_one(g, 1ULL << 30, counts[i], 2, bm, &wall, &drv, &bytes));
+		wp = (double)wall / counts[i];
+		dp = (double)drv / counts[i];
+		if (!i) {
+			w0 = wp;
+			d0 = dp;
+		}
+		printf("    #   %5u  %13.1f  %5.2f  %14.1f  %5.2f\n", counts[i],
+		       wp, wp / w0, dp, dp / d0);
+	}
+	free(bm);
+	return 0;
+}
