@@ -125,7 +125,9 @@ int gpumig_dirty_start(struct gpumig_dirty *d, struct rb_root_cached *ranges,
 		r->last = n->last;
 		r->npages = (n->last >> shift) - (n->start >> shift) + 1;
 		bytes = gpumig_dirty_bitmap_bytes(r->npages);
-		if (check_add_overflow(total, bytes, &total) || total > d->budget) {
+		/* kvmalloc() takes at most INT_MAX: about 64 TiB at 4 KiB pages */
+		if (bytes > INT_MAX || check_add_overflow(total, bytes, &total) ||
+		    total > d->budget) {
 			pr_warn_ratelimited("gpumig: DMA logging refused: %u ranges need more than the %zu KiB of dirty bitmaps allowed (dirty_budget_mb)\n",
 					    nnodes, d->budget / SZ_1K);
 			ret = -E2BIG;

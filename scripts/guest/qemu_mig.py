@@ -273,12 +273,12 @@ def describe(info, src_dev):
     vfio = info.get("vfio", {})
     return ("QEMU: total %s ms, downtime %s ms, setup %s ms, RAM %d KiB in %s dirty syncs, "
             "device %d KiB (vfio transferred); device: %s pre-copy rounds, %d KiB pre-copy, "
-            "%d KiB stop-copy, %s DMA log reports"
+            "%d bytes stop-copy, %s DMA log reports"
             % (info.get("total-time"), info.get("downtime"), info.get("setup-time"),
                ram.get("transferred", 0) // 1024, ram.get("dirty-sync-count"),
                vfio.get("transferred", 0) // 1024, src_dev.get("precopy_rounds"),
                int(src_dev.get("precopy_bytes", 0)) // 1024,
-               int(src_dev.get("stopcopy_bytes", 0)) // 1024, src_dev.get("dma_log_reports")))
+               int(src_dev.get("stopcopy_bytes", 0)), src_dev.get("dma_log_reports")))
 
 
 def one_migration(run, src, dst, sock, label):
@@ -358,10 +358,10 @@ def main():
                                             ram.get("transferred", 0) // 1024,
                                             ram.get("dirty-sync-count"),
                                             vfio.get("transferred", 0) // 1024),
-                "  device: %s pre-copy rounds (%d KiB), %d KiB at stop-copy; guest-memory "
+                "  device: %s pre-copy rounds (%d KiB), %d bytes at stop-copy; guest-memory "
                 "dirty tracking: %s (%s DMA log reports)"
                 % (dev.get("precopy_rounds"), int(dev.get("precopy_bytes", 0)) // 1024,
-                   int(dev.get("stopcopy_bytes", 0)) // 1024, tracking,
+                   int(dev.get("stopcopy_bytes", 0)), tracking,
                    dev.get("dma_log_reports")),
             ]
             with open(os.path.join(args.out, "demo.txt"), "w") as f:
@@ -434,7 +434,11 @@ def main():
         run.check("source cannot quiesce: the migration fails",
                   info.get("status") == "failed", "status %s" % info.get("status"))
         run.note("source cannot quiesce: %s" % info.get("error-desc"))
+        # QEMU resets a device whose STOP_COPY failed; the guest sees the
+        # reset, sets the GPU up again and goes on verifying.
         keeps_running(run, cur, "source cannot quiesce")
+        resets = [ln for ln in cur.lines() if "device reset under" in ln]
+        run.note("source cannot quiesce: the guest saw %d device reset(s) by QEMU" % len(resets))
         e.kill()
         vms.remove(e)
 

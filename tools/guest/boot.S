@@ -26,3 +26,5 @@ _start:
 	.align 16
 	.space 65536
 stack_top:
+
+	.section .note.GNU-stack, "", @progbits

@@ -10,6 +10,11 @@
  *
  *   gpumig-guest: iter N ok
  *   gpumig-guest: FAIL iter N: what
+ *   gpumig-guest: device reset under iter N: set up again
+ *
+ * The last one is what a driver does after a GPU reset it did not ask
+ * for (QEMU resets the device when a migration fails at stop-copy): the
+ * iteration's results are void, not wrong, and it is run again.
  *
  * Guest physical addresses are IOVAs (QEMU maps guest RAM 1:1 for the
  * device), and paging is off, so a pointer is what the device sees.
@@ -199,6 +204,18 @@ static void submit(int q, u32 op, u64 a0, u64 a1, u64 a2, u64 a3)
 	wr(qreg(q, SIMGPU_QREG_TAIL), tail[q]);
 }
 
+static u32 pt_root_iova(void)
+{
+	return (u32)pt_root;
+}
+
+/* The device was reset behind our back: not enabled, or tables forgotten. */
+static int device_lost(void)
+{
+	return !(rd(SIMGPU_REG_CONTROL) & SIMGPU_CTRL_ENABLE) ||
+	       rd(SIMGPU_REG_PT_ROOT_LO) != pt_root_iova();
+}
+
 static int wait_idle(u32 n)
 {
 	u32 polls = 0, q;
@@ -207,6 +224,8 @@ static int wait_idle(u32 n)
 		for (;;) {
 			u32 st = rd(qreg(q, SIMGPU_QREG_STATUS));
 
+			if (device_lost())
+				return 1;
 			if (st & SIMGPU_QSTATUS_ERROR) {
 				say("FAIL iter %u: queue %u error %u at 0x%x", n, q,
 				    rd(qreg(q, SIMGPU_QREG_ERROR)),
@@ -257,9 +276,10 @@ static int setup(void)
 		map(VA_SYS + i * 4096ULL, (u32)&dma + i * 4096, SIMGPU_PTE_WRITE);
 	for (i = 0; i < VRAM_MAPPED / 4096; i++)
 		map(VA_VRAM + i * 4096ULL, i * 4096, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
-	wr(SIMGPU_REG_PT_ROOT_LO, (u32)pt_root);
+	wr(SIMGPU_REG_PT_ROOT_LO, pt_root_iova());
 	wr(SIMGPU_REG_PT_ROOT_HI, 0);
 	for (q = 0; q < 2; q++) {
+		tail[q] = 0;
 		wr(qreg(q, SIMGPU_QREG_RING_LO), (u32)dma.ring[q]);
 		wr(qreg(q, SIMGPU_QREG_RING_HI), 0);
 		wr(qreg(q, SIMGPU_QREG_RING_SIZE), RING);
@@ -273,8 +293,10 @@ static int setup(void)
 	for (i = 0; i < CBYTES / 4; i++)
 		dma.csrc[i] = vpattern[i] = rnd();
 	submit(1, SIMGPU_OP_COPY, VA_VRAM + CBYTES, VA_OF(csrc), CBYTES, 0);
-	if (wait_idle(0))
+	if (wait_idle(0)) {
+		say("FAIL setup: VRAM pattern copy");
 		return -1;
+	}
 
 	/* The device's background writer stamps its pages all along. */
 	wr(SIMGPU_REG_DIRTY_BASE_LO, (u32)VA_OF(stamps));
@@ -323,7 +345,12 @@ static int iteration(u32 n)
 	submit(1, SIMGPU_OP_COPY, VA_OF(vcheck), VA_VRAM + CBYTES, CBYTES, 0);
 	submit(1, SIMGPU_OP_FILL, VA_OF(fill), sizeof(dma.fill), pat, 0);
 	submit(1, SIMGPU_OP_FENCE, VA_OF(fence[1]), n, 0, 0);
-	if (wait_idle(n))
+	bad = wait_idle(n);
+	if (bad > 0 || device_lost()) {
+		say("device reset under iter %u: set up again", n);
+		return setup() ? -1 : 1;
+	}
+	if (bad)
 		return -1;
 
 	if (dma.fence[0] != n || dma.fence[1] != n) {
@@ -367,7 +394,11 @@ void guest_main(void)
 	if (setup())
 		return;
 	for (n = 1;; n++) {
-		if (iteration(n))
+		int r = iteration(n);
+
+		if (r > 0)
+			r = iteration(n);	/* once more after a reset */
+		if (r)
 			failures++;
 		else
 			say("iter %u ok", n);
