@@ -47,6 +47,8 @@ struct simgpu_type {
  * @dirty: guest pages this device wrote, while DMA logging is on
  * @log_reports: log_read_and_clear calls (debugfs stats)
  * @log_report_ns: time spent in them, for the benchmark
+ * @log_bitmap_ns: of which in the first iova_bitmap_set() of each (the
+ *	VFIO core pinning the user's bitmap)
  */
 struct simgpu_dev {
 	struct vfio_device vdev;
@@ -62,6 +64,7 @@ struct simgpu_dev {
 	struct gpumig_dirty dirty;
 	atomic64_t log_reports;
 	atomic64_t log_report_ns;
+	atomic64_t log_bitmap_ns;
 };
 
 static inline struct simgpu_dev *to_simgpu(struct vfio_device *vdev)
