@@ -56,20 +56,20 @@ static u64 pt_l1[2][512] __attribute__((aligned(4096)));
 static u64 pt_l0[2][512] __attribute__((aligned(4096)));
 static u32 expect[KWORDS];
 static u32 vpattern[CBYTES / 4];
-static volatile u32 *bar;
+static u32 *bar;		/* BAR0, accessed with mmio_read/mmio_write */
 static u32 tail[2];
 
-static inline void outb(unsigned short port, u8 v)
+static inline void port_out8(unsigned short port, u8 v)
 {
 	asm volatile("outb %0, %1" : : "a"(v), "Nd"(port));
 }
 
-static inline void outl(unsigned short port, u32 v)
+static inline void port_out32(unsigned short port, u32 v)
 {
 	asm volatile("outl %0, %1" : : "a"(v), "Nd"(port));
 }
 
-static inline u32 inl(unsigned short port)
+static inline u32 port_in32(unsigned short port)
 {
 	u32 v;
 
@@ -79,7 +79,7 @@ static inline u32 inl(unsigned short port)
 
 static void putc(char c)
 {
-	outb(0xe9, c);
+	port_out8(0xe9, c);
 }
 
 static void puts(const char *s)
@@ -135,24 +135,28 @@ static void say(const char *fmt, ...)
 
 static u32 pci_read(u32 bus, u32 dev, u32 fn, u32 off)
 {
-	outl(0xcf8, 0x80000000 | bus << 16 | dev << 11 | fn << 8 | (off & 0xfc));
-	return inl(0xcfc);
+	port_out32(0xcf8, 0x80000000 | bus << 16 | dev << 11 | fn << 8 | (off & 0xfc));
+	return port_in32(0xcfc);
 }
 
 static void pci_write(u32 bus, u32 dev, u32 fn, u32 off, u32 v)
 {
-	outl(0xcf8, 0x80000000 | bus << 16 | dev << 11 | fn << 8 | (off & 0xfc));
-	outl(0xcfc, v);
+	port_out32(0xcf8, 0x80000000 | bus << 16 | dev << 11 | fn << 8 | (off & 0xfc));
+	port_out32(0xcfc, v);
 }
 
+/* MMIO: one 32-bit access each, never merged or elided. */
 static u32 rd(u32 reg)
 {
-	return bar[reg / 4];
+	u32 v;
+
+	asm volatile("movl %1, %0" : "=r"(v) : "m"(bar[reg / 4]) : "memory");
+	return v;
 }
 
 static void wr(u32 reg, u32 v)
 {
-	bar[reg / 4] = v;
+	asm volatile("movl %1, %0" : "=m"(bar[reg / 4]) : "r"(v) : "memory");
 }
 
 static u32 qreg(int q, u32 reg)
@@ -253,7 +257,7 @@ static int find_gpu(void)
 
 			if (id != (SIMGPU_PCI_DEVICE_ID << 16 | SIMGPU_PCI_VENDOR_ID))
 				continue;
-			bar = (volatile u32 *)(pci_read(bus, dev, 0, 0x10) & ~0xfU);
+			bar = (u32 *)(pci_read(bus, dev, 0, 0x10) & ~0xfU);
 			/* memory space and bus master */
 			pci_write(bus, dev, 0, 0x04, pci_read(bus, dev, 0, 0x04) | 0x6);
 			say("simgpu at %x:%x.0, BAR0 0x%x", bus, dev, (u32)bar);
@@ -262,7 +266,7 @@ static int find_gpu(void)
 	return -1;
 }
 
-static int setup(void)
+static int gpu_setup(void)
 {
 	u32 i, q;
 
@@ -290,8 +294,10 @@ static int setup(void)
 
 	/* VRAM keeps a pattern for the whole run: checked every iteration. */
 	rng = 0xabcdef;
-	for (i = 0; i < CBYTES / 4; i++)
-		dma.csrc[i] = vpattern[i] = rnd();
+	for (i = 0; i < CBYTES / 4; i++) {
+		vpattern[i] = rnd();
+		dma.csrc[i] = vpattern[i];
+	}
 	submit(1, SIMGPU_OP_COPY, VA_VRAM + CBYTES, VA_OF(csrc), CBYTES, 0);
 	if (wait_idle(0)) {
 		say("FAIL setup: VRAM pattern copy");
@@ -325,8 +331,10 @@ static int iteration(u32 n)
 	int bad = 0;
 
 	rng = n * 2654435761U + 1;
-	for (i = 0; i < KWORDS; i++)
-		dma.kbuf[i] = expect[i] = rnd();
+	for (i = 0; i < KWORDS; i++) {
+		expect[i] = rnd();
+		dma.kbuf[i] = expect[i];
+	}
 	for (it = 0; it < KITERS; it++)
 		for (i = 0; i < KWORDS; i++)
 			expect[i] = kernel_word(expect[i], key, it);
@@ -348,7 +356,7 @@ static int iteration(u32 n)
 	bad = wait_idle(n);
 	if (bad > 0 || device_lost()) {
 		say("device reset under iter %u: set up again", n);
-		return setup() ? -1 : 1;
+		return gpu_setup() ? -1 : 1;
 	}
 	if (bad)
 		return -1;
@@ -391,7 +399,7 @@ void guest_main(void)
 		say("FAIL setup: no simgpu on the PCI bus");
 		return;
 	}
-	if (setup())
+	if (gpu_setup())
 		return;
 	for (n = 1;; n++) {
 		int r = iteration(n);
