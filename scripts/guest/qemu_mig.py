@@ -372,8 +372,8 @@ def main():
             ram, vfio = info.get("ram", {}), info.get("vfio", {})
             rep = [
                 "Live migration of a running VM holding a simgpu (QEMU 10, %s)" % os.uname().release,
-                "  guest: iterations 1..%d verified on the source, up to %d on the destination, "
-                "no wrong result" % info["_iters"],
+                "  guest: %d GPU iterations verified before the migration started, %d by the "
+                "end on the destination; no wrong result" % info["_iters"],
                 "  QEMU: %s ms in all, %s ms downtime, %d KiB of RAM in %s dirty syncs, "
                 "%d KiB of device state" % (info.get("total-time"), info.get("downtime"),
                                             ram.get("transferred", 0) // 1024,
