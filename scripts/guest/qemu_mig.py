@@ -322,6 +322,12 @@ def one_migration(run, src, dst, sock, label):
     return info
 
 
+def stopped(vm):
+    """Whether the VM paused since its events were last cleared."""
+    vm.qmp.cmd("query-status")          # collects pending events
+    return any(e.get("event") == "STOP" for e in vm.qmp.events)
+
+
 def keeps_running(run, vm, label):
     before = vm.last_iter()
     ok = wait_running(vm, 30) and vm.wait_iter(before + 2) and not vm.failures()
@@ -400,10 +406,17 @@ def main():
         uuids.append(m3)
         c = VM("c", m3, args, incoming=True)
         vms.append(c)
+        cur.qmp.events.clear()
         info = migrate(cur, c, sock)
         run.check("incompatible destination: the migration fails",
                   info.get("status") == "failed", "status %s" % info.get("status"))
-        run.note("incompatible destination: %s" % info.get("error-desc"))
+        run.check("incompatible destination: the source never stopped",
+                  not stopped(cur), str(cur.qmp.events))
+        st = sysfs("/sys/bus/mdev/devices/%s/migration/status" % m3)
+        run.note("incompatible destination: QEMU says \"%s\"; the destination device says \"%s\""
+                 % (info.get("error-desc"), st.split("last_error=", 1)[-1]))
+        run.check("incompatible destination: the destination device names the mismatch",
+                  "last_error=" in st, st)
         keeps_running(run, cur, "incompatible destination")
         c.kill()
         vms.remove(c)
@@ -412,6 +425,7 @@ def main():
         d = VM("d", spare, args, incoming=True)
         vms.append(d)
         cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": 1 << 20})
+        cur.qmp.events.clear()
         start_migration(cur, d, sock)
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -427,6 +441,8 @@ def main():
         cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": DEFAULT_BW})
         run.check("migrate_cancel in pre-copy: cancelled", st.get("status") == "cancelled",
                   "status %s" % st.get("status"))
+        run.check("migrate_cancel: the source never stopped", not stopped(cur),
+                  str(cur.qmp.events))
         keeps_running(run, cur, "migrate_cancel")
         run.check("migrate_cancel: the device is RUNNING again",
                   dev_status(cur.uuid).get("state") == "2", str(dev_status(cur.uuid)))
@@ -438,10 +454,15 @@ def main():
         e = VM("e", spare, args, incoming=True)
         vms.append(e)
         knob(cur.uuid, "ack_drop", 1)
+        cur.qmp.events.clear()
         info = migrate(cur, e, sock)
         knob(cur.uuid, "ack_drop", 0)
         run.check("source cannot quiesce: the migration fails",
                   info.get("status") == "failed", "status %s" % info.get("status"))
+        # (this one did reach stop-copy: the STOP event the two checks
+        # above look for is there)
+        run.check("source cannot quiesce: paused for stop-copy, then resumed",
+                  stopped(cur) and wait_running(cur), str(cur.qmp.events))
         run.note("source cannot quiesce: %s" % info.get("error-desc"))
         # QEMU resets a device whose STOP_COPY failed; the guest sees the
         # reset, sets the GPU up again and goes on verifying.

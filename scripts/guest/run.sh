@@ -74,6 +74,21 @@ qemu_assign() {
 		grep -A3 "1234:5347" "$log" | grep -q "BAR0: 32 bit memory"
 }
 
+# The mdevctl definitions Documentation/gpumig/qemu.rst gives, one per type.
+mdevctl_types() {
+	local t u
+	for t in 64M 256M 1G; do
+		u=$(cat /proc/sys/kernel/random/uuid)
+		mdevctl define --uuid "$u" --parent simgpu --type "simgpu-$t" --auto &&
+			mdevctl start --uuid "$u" &&
+			[ "$(basename "$(readlink /sys/bus/mdev/devices/$u/mdev_type)")" = "simgpu-$t" ] &&
+			mdevctl list | grep -q "$u simgpu simgpu-$t" &&
+			mdevctl stop --uuid "$u" &&
+			[ ! -e /sys/bus/mdev/devices/$u ] &&
+			mdevctl undefine --uuid "$u" || return 1
+	done
+}
+
 # simgpu_suite: one instance of every type, the client's scenarios on each,
 # a second tenant on a reused instance, removal while open.
 simgpu_suite() {
@@ -133,6 +148,8 @@ simgpu_suite() {
 	for uuid in "${uuids[@]}"; do
 		[ -e /sys/bus/mdev/devices/$uuid ] && echo 1 > /sys/bus/mdev/devices/$uuid/remove
 	done
+	check "mdevctl defines, starts and stops one instance of each type (qemu.rst)" \
+		mdevctl_types
 	# QEMU end to end: the guest program, live migration, negative paths,
 	# ping-pong (it creates its own instances).
 	check "QEMU end to end: every check passed (qemu/qemu.ktap)" \
