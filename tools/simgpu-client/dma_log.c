@@ -36,36 +36,26 @@ static int dma_log_start(struct gpu *g, uint64_t iova, uint64_t len)
 {
 	struct vfio_device_feature_dma_logging_range r = { .iova = iova,
 							   .length = len };
-	char buf[sizeof(struct vfio_device_feature) +
-		 sizeof(struct vfio_device_feature_dma_logging_control)] = { 0 };
-	struct vfio_device_feature *f = (void *)buf;
-	struct vfio_device_feature_dma_logging_control *c = (void *)f->data;
+	struct vfio_device_feature_dma_logging_control c = {
+		.page_size = 4096, .num_ranges = 1, .ranges = (uintptr_t)&r
+	};
 
-	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_SET |
-		   VFIO_DEVICE_FEATURE_DMA_LOGGING_START;
-	c->page_size = 4096;
-	c->num_ranges = 1;
-	c->ranges = (uintptr_t)&r;
-	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
+	return gpu_feature(g, VFIO_DEVICE_FEATURE_SET |
+				      VFIO_DEVICE_FEATURE_DMA_LOGGING_START,
+			   &c, sizeof(c));
 }
 
 static int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len,
 			  uint64_t *bitmap)
 {
-	char buf[sizeof(struct vfio_device_feature) +
-		 sizeof(struct vfio_device_feature_dma_logging_report)] = { 0 };
-	struct vfio_device_feature *f = (void *)buf;
-	struct vfio_device_feature_dma_logging_report *r = (void *)f->data;
+	struct vfio_device_feature_dma_logging_report r = {
+		.iova = iova, .length = len, .page_size = 4096,
+		.bitmap = (uintptr_t)bitmap
+	};
 
-	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_GET |
-		   VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT;
-	r->iova = iova;
-	r->length = len;
-	r->page_size = 4096;
-	r->bitmap = (uintptr_t)bitmap;
-	return ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
+	return gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
+				      VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			   &r, sizeof(r));
 }
 
 /*
@@ -124,13 +114,9 @@ int t_dma_logging(struct gpu *g)
 
 static int dma_log_stop(struct gpu *g)
 {
-	struct vfio_device_feature f = {
-		.argsz = sizeof(f),
-		.flags = VFIO_DEVICE_FEATURE_SET |
-			 VFIO_DEVICE_FEATURE_DMA_LOGGING_STOP,
-	};
-
-	return ioctl(g->fd, VFIO_DEVICE_FEATURE, &f) ? -errno : 0;
+	return gpu_feature(g, VFIO_DEVICE_FEATURE_SET |
+				      VFIO_DEVICE_FEATURE_DMA_LOGGING_STOP,
+			   NULL, 0);
 }
 
 /* 1 when the module offers DMA logging, 0 when it does not, -1 unknown. */

@@ -719,37 +719,29 @@ const char *dst_uuid;
 
 int mig_set(struct gpu *g, uint32_t state, int *data_fd)
 {
-	char buf[sizeof(struct vfio_device_feature) +
-		 sizeof(struct vfio_device_feature_mig_state)] = { 0 };
-	struct vfio_device_feature *f = (void *)buf;
-	struct vfio_device_feature_mig_state *ms = (void *)f->data;
+	struct vfio_device_feature_mig_state ms = { .device_state = state,
+						    .data_fd = -1 };
+	int ret = gpu_feature(g, VFIO_DEVICE_FEATURE_SET |
+				      VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE,
+			      &ms, sizeof(ms));
 
-	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_SET |
-		   VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE;
-	ms->device_state = state;
-	ms->data_fd = -1;
-	if (ioctl(g->fd, VFIO_DEVICE_FEATURE, f))
-		return -errno;
+	if (ret)
+		return ret;
 	if (data_fd)
-		*data_fd = ms->data_fd;
-	else if (ms->data_fd >= 0)
-		close(ms->data_fd);
+		*data_fd = ms.data_fd;
+	else if (ms.data_fd >= 0)
+		close(ms.data_fd);
 	return 0;
 }
 
 int64_t mig_data_size(struct gpu *g)
 {
-	char buf[sizeof(struct vfio_device_feature) +
-		 sizeof(struct vfio_device_feature_mig_data_size)] = { 0 };
-	struct vfio_device_feature *f = (void *)buf;
-	struct vfio_device_feature_mig_data_size *ds = (void *)f->data;
+	struct vfio_device_feature_mig_data_size ds = { 0 };
+	int ret = gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
+				      VFIO_DEVICE_FEATURE_MIG_DATA_SIZE,
+			      &ds, sizeof(ds));
 
-	f->argsz = sizeof(buf);
-	f->flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIG_DATA_SIZE;
-	if (ioctl(g->fd, VFIO_DEVICE_FEATURE, f))
-		return -errno;
-	return ds->stop_copy_length;
+	return ret ? ret : (int64_t)ds.stop_copy_length;
 }
 
 /* Read until EOF (0) or ENOMSG; returns the last read()'s result. */
@@ -1067,10 +1059,7 @@ static int t_stop_fails(struct gpu *g)
 /* VFIO_DEVICE_RESET in the middle of pre-copy: fd ends, state RUNNING. */
 static int t_reset_precopy(struct gpu *g)
 {
-	char buf[sizeof(struct vfio_device_feature) +
-		 sizeof(struct vfio_device_feature_mig_state)] = { 0 };
-	struct vfio_device_feature *ft = (void *)buf;
-	struct vfio_device_feature_mig_state *ms = (void *)ft->data;
+	struct vfio_device_feature_mig_state ms = { 0 };
 	struct blob b = { 0 };
 	uint64_t *f;
 	int fd = -1;
@@ -1084,12 +1073,12 @@ static int t_reset_precopy(struct gpu *g)
 		      "first pre-copy bytes");
 	}
 	CHECK(gpu_reset(g) == 0, "reset");
-	ft->argsz = sizeof(buf);
-	ft->flags = VFIO_DEVICE_FEATURE_GET |
-		    VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE;
-	CHECK(ioctl(g->fd, VFIO_DEVICE_FEATURE, ft) == 0, "get state");
-	CHECK(ms->device_state == VFIO_DEVICE_STATE_RUNNING,
-	      "state %u after reset", ms->device_state);
+	CHECK(gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
+				     VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE,
+			  &ms, sizeof(ms)) == 0,
+	      "get state");
+	CHECK(ms.device_state == VFIO_DEVICE_STATE_RUNNING,
+	      "state %u after reset", ms.device_state);
 	CHECK(mig_read(fd, &b) == -ENODEV,
 	      "data fd still readable after reset");
 	close(fd);

@@ -335,6 +335,28 @@ int gpu_reset(struct gpu *g)
 	return ioctl(g->fd, VFIO_DEVICE_RESET);
 }
 
+/*
+ * VFIO_DEVICE_FEATURE with @flags (GET/SET and the feature) and @len bytes
+ * of @data, copied in and, for what the kernel fills, back: 0 or -errno.
+ */
+int gpu_feature(struct gpu *g, uint32_t flags, void *data, size_t len)
+{
+	struct vfio_device_feature *f = calloc(1, sizeof(*f) + len);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->argsz = sizeof(*f) + len;
+	f->flags = flags;
+	if (len)
+		memcpy(f->data, data, len);
+	ret = ioctl(g->fd, VFIO_DEVICE_FEATURE, f) ? -errno : 0;
+	if (len)
+		memcpy(data, f->data, len);
+	free(f);
+	return ret;
+}
+
 int knob_set(struct gpu *g, const char *knob, const char *val)
 {
 	char path[PATH_MAX];

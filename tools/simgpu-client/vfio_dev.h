@@ -59,6 +59,7 @@ int gpu_wait_idle(struct gpu *g, int q, int timeout_ms);
 int gpu_wait_irq(struct gpu *g, int timeout_ms);
 int gpu_invalidate(struct gpu *g, uint32_t seq, int timeout_ms);
 int gpu_reset(struct gpu *g);
+int gpu_feature(struct gpu *g, uint32_t flags, void *data, size_t len);
 int knob_set(struct gpu *g, const char *knob, const char *val);
 int stat_read(struct gpu *g, const char *name, unsigned long long *val);
 int dev_remove(const char *uuid);
