@@ -34,6 +34,7 @@ struct fake_dev {
 	char log[512];
 	char name[32];
 	enum fake_fail fail;
+	void (*during_count)(struct fake_dev *f);
 };
 
 static atomic_t fake_seq = ATOMIC_INIT(0);
@@ -109,6 +110,8 @@ static void f_dirty_count(struct gpumig_mig *m, unsigned long *nonzero, unsigned
 	struct fake_dev *f = to_fake(m);
 	unsigned long b;
 
+	if (f->during_count)
+		f->during_count(f);
 	*nonzero = 0;
 	*zero = 0;
 	for (b = 0; b < F_BLOCKS; b++) {
@@ -454,6 +457,40 @@ static void mig_reset_mid_precopy(struct kunit *test)
 	fput(sf);
 }
 
+static void fake_reset_now(struct fake_dev *f)
+{
+	gpumig_mig_reset(&f->mig);
+}
+
+/*
+ * A reset that arrives while a status reader holds the state mutex is
+ * deferred, and must be applied when the reader lets go: captured data
+ * discarded, the data fd ended, the state RUNNING.
+ */
+static void mig_reset_during_status_read(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 2);
+	struct gpumig_mig_status st;
+	enum vfio_device_mig_state s;
+	struct file *sf;
+	loff_t pos = 0;
+	u8 b[16];
+
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	f->during_count = fake_reset_now;
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_status(&f->mig, &st));
+	f->during_count = NULL;
+	/* The reader saw the state from before the reset... */
+	KUNIT_EXPECT_EQ(test, st.state, VFIO_DEVICE_STATE_PRE_COPY);
+	/* ...and the reset took effect when it released the lock. */
+	KUNIT_EXPECT_FALSE(test, f->tracking);
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, b, sizeof(b), &pos), (ssize_t)-ENODEV);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_get_state(&f->mig, &s));
+	KUNIT_EXPECT_EQ(test, s, VFIO_DEVICE_STATE_RUNNING);
+	fput(sf);
+}
+
 /* A source whose VRAM cannot be read, a destination that refuses the state. */
 static void mig_backend_failures(struct kunit *test)
 {
@@ -574,6 +611,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),
 	KUNIT_CASE(mig_truncated_never_runs),
 	KUNIT_CASE(mig_reset_mid_precopy),
+	KUNIT_CASE(mig_reset_during_status_read),
 	KUNIT_CASE(mig_backend_failures),
 	KUNIT_CASE(mig_teardown_quarantine),
 	KUNIT_CASE(mig_every_state_pair),

@@ -744,6 +744,36 @@ int gpumig_mig_data_size(struct gpumig_mig *m, unsigned long *len)
 EXPORT_SYMBOL_GPL(gpumig_mig_data_size);
 
 /**
+ * gpumig_mig_status() - what the device says about its migration
+ * @m: device
+ * @st: filled with the state, the counters of the last migration, what
+ *	the device still has to send now, and the quarantine or last error
+ *
+ * Return: 0.
+ */
+int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st)
+{
+	unsigned long nonzero, zero;
+
+	memset(st, 0, sizeof(*st));
+	mutex_lock(&m->state_mutex);
+	st->state = m->state;
+	st->quarantined = m->quarantined;
+	st->precopy_rounds = atomic64_read(&m->stats.precopy_rounds);
+	st->precopy_bytes = atomic64_read(&m->stats.precopy_bytes);
+	st->stopcopy_bytes = atomic64_read(&m->stats.stopcopy_bytes);
+	st->resumed_bytes = atomic64_read(&m->stats.resumed_bytes);
+	if (m->saving) {
+		m->ops->vram_dirty_count(m, &nonzero, &zero);
+		st->pending_bytes = gpumig_vram_bytes(nonzero, zero);
+	}
+	strscpy(st->why, m->why, sizeof(st->why));
+	mutex_unlock(&m->state_mutex);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_status);
+
+/**
  * gpumig_mig_reset() - the device is being reset (VFIO_DEVICE_RESET)
  * @m: device
  *

@@ -121,6 +121,29 @@ struct gpumig_mig {
 	struct gpumig_mig_stats stats;
 };
 
+/**
+ * struct gpumig_mig_status - a snapshot for sysfs and tools
+ * @state: VFIO migration state
+ * @quarantined: teardown verification failed
+ * @precopy_rounds: see struct gpumig_mig_stats
+ * @precopy_bytes: see struct gpumig_mig_stats
+ * @stopcopy_bytes: see struct gpumig_mig_stats
+ * @resumed_bytes: see struct gpumig_mig_stats
+ * @pending_bytes: VRAM bytes still to send while a saving file is open
+ * @why: quarantine reason or last refusal
+ */
+struct gpumig_mig_status {
+	enum vfio_device_mig_state state;
+	bool quarantined;
+	u64 precopy_rounds;
+	u64 precopy_bytes;
+	u64 stopcopy_bytes;
+	u64 resumed_bytes;
+	u64 pending_bytes;
+	char why[GPUMIG_PARSER_MSG_LEN];
+};
+
+int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st);
 void gpumig_mig_init(struct gpumig_mig *m, struct vfio_device *vdev,
 		     const struct gpumig_backend_ops *ops, void *priv,
 		     const struct gpumig_compat *compat);

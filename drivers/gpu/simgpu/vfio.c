@@ -690,24 +690,19 @@ static DEVICE_ATTR_RO(compat);
 static ssize_t status_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct simgpu_dev *sdev = dev_get_drvdata(dev);
-	struct gpumig_mig *m = &sdev->mig;
+	struct gpumig_mig_status st;
 	ssize_t n;
 
-	mutex_lock(&m->state_mutex);
-	if (m->quarantined) {
-		n = sysfs_emit(buf, "%s\n", m->why);
-	} else {
-		n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s", m->state,
-			       simgpu_dirty_tracking());
-		n += sysfs_emit_at(buf, n, " precopy_rounds=%lld precopy_bytes=%lld",
-				   atomic64_read(&m->stats.precopy_rounds),
-				   atomic64_read(&m->stats.precopy_bytes));
-		n += sysfs_emit_at(buf, n, " stopcopy_bytes=%lld resumed_bytes=%lld",
-				   atomic64_read(&m->stats.stopcopy_bytes),
-				   atomic64_read(&m->stats.resumed_bytes));
-		n += sysfs_emit_at(buf, n, "%s%s\n", m->why[0] ? " last_error=" : "", m->why);
-	}
-	mutex_unlock(&m->state_mutex);
+	gpumig_mig_status(&sdev->mig, &st);
+	if (st.quarantined)
+		return sysfs_emit(buf, "%s\n", st.why);
+	n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s", st.state,
+		       simgpu_dirty_tracking());
+	n += sysfs_emit_at(buf, n, " precopy_rounds=%llu precopy_bytes=%llu",
+			   st.precopy_rounds, st.precopy_bytes);
+	n += sysfs_emit_at(buf, n, " stopcopy_bytes=%llu resumed_bytes=%llu",
+			   st.stopcopy_bytes, st.resumed_bytes);
+	n += sysfs_emit_at(buf, n, "%s%s\n", st.why[0] ? " last_error=" : "", st.why);
 	return n;
 }
 static DEVICE_ATTR_RO(status);
