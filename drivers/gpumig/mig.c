@@ -768,7 +768,7 @@ int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st)
 		st->pending_bytes = gpumig_vram_bytes(nonzero, zero);
 	}
 	strscpy(st->why, m->why, sizeof(st->why));
-	mutex_unlock(&m->state_mutex);
+	gpumig_state_mutex_unlock(m);
 	return 0;
 }
 EXPORT_SYMBOL_GPL(gpumig_mig_status);
