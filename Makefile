@@ -47,9 +47,10 @@ check:
 static:
 	scripts/check.sh --only static
 
-# KUnit runs in the debug VM, with the VM suites.
+# KUnit alone, in the debug kernel: every suite, or those named
+# (make kunit KUNIT_MODULES="gpumig_mig_kunit"); make check runs them too.
 kunit:
-	scripts/check.sh --only debug-vm
+	KUNIT_MODULES="$(KUNIT_MODULES)" scripts/check.sh --only kunit
 
 fuzz:
 	scripts/check.sh --only fuzz

@@ -7,6 +7,7 @@
 #include <kunit/test.h>
 #include <linux/interval_tree.h>
 #include <linux/kthread.h>
+#include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/sizes.h>
@@ -53,13 +54,12 @@ static void dirty_free(void *p)
 static struct gpumig_dirty *new_log(struct kunit *test)
 {
 	struct interval_tree_node *n = kunit_kcalloc(test, 2, sizeof(*n), GFP_KERNEL);
-	struct gpumig_dirty *d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
+	struct gpumig_dirty *d = gpumig_dirty_create();
 	struct rb_root_cached root = RB_ROOT_CACHED;
 	u64 ps = PG;
 
 	KUNIT_ASSERT_NOT_NULL(test, n);
 	KUNIT_ASSERT_NOT_NULL(test, d);
-	gpumig_dirty_init(d);
 	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, dirty_free, d));
 	n[0].start = 0x100000;
 	n[0].last = 0x100000 + SZ_1M - 1;
@@ -169,26 +169,26 @@ static void dirty_memory_bound(struct kunit *test)
 
 	/* 33,288 bytes per GiB of 4 KiB pages */
 	KUNIT_EXPECT_EQ(test, gpumig_dirty_bitmap_bytes(SZ_1G / PG), 33288ULL);
-	KUNIT_EXPECT_EQ(test, d->bytes,
+	KUNIT_EXPECT_EQ(test, gpumig_dirty_bytes(d),
 			(size_t)(gpumig_dirty_bitmap_bytes(SZ_1M / PG) +
 				 gpumig_dirty_bitmap_bytes((64ULL << 30) / PG)));
 	gpumig_dirty_stop(d);
-	KUNIT_EXPECT_EQ(test, d->bytes, (size_t)0);
+	KUNIT_EXPECT_EQ(test, gpumig_dirty_bytes(d), (size_t)0);
 
 	interval_tree_insert(&n, &root);
-	d->budget = 33287;
+	gpumig_dirty_set_budget(d, 33287);
 	KUNIT_EXPECT_EQ(test, -E2BIG, gpumig_dirty_start(d, &root, 1, &ps));
-	KUNIT_EXPECT_FALSE(test, d->active);
-	KUNIT_EXPECT_EQ(test, d->bytes, (size_t)0);
-	d->budget = 33288;
+	KUNIT_EXPECT_FALSE(test, gpumig_dirty_active(d));
+	KUNIT_EXPECT_EQ(test, gpumig_dirty_bytes(d), (size_t)0);
+	gpumig_dirty_set_budget(d, 33288);
 	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_start(d, &root, 1, &ps));
-	KUNIT_EXPECT_EQ(test, d->bytes, (size_t)33288);
+	KUNIT_EXPECT_EQ(test, gpumig_dirty_bytes(d), (size_t)33288);
 	/* the whole 64-bit space: refused, not an overflow or an OOM */
 	gpumig_dirty_stop(d);
 	interval_tree_remove(&n, &root);
 	n.last = ~0UL;
 	interval_tree_insert(&n, &root);
-	d->budget = SIZE_MAX;
+	gpumig_dirty_set_budget(d, SIZE_MAX);
 	KUNIT_EXPECT_EQ(test, -E2BIG, gpumig_dirty_start(d, &root, 1, &ps));
 }
 
@@ -300,3 +300,6 @@ static struct kunit_suite dirty_suite = {
 };
 
 kunit_test_suites(&dirty_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit suite gpumig_dirty: the DMA-logging dirty tracker");

@@ -9,6 +9,7 @@
 #include <kunit/test.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -19,11 +20,31 @@
 #define F_VRAM		(F_BLOCKS * GPUMIG_BLOCK_SIZE)
 
 enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
-		 FAIL_TEARDOWN, FAIL_VRAM_READ };
+		 FAIL_TEARDOWN, FAIL_VRAM_READ, FAIL_TRACK };
 
+/**
+ * struct fake_dev - a device behind the fake backend
+ * @vdev: what the engine sees of the VFIO device
+ * @mig: the engine's state
+ * @vram: F_VRAM bytes
+ * @dirty: one bit per block
+ * @tracking: VRAM dirty tracking is on
+ * @running: the device runs (not quiesced)
+ * @arch: architectural state
+ * @arch_len: its length
+ * @arch_restored: arch_restore was called and accepted
+ * @logging: DMA logging is on
+ * @log: the order of calls: Q quiesce, U unquiesce, I invalidate, T/t
+ *	tracking on/off, r VRAM read, w/z VRAM write/zero, A arch save,
+ *	R arch restore, C teardown, S scrub, L/l logging start/stop
+ * @name: device name
+ * @fail: the op that fails
+ * @during_count: called inside vram_dirty_count (an engine lock held)
+ * @during_quiesce: called at the end of a quiesce (the state mutex held)
+ */
 struct fake_dev {
 	struct vfio_device vdev;
-	struct gpumig_mig mig;
+	struct gpumig_mig *mig;
 	u8 *vram;
 	unsigned long dirty;
 	bool tracking;
@@ -31,18 +52,22 @@ struct fake_dev {
 	u8 arch[100];
 	size_t arch_len;
 	bool arch_restored;
+	bool logging;
 	char log[512];
 	char name[32];
 	enum fake_fail fail;
 	void (*during_count)(struct fake_dev *f);
+	void (*during_quiesce)(struct fake_dev *f);
 };
 
 static atomic_t fake_seq = ATOMIC_INIT(0);
 
-static struct fake_dev *to_fake(struct gpumig_mig *m)
+static struct gpumig_mig *fake_to_mig(struct vfio_device *vdev)
 {
-	return m->priv;
+	return container_of(vdev, struct fake_dev, vdev)->mig;
 }
+
+GPUMIG_DEFINE_VFIO_OPS(fake, fake_to_mig);
 
 static void flog(struct fake_dev *f, char c)
 {
@@ -52,40 +77,45 @@ static void flog(struct fake_dev *f, char c)
 		f->log[n] = c;
 }
 
-static int f_quiesce(struct gpumig_mig *m)
+static int f_quiesce(void *priv)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
 	flog(f, 'Q');
 	if (f->fail == FAIL_QUIESCE)
 		return -EBUSY;
 	f->running = false;
+	if (f->during_quiesce)
+		f->during_quiesce(f);
 	return 0;
 }
 
-static void f_unquiesce(struct gpumig_mig *m)
+static void f_unquiesce(void *priv)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
 	flog(f, 'U');
 	f->running = true;
 }
 
-static int f_invalidate(struct gpumig_mig *m)
+static int f_invalidate(void *priv)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
 	flog(f, 'I');
 	return f->fail == FAIL_INVALIDATE ? -ETIMEDOUT : 0;
 }
 
-static void f_track(struct gpumig_mig *m, bool on)
+static int f_track(void *priv, bool on)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
 	flog(f, on ? 'T' : 't');
+	if (on && f->fail == FAIL_TRACK)
+		return -ENOMEM;
 	f->tracking = on;
 	f->dirty = on ? (1UL << F_BLOCKS) - 1 : 0;
+	return 0;
 }
 
 static bool f_block_zero(struct fake_dev *f, unsigned long b)
@@ -93,9 +123,9 @@ static bool f_block_zero(struct fake_dev *f, unsigned long b)
 	return !memchr_inv(f->vram + b * GPUMIG_BLOCK_SIZE, 0, GPUMIG_BLOCK_SIZE);
 }
 
-static long f_next_dirty(struct gpumig_mig *m, unsigned long from, bool *zero)
+static long f_next_dirty(void *priv, unsigned long from, bool *zero)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 	unsigned long b = find_next_bit(&f->dirty, F_BLOCKS, from);
 
 	if (b >= F_BLOCKS)
@@ -105,9 +135,9 @@ static long f_next_dirty(struct gpumig_mig *m, unsigned long from, bool *zero)
 	return b;
 }
 
-static void f_dirty_count(struct gpumig_mig *m, unsigned long *nonzero, unsigned long *zero)
+static void f_dirty_count(void *priv, unsigned long *nonzero, unsigned long *zero)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 	unsigned long b;
 
 	if (f->during_count)
@@ -124,9 +154,9 @@ static void f_dirty_count(struct gpumig_mig *m, unsigned long *nonzero, unsigned
 	}
 }
 
-static int f_vram_read(struct gpumig_mig *m, u64 off, void *buf, u32 len)
+static int f_vram_read(void *priv, u64 off, void *buf, u32 len)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
 	flog(f, 'r');
 	if (f->fail == FAIL_VRAM_READ)
@@ -135,9 +165,9 @@ static int f_vram_read(struct gpumig_mig *m, u64 off, void *buf, u32 len)
 	return 0;
 }
 
-static int f_vram_write(struct gpumig_mig *m, u64 off, const void *buf, u32 len)
+static int f_vram_write(void *priv, u64 off, const void *buf, u32 len)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
 	flog(f, buf ? 'w' : 'z');
 	if (buf)
@@ -147,20 +177,25 @@ static int f_vram_write(struct gpumig_mig *m, u64 off, const void *buf, u32 len)
 	return 0;
 }
 
-static ssize_t f_arch_save(struct gpumig_mig *m, void *buf, size_t len)
+static size_t f_arch_size(void *priv)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
-	if (!buf)
-		return f->arch_len;
+	return f->arch_len;
+}
+
+static ssize_t f_arch_save(void *priv, void *buf, size_t len)
+{
+	struct fake_dev *f = priv;
+
 	flog(f, 'A');
 	memcpy(buf, f->arch, f->arch_len);
 	return f->arch_len;
 }
 
-static int f_arch_restore(struct gpumig_mig *m, const void *buf, size_t len)
+static int f_arch_restore(void *priv, const void *buf, size_t len)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
 	flog(f, 'R');
 	if (f->fail == FAIL_ARCH_RESTORE)
@@ -171,15 +206,48 @@ static int f_arch_restore(struct gpumig_mig *m, const void *buf, size_t len)
 	return 0;
 }
 
-static int f_teardown(struct gpumig_mig *m, char *why, size_t len)
+static int f_teardown(void *priv, char *why, size_t len)
 {
-	struct fake_dev *f = to_fake(m);
+	struct fake_dev *f = priv;
 
 	flog(f, 'C');
+	f->running = false;
 	if (f->fail == FAIL_TEARDOWN) {
 		snprintf(why, len, "engine still busy");
 		return -EBUSY;
 	}
+	return 0;
+}
+
+static void f_scrub(void *priv)
+{
+	struct fake_dev *f = priv;
+
+	flog(f, 'S');
+	memset(f->vram, 0, F_VRAM);
+}
+
+static int f_log_start(void *priv, struct rb_root_cached *ranges, u32 nnodes,
+		       u64 *page_size)
+{
+	struct fake_dev *f = priv;
+
+	flog(f, 'L');
+	f->logging = true;
+	return 0;
+}
+
+static void f_log_stop(void *priv)
+{
+	struct fake_dev *f = priv;
+
+	flog(f, 'l');
+	f->logging = false;
+}
+
+static int f_log_report(void *priv, u64 iova, u64 len,
+			void (*report)(void *ctx, u64 iova, u64 len), void *ctx)
+{
 	return 0;
 }
 
@@ -192,16 +260,21 @@ static const struct gpumig_backend_ops fake_ops = {
 	.vram_dirty_count = f_dirty_count,
 	.vram_read = f_vram_read,
 	.vram_write = f_vram_write,
+	.arch_size = f_arch_size,
 	.arch_save = f_arch_save,
 	.arch_restore = f_arch_restore,
-	.teardown_check = f_teardown,
+	.teardown = f_teardown,
+	.scrub = f_scrub,
+	.dma_log_start = f_log_start,
+	.dma_log_stop = f_log_stop,
+	.dma_log_report = f_log_report,
 };
 
 static void fake_free(void *p)
 {
 	struct fake_dev *f = p;
 
-	gpumig_mig_destroy(&f->mig);
+	gpumig_mig_destroy(f->mig);
 }
 
 static void fake_free_vram(void *p)
@@ -230,21 +303,30 @@ static struct fake_dev *fake_new(struct kunit *test, u32 queues)
 	dev = kunit_device_register(test, f->name);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(dev));
 	f->vdev.dev = dev;
-	f->vdev.migration_flags = VFIO_MIGRATION_STOP_COPY | VFIO_MIGRATION_P2P |
-				  VFIO_MIGRATION_PRE_COPY;
 	c.nr_queues = queues;
 	f->running = true;
 	f->arch_len = sizeof(f->arch);
 	for (i = 0; i < sizeof(f->arch); i++)
 		f->arch[i] = i ^ queues;
-	gpumig_mig_init(&f->mig, &f->vdev, &fake_ops, f, &c);
+	f->mig = gpumig_mig_create(&f->vdev, &fake_vfio_ops, &fake_ops, f, &c);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(f->mig));
 	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, fake_free, f));
 	return f;
 }
 
+/* The device's quarantine reason or last refusal. */
+static const char *reason(struct kunit *test, struct fake_dev *f)
+{
+	struct gpumig_mig_status *st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, st);
+	gpumig_mig_status(f->mig, st);
+	return st->why;
+}
+
 static struct file *go(struct kunit *test, struct fake_dev *f, enum vfio_device_mig_state s)
 {
-	struct file *filp = gpumig_mig_set_state(&f->mig, s);
+	struct file *filp = gpumig_mig_set_state(f->mig, s);
 
 	KUNIT_EXPECT_FALSE_MSG(test, IS_ERR(filp), "to state %d: %ld", s, PTR_ERR(filp));
 	return IS_ERR(filp) ? NULL : filp;
@@ -303,7 +385,7 @@ static void mig_full_migration(struct kunit *test)
 			(u64)gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false));
 	memset(src->log, 0, sizeof(src->log));
 	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_PRE_COPY_P2P));
-	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_data_size(&src->mig, &est));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_data_size(src->mig, &est));
 	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP_COPY));
 	KUNIT_EXPECT_STREQ(test, src->log, "QI");	/* quiesce before invalidate */
 	KUNIT_EXPECT_FALSE(test, src->running);
@@ -350,12 +432,12 @@ static void mig_stop_failures_keep_running(struct kunit *test)
 		enum vfio_device_mig_state st;
 
 		f->fail = fails[i];
-		filp = gpumig_mig_set_state(&f->mig, VFIO_DEVICE_STATE_STOP);
+		filp = gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_STOP);
 		KUNIT_EXPECT_TRUE(test, IS_ERR(filp));
-		gpumig_mig_get_state(&f->mig, &st);
+		gpumig_mig_get_state(f->mig, &st);
 		KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RUNNING_P2P);
 		KUNIT_EXPECT_TRUE(test, f->running);
-		KUNIT_EXPECT_NE(test, f->mig.why[0], '\0');
+		KUNIT_EXPECT_NE(test, reason(test, f)[0], '\0');
 		KUNIT_EXPECT_STREQ(test, f->log, fails[i] == FAIL_QUIESCE ? "Q" : "QIU");
 		/* And it can still go back to RUNNING. */
 		KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_RUNNING));
@@ -378,12 +460,12 @@ static void mig_incompatible_refused_in_precopy(struct kunit *test)
 	rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
 	KUNIT_ASSERT_NOT_NULL(test, rf);
 	KUNIT_EXPECT_EQ(test, kernel_write(rf, buf, n, &pos), (ssize_t)-EOPNOTSUPP);
-	KUNIT_EXPECT_NOT_NULL(test, strstr(dst->mig.why, "queue count: source has 8"));
+	KUNIT_EXPECT_NOT_NULL(test, strstr(reason(test, dst), "queue count: source has 8"));
 	/* The source never stopped. */
 	KUNIT_EXPECT_TRUE(test, src->running);
 	KUNIT_EXPECT_NULL(test, strchr(src->log, 'Q'));
 	/* The destination refuses to leave RESUMING. */
-	KUNIT_EXPECT_TRUE(test, IS_ERR(gpumig_mig_set_state(&dst->mig, VFIO_DEVICE_STATE_STOP)));
+	KUNIT_EXPECT_TRUE(test, IS_ERR(gpumig_mig_set_state(dst->mig, VFIO_DEVICE_STATE_STOP)));
 	KUNIT_EXPECT_FALSE(test, dst->arch_restored);
 	fput(sf);
 	fput(rf);
@@ -417,7 +499,7 @@ static void mig_truncated_never_runs(struct kunit *test)
 		KUNIT_ASSERT_NOT_NULL(test, rf);
 		if (cut)
 			KUNIT_EXPECT_EQ(test, kernel_write(rf, buf, cut, &pos), (ssize_t)cut);
-		res = gpumig_mig_set_state(&dst->mig, VFIO_DEVICE_STATE_RUNNING);
+		res = gpumig_mig_set_state(dst->mig, VFIO_DEVICE_STATE_RUNNING);
 		KUNIT_EXPECT_TRUE_MSG(test, IS_ERR(res), "cut at %zu of %zd", cut, n);
 		KUNIT_EXPECT_FALSE(test, dst->arch_restored);
 		KUNIT_EXPECT_FALSE(test, dst->running);
@@ -438,28 +520,50 @@ static void mig_reset_mid_precopy(struct kunit *test)
 
 	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
 	KUNIT_ASSERT_NOT_NULL(test, sf);
-	gpumig_mig_reset(&f->mig);
-	gpumig_mig_get_state(&f->mig, &st);
+	gpumig_mig_reset(f->mig);
+	gpumig_mig_get_state(f->mig, &st);
 	KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RUNNING);
 	KUNIT_EXPECT_EQ(test, kernel_read(sf, b, sizeof(b), &pos), (ssize_t)-ENODEV);
 	KUNIT_EXPECT_FALSE(test, f->tracking);
-	/* Deferred: a reset while the state mutex is held runs at unlock. */
-	mutex_lock(&f->mig.state_mutex);
-	gpumig_mig_reset(&f->mig);
-	KUNIT_EXPECT_TRUE(test, f->mig.deferred_reset);
-	f->mig.state = VFIO_DEVICE_STATE_STOP;
-	mutex_unlock(&f->mig.state_mutex);
-	/* The next holder runs the deferred reset when it lets go. */
-	gpumig_mig_get_state(&f->mig, &st);
-	gpumig_mig_get_state(&f->mig, &st);
-	KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RUNNING);
-	KUNIT_EXPECT_FALSE(test, f->mig.deferred_reset);
 	fput(sf);
 }
 
+/* The device's own reset, as VFIO_DEVICE_RESET does it: engine, then device. */
 static void fake_reset_now(struct fake_dev *f)
 {
-	gpumig_mig_reset(&f->mig);
+	gpumig_mig_reset(f->mig);
+	f->running = true;
+}
+
+/*
+ * A reset that arrives while the state machine holds the state mutex (here
+ * inside quiesce, on the way to STOP_COPY) is deferred: the arc completes,
+ * then the reset runs when the state mutex is released.
+ */
+static void mig_reset_during_transition(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 2);
+	enum vfio_device_mig_state st;
+	struct file *sf;
+	loff_t pos = 0;
+	u8 b[16];
+
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	f->during_quiesce = fake_reset_now;
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_STOP_COPY));
+	f->during_quiesce = NULL;
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_get_state(f->mig, &st));
+	KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RUNNING);
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, b, sizeof(b), &pos), (ssize_t)-ENODEV);
+	KUNIT_EXPECT_FALSE(test, f->tracking);
+	KUNIT_EXPECT_TRUE(test, f->running);
+	/* And a migration works again from there. */
+	fput(sf);
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_EXPECT_NOT_NULL(test, sf);
+	if (sf)
+		fput(sf);
 }
 
 /*
@@ -479,14 +583,14 @@ static void mig_reset_during_status_read(struct kunit *test)
 	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
 	KUNIT_ASSERT_NOT_NULL(test, sf);
 	f->during_count = fake_reset_now;
-	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_status(&f->mig, &st));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_status(f->mig, &st));
 	f->during_count = NULL;
 	/* The reader saw the state from before the reset... */
 	KUNIT_EXPECT_EQ(test, st.state, VFIO_DEVICE_STATE_PRE_COPY);
 	/* ...and the reset took effect when it released the lock. */
 	KUNIT_EXPECT_FALSE(test, f->tracking);
 	KUNIT_EXPECT_EQ(test, kernel_read(sf, b, sizeof(b), &pos), (ssize_t)-ENODEV);
-	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_get_state(&f->mig, &s));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_get_state(f->mig, &s));
 	KUNIT_EXPECT_EQ(test, s, VFIO_DEVICE_STATE_RUNNING);
 	fput(sf);
 }
@@ -532,77 +636,239 @@ static void mig_backend_failures(struct kunit *test)
 	dst->fail = FAIL_ARCH_RESTORE;
 	pos = 0;
 	KUNIT_EXPECT_EQ(test, kernel_write(rf, buf, n, &pos), (ssize_t)-EINVAL);
-	KUNIT_EXPECT_NOT_NULL(test, strstr(dst->mig.why, "refused the architectural state"));
-	KUNIT_EXPECT_TRUE(test, IS_ERR(gpumig_mig_set_state(&dst->mig, VFIO_DEVICE_STATE_RUNNING)));
+	KUNIT_EXPECT_NOT_NULL(test, strstr(reason(test, dst), "refused the architectural state"));
+	KUNIT_EXPECT_TRUE(test, IS_ERR(gpumig_mig_set_state(dst->mig, VFIO_DEVICE_STATE_RUNNING)));
 	KUNIT_EXPECT_FALSE(test, dst->running);
 	fput(sf);
 	fput(rf);
 	vfree(buf);
 }
 
-static void mig_teardown_quarantine(struct kunit *test)
+/* Close: quiesce, invalidate, teardown, then scrub; a failure quarantines. */
+static void mig_close_scrub_or_quarantine(struct kunit *test)
 {
 	struct fake_dev *f = fake_new(test, 2);
+	struct gpumig_mig_status st;
 
-	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_teardown(&f->mig));
-	KUNIT_EXPECT_FALSE(test, f->mig.quarantined);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_open(f->mig));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_close(f->mig));
+	/* Logging is stopped before the device is made inert. */
+	KUNIT_EXPECT_STREQ(test, f->log, "lQICS");
+	gpumig_mig_status(f->mig, &st);
+	KUNIT_EXPECT_FALSE(test, st.quarantined);
+
+	memset(f->log, 0, sizeof(f->log));
+	memset(f->vram, 0x5a, GPUMIG_BLOCK_SIZE);
 	f->fail = FAIL_TEARDOWN;
-	KUNIT_EXPECT_EQ(test, -EBUSY, gpumig_mig_teardown(&f->mig));
-	KUNIT_EXPECT_TRUE(test, f->mig.quarantined);
-	KUNIT_EXPECT_NOT_NULL(test, strstr(f->mig.why, "quarantined: engine still busy"));
+	KUNIT_EXPECT_EQ(test, -EBUSY, gpumig_mig_close(f->mig));
+	KUNIT_EXPECT_STREQ(test, f->log, "lQIC");	/* no scrub: memory kept */
+	KUNIT_EXPECT_EQ(test, f->vram[0], 0x5a);
+	gpumig_mig_status(f->mig, &st);
+	KUNIT_EXPECT_TRUE(test, st.quarantined);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(st.why, "quarantined: engine still busy"));
+	KUNIT_EXPECT_EQ(test, -EBUSY, gpumig_mig_open(f->mig));
+
+	/* The operator lifts it: scrubbed first, then usable. */
+	f->fail = FAIL_NONE;
+	memset(f->log, 0, sizeof(f->log));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_unquarantine(f->mig));
+	KUNIT_EXPECT_STREQ(test, f->log, "S");
+	KUNIT_EXPECT_EQ(test, f->vram[0], 0);
+	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_mig_unquarantine(f->mig));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_open(f->mig));
+
+	/* An invalidation that is never acknowledged quarantines too. */
+	f->fail = FAIL_INVALIDATE;
+	KUNIT_EXPECT_EQ(test, -EBUSY, gpumig_mig_close(f->mig));
+	gpumig_mig_status(f->mig, &st);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(st.why, "invalidation not acknowledged"));
 }
 
-/* Every pair of states: the engine reaches the target or fails cleanly. */
-static void mig_every_state_pair(struct kunit *test)
+/* Closing mid-migration ends the data fd before the teardown. */
+static void mig_close_mid_migration(struct kunit *test)
 {
-	static const enum vfio_device_mig_state states[] = {
-		VFIO_DEVICE_STATE_STOP, VFIO_DEVICE_STATE_RUNNING,
-		VFIO_DEVICE_STATE_STOP_COPY, VFIO_DEVICE_STATE_RESUMING,
-		VFIO_DEVICE_STATE_RUNNING_P2P, VFIO_DEVICE_STATE_PRE_COPY,
-		VFIO_DEVICE_STATE_PRE_COPY_P2P,
-	};
+	struct fake_dev *f = fake_new(test, 2);
+	struct file *sf;
+	loff_t pos = 0;
+	u8 b[16];
+
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	memset(f->log, 0, sizeof(f->log));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_close(f->mig));
+	KUNIT_EXPECT_STREQ(test, f->log, "tlQICS");
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, b, sizeof(b), &pos), (ssize_t)-ENODEV);
+	fput(sf);
+}
+
+/* VRAM tracking that cannot start fails the arc; nothing is half started. */
+static void mig_track_failure(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 2);
+	enum vfio_device_mig_state st;
+	struct file *sf;
+
+	f->fail = FAIL_TRACK;
+	sf = gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(sf), -ENOMEM);
+	gpumig_mig_get_state(f->mig, &st);
+	KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RUNNING);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(reason(test, f), "VRAM dirty tracking"));
+	KUNIT_EXPECT_TRUE(test, f->running);
+	sf = gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_STOP_COPY);
+	KUNIT_EXPECT_TRUE(test, IS_ERR(sf));
+	gpumig_mig_get_state(f->mig, &st);
+	KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_STOP);
+	f->fail = FAIL_NONE;
+	sf = go(test, f, VFIO_DEVICE_STATE_STOP_COPY);
+	KUNIT_EXPECT_NOT_NULL(test, sf);
+	if (sf)
+		fput(sf);
+}
+
+/* The status's pending bytes are what PRECOPY_INFO says, initial plus dirty. */
+static void mig_status_pending(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 2);
+	struct vfio_precopy_info info;
+	struct gpumig_mig_status st;
+	struct file *sf;
+	loff_t pos = 0;
+	u8 *buf = kunit_kzalloc(test, 3000, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memset(f->vram + 2 * GPUMIG_BLOCK_SIZE, 1, 10);
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	/* Part of the header, then part of the first blocks. */
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 50, &pos), (ssize_t)50);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+	gpumig_mig_status(f->mig, &st);
+	KUNIT_EXPECT_EQ(test, st.pending_bytes, info.initial_bytes + info.dirty_bytes);
+	KUNIT_EXPECT_EQ(test, info.dirty_bytes, 0ULL);
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 3000, &pos), (ssize_t)3000);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+	gpumig_mig_status(f->mig, &st);
+	KUNIT_EXPECT_EQ(test, st.pending_bytes, info.initial_bytes + info.dirty_bytes);
+	KUNIT_EXPECT_EQ(test, st.state, VFIO_DEVICE_STATE_PRE_COPY);
+	fput(sf);
+}
+
+/* DMA logging goes to the backend under the engine; stopped at close. */
+static void mig_dma_log_routing(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 2);
+	struct rb_root_cached ranges = RB_ROOT_CACHED;
+	u64 ps = 4096;
+
+	if (!gpumig_dma_logging_supported()) {
+		KUNIT_EXPECT_NULL(test, f->vdev.log_ops);
+		KUNIT_EXPECT_EQ(test, -EOPNOTSUPP, gpumig_log_start(f->mig, &ranges, 0, &ps));
+		return;
+	}
+	KUNIT_EXPECT_PTR_EQ(test, f->vdev.log_ops, &fake_vfio_ops.log);
+	KUNIT_EXPECT_EQ(test, 0, f->vdev.log_ops->log_start(&f->vdev, &ranges, 0, &ps));
+	KUNIT_EXPECT_TRUE(test, f->logging);
+	KUNIT_EXPECT_EQ(test, 0, f->vdev.log_ops->log_stop(&f->vdev));
+	KUNIT_EXPECT_FALSE(test, f->logging);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_log_start(f->mig, &ranges, 0, &ps));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_close(f->mig));
+	KUNIT_EXPECT_FALSE(test, f->logging);
+	KUNIT_EXPECT_STREQ(test, f->log, "LlLlQICS");
+}
+
+static const enum vfio_device_mig_state mig_states[] = {
+	VFIO_DEVICE_STATE_STOP, VFIO_DEVICE_STATE_RUNNING,
+	VFIO_DEVICE_STATE_STOP_COPY, VFIO_DEVICE_STATE_RESUMING,
+	VFIO_DEVICE_STATE_RUNNING_P2P, VFIO_DEVICE_STATE_PRE_COPY,
+	VFIO_DEVICE_STATE_PRE_COPY_P2P,
+};
+
+static const char *const mig_state_names[] = {
+	[VFIO_DEVICE_STATE_STOP] = "STOP",
+	[VFIO_DEVICE_STATE_RUNNING] = "RUNNING",
+	[VFIO_DEVICE_STATE_STOP_COPY] = "STOP_COPY",
+	[VFIO_DEVICE_STATE_RESUMING] = "RESUMING",
+	[VFIO_DEVICE_STATE_RUNNING_P2P] = "RUNNING_P2P",
+	[VFIO_DEVICE_STATE_PRE_COPY] = "PRE_COPY",
+	[VFIO_DEVICE_STATE_PRE_COPY_P2P] = "PRE_COPY_P2P",
+};
+
+struct mig_pair {
+	enum vfio_device_mig_state from;
+	enum vfio_device_mig_state to;
+};
+
+static struct mig_pair mig_pairs[ARRAY_SIZE(mig_states) * ARRAY_SIZE(mig_states)];
+
+static void mig_pair_desc(struct mig_pair *p, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s -> %s", mig_state_names[p->from],
+		 mig_state_names[p->to]);
+}
+
+KUNIT_ARRAY_PARAM(mig_pair, mig_pairs, mig_pair_desc);
+
+static int mig_suite_init(struct kunit_suite *suite)
+{
 	int i, j;
 
-	for (i = 0; i < ARRAY_SIZE(states); i++) {
-		for (j = 0; j < ARRAY_SIZE(states); j++) {
-			struct fake_dev *f = fake_new(test, 2);
-			enum vfio_device_mig_state st, next;
-			struct file *a, *b;
-			int valid;
-
-			a = gpumig_mig_set_state(&f->mig, states[i]);
-			KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-			valid = vfio_mig_get_next_state(&f->vdev, states[i], states[j], &next);
-			b = gpumig_mig_set_state(&f->mig, states[j]);
-			gpumig_mig_get_state(&f->mig, &st);
-			if (valid) {
-				/* The uAPI has no path (e.g. STOP_COPY -> PRE_COPY). */
-				KUNIT_EXPECT_TRUE(test, IS_ERR(b));
-				KUNIT_EXPECT_EQ(test, st, states[i]);
-			} else if (IS_ERR(b)) {
-				/* Only RESUMING -> anything without a stream may fail. */
-				KUNIT_EXPECT_EQ_MSG(test, states[i], VFIO_DEVICE_STATE_RESUMING,
-						    "%d -> %d: %ld", states[i], states[j],
-						    PTR_ERR(b));
-				KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RESUMING);
-			} else {
-				KUNIT_EXPECT_EQ_MSG(test, st, states[j], "%d -> %d",
-						    states[i], states[j]);
-				if (b)
-					fput(b);
-			}
-			/* The device runs exactly in RUNNING and the P2P/PRE_COPY states. */
-			if (!IS_ERR(b))
-				KUNIT_EXPECT_EQ_MSG(test, f->running,
-						    st == VFIO_DEVICE_STATE_RUNNING ||
-						    st == VFIO_DEVICE_STATE_RUNNING_P2P ||
-						    st == VFIO_DEVICE_STATE_PRE_COPY ||
-						    st == VFIO_DEVICE_STATE_PRE_COPY_P2P,
-						    "%d -> %d", states[i], states[j]);
-			if (a)
-				fput(a);
+	for (i = 0; i < ARRAY_SIZE(mig_states); i++) {
+		for (j = 0; j < ARRAY_SIZE(mig_states); j++) {
+			mig_pairs[i * ARRAY_SIZE(mig_states) + j].from = mig_states[i];
+			mig_pairs[i * ARRAY_SIZE(mig_states) + j].to = mig_states[j];
 		}
 	}
+	return 0;
+}
+
+/* One pair of states: the engine reaches the target or fails cleanly. */
+static void mig_state_pair(struct kunit *test)
+{
+	const struct mig_pair *p = test->param_value;
+	struct fake_dev *f = fake_new(test, 2);
+	enum vfio_device_mig_state st, next;
+	struct file *a, *b;
+	int no_path;
+
+	a = gpumig_mig_set_state(f->mig, p->from);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	no_path = vfio_mig_get_next_state(&f->vdev, p->from, p->to, &next);
+	b = gpumig_mig_set_state(f->mig, p->to);
+	gpumig_mig_get_state(f->mig, &st);
+	if (no_path) {
+		/* The uAPI has no path (e.g. STOP_COPY -> PRE_COPY). */
+		KUNIT_EXPECT_TRUE(test, IS_ERR(b));
+		KUNIT_EXPECT_EQ(test, st, p->from);
+	} else if (IS_ERR(b)) {
+		/* Only RESUMING -> anything without a stream may fail. */
+		KUNIT_EXPECT_EQ_MSG(test, p->from, VFIO_DEVICE_STATE_RESUMING, "%ld",
+				    PTR_ERR(b));
+		KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RESUMING);
+	} else {
+		KUNIT_EXPECT_EQ(test, st, p->to);
+		/* A data fd comes back exactly when a data phase starts. */
+		KUNIT_EXPECT_EQ(test, !!b, p->from != p->to &&
+				(p->to == VFIO_DEVICE_STATE_RESUMING ||
+				 ((p->to == VFIO_DEVICE_STATE_PRE_COPY ||
+				   p->to == VFIO_DEVICE_STATE_PRE_COPY_P2P) &&
+				  p->from != VFIO_DEVICE_STATE_PRE_COPY &&
+				  p->from != VFIO_DEVICE_STATE_PRE_COPY_P2P) ||
+				 (p->to == VFIO_DEVICE_STATE_STOP_COPY &&
+				  p->from != VFIO_DEVICE_STATE_PRE_COPY &&
+				  p->from != VFIO_DEVICE_STATE_PRE_COPY_P2P)));
+		if (b)
+			fput(b);
+	}
+	/* The device runs exactly in RUNNING and the P2P/PRE_COPY states. */
+	if (!IS_ERR(b))
+		KUNIT_EXPECT_EQ(test, f->running,
+				st == VFIO_DEVICE_STATE_RUNNING ||
+				st == VFIO_DEVICE_STATE_RUNNING_P2P ||
+				st == VFIO_DEVICE_STATE_PRE_COPY ||
+				st == VFIO_DEVICE_STATE_PRE_COPY_P2P);
+	if (a)
+		fput(a);
 }
 
 static struct kunit_case mig_cases[] = {
@@ -611,16 +877,26 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),
 	KUNIT_CASE(mig_truncated_never_runs),
 	KUNIT_CASE(mig_reset_mid_precopy),
+	KUNIT_CASE(mig_reset_during_transition),
 	KUNIT_CASE(mig_reset_during_status_read),
 	KUNIT_CASE(mig_backend_failures),
-	KUNIT_CASE(mig_teardown_quarantine),
-	KUNIT_CASE(mig_every_state_pair),
+	KUNIT_CASE(mig_close_scrub_or_quarantine),
+	KUNIT_CASE(mig_close_mid_migration),
+	KUNIT_CASE(mig_track_failure),
+	KUNIT_CASE(mig_status_pending),
+	KUNIT_CASE(mig_dma_log_routing),
+	KUNIT_CASE_PARAM(mig_state_pair, mig_pair_gen_params),
 	{}
 };
 
 static struct kunit_suite mig_suite = {
 	.name = "gpumig_mig",
+	.suite_init = mig_suite_init,
 	.test_cases = mig_cases,
 };
 
 kunit_test_suites(&mig_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit suite gpumig_mig: the migration engine, with a fake backend");
+GPUMIG_IMPORT_KUNIT_NS();

@@ -9,8 +9,11 @@
  */
 #include <kunit/test.h>
 #include <linux/delay.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
+
+#include <gpumig/compat.h>
 
 #include "../drivers/gpu/simgpu/simgpu.h"
 
@@ -75,14 +78,14 @@ static u64 *fake_pte(struct fake_env *e, u64 va)
 	u64 table = e->root;
 	int level;
 
-	for (level = 2; level > 0; level--) {
-		u64 *ent = (u64 *)fake_ptr(e, table) + ((va >> (12 + 9 * level)) & 511);
+	for (level = SIMGPU_PT_ROOT_LEVEL; level > 0; level--) {
+		u64 *ent = (u64 *)fake_ptr(e, table) + SIMGPU_PT_INDEX(va, level);
 
 		if (!(*ent & SIMGPU_PTE_VALID))
 			*ent = fake_alloc(e, 4096) | SIMGPU_PTE_VALID;
 		table = *ent & SIMGPU_PTE_ADDR_MASK;
 	}
-	return (u64 *)fake_ptr(e, table) + ((va >> 12) & 511);
+	return (u64 *)fake_ptr(e, table) + SIMGPU_PT_INDEX(va, 0);
 }
 
 static void fake_map(struct fake_env *e, u64 va, u64 target, u64 len, u64 flags)
@@ -166,8 +169,11 @@ static void vram_sparse_and_scrub(struct kunit *test)
 {
 	struct simgpu_vram v;
 	u8 buf[64], zero[64] = { 0 };
+	struct mutex lock;	/* stands for the core's */
 
-	simgpu_vram_init(&v, 1 << 20);
+	mutex_init(&lock);
+	simgpu_vram_init(&v, 1 << 20, &lock);
+	mutex_lock(&lock);
 	memset(buf, 0x77, sizeof(buf));
 	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 8192, buf, sizeof(buf), false));
 	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, zero, sizeof(buf)));
@@ -191,6 +197,8 @@ static void vram_sparse_and_scrub(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 4096 - 32, buf, sizeof(buf), false));
 	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, zero, sizeof(buf)));
 	simgpu_vram_scrub(&v);
+	mutex_unlock(&lock);
+	mutex_destroy(&lock);
 }
 
 /* ---- MMU and IOTLB ------------------------------------------------------ */
@@ -318,8 +326,10 @@ static void cmd_copy_fill_fence(struct kunit *test)
 	{
 		__le32 w;
 
+		mutex_lock(&e->core.lock);
 		KUNIT_EXPECT_EQ(test, 0,
 				simgpu_vram_rw(&e->core.vram, 0x10000 + 8188, &w, 4, false));
+		mutex_unlock(&e->core.lock);
 		KUNIT_EXPECT_EQ(test, le32_to_cpu(w), 0xdeadbeefU);
 	}
 	/* INT_STATUS is write-one-to-clear. */
@@ -508,4 +518,8 @@ static struct kunit_suite simgpu_suite = {
 };
 
 kunit_test_suites(&simgpu_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit suite simgpu_core: simgpu's device model");
+GPUMIG_IMPORT_KUNIT_NS();
 

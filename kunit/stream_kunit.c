@@ -11,6 +11,7 @@
  */
 #include <kunit/test.h>
 #include <linux/crc32.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -751,3 +752,6 @@ static struct kunit_suite stream_suite = {
 };
 
 kunit_test_suites(&stream_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit suite gpumig_stream: the migration stream codec");

@@ -5,7 +5,9 @@
 #
 #   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N]
 #
-# Steps: deps kernels static dkms debug-vm distro-vm fuzz.  Each result is a
+# Steps: deps kernels static dkms debug-vm distro-vm fuzz; and, only when
+# named, kunit: the KUnit suites alone in the debug kernel (all, or those
+# of KUNIT_MODULES, e.g. "gpumig_mig_kunit"; debug-vm runs them too).  Each result is a
 # line in build/results/checks.tsv or a KTAP file under build/results; the
 # summary at the end prints "N passed, N failed" and the exit status says
 # whether everything passed.
@@ -28,6 +30,7 @@ CHECKS=$RES/checks.tsv
 : >"$CHECKS"
 
 want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+named() { [[ ",$only," == *",$1,"* ]]; }
 
 # record NAME STATUS SECONDS [DETAIL]
 record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$CHECKS"; }
@@ -122,7 +125,7 @@ if want deps; then
 fi
 
 DEBUG_KDIR="" NEWEST_KDIR=""
-if want kernels || want static || want debug-vm || want distro-vm; then
+if want kernels || want static || want debug-vm || want distro-vm || named kunit; then
 	t0=$(date +%s)
 	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
 		record "debug kernel 6.12 (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
@@ -167,6 +170,17 @@ if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 		"$DEBUG_KDIR"
 	run_check "debug VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
 		log_clean "$RES/debug"
+fi
+
+if named kunit && [ -n "$DEBUG_KDIR" ]; then
+	build_clean debug "$DEBUG_KDIR" >"$RES/build-kunit.log" 2>&1 ||
+		record "build modules for the KUnit VM" FAIL 0 "see build/results/build-kunit.log"
+	# shellcheck disable=SC2086
+	run_check "KUnit VM: ${KUNIT_MODULES:-every suite}" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/kunit" -- \
+		"$GPUMIG_TOP/scripts/guest/run.sh" kunit "$RES/kunit" "$BUILD/debug" "$TOOLS" \
+		"$DEBUG_KDIR" ${KUNIT_MODULES:-}
+	run_check "KUnit VM: kernel log clean" log_clean "$RES/kunit"
 fi
 
 if want dkms; then

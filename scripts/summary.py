@@ -21,13 +21,16 @@ def parse_ktap(path):
     """Return a list of (name, status), one per test case.
 
     A suite starts at "# Subtest:" (outside any suite); its cases are the
-    result lines at the suite's indentation; deeper lines (parameters) are
-    folded into their case; a result line further out closes the suite.
-    A suite whose plan promises more cases than it reported (a crash, a
-    hang) gets the missing ones counted as failed.
+    result lines at the suite's indentation.  A parameterised case's own
+    results (one level deeper) count one each, named "case: parameter",
+    in place of the case's summary line; anything deeper is folded in.
+    A result line further out closes the suite.  A suite whose plan
+    promises more cases than it reported (a crash, a hang) gets the
+    missing ones counted as failed.
     """
     cases = []
     suite, plan, seen, depth = None, 0, 0, 0
+    params = []
 
     def close():
         nonlocal suite
@@ -36,12 +39,18 @@ def parse_ktap(path):
                          for i in range(seen, plan))
         suite = None
 
+    def status_of(m):
+        if m.group(5) == 'SKIP':
+            return 'skip'
+        return 'pass' if m.group(2) == 'ok' else 'fail'
+
     with open(path, errors='replace') as f:
         lines = [re.sub(r'^\[[ \d.]+\] ', '', l.rstrip('\n')) for l in f]
     for line in lines:
         m = SUBTEST.match(line)
         if m and suite is None:
             suite, depth, plan, seen = m.group(2).strip(), len(m.group(1)), 0, 0
+            params = []
             continue
         if suite is None:
             continue
@@ -54,10 +63,17 @@ def parse_ktap(path):
             continue
         indent = len(m.group(1))
         if indent == depth:
-            status = 'skip' if m.group(5) == 'SKIP' else (
-                'pass' if m.group(2) == 'ok' else 'fail')
-            cases.append((f'{suite}.{m.group(4).strip()}', status))
+            name = f'{suite}.{m.group(4).strip()}'
+            if params:
+                cases.extend((f'{name}: {p}', st) for p, st in params)
+                if status_of(m) == 'fail' and all(st != 'fail' for _, st in params):
+                    cases.append((name, 'fail'))
+            else:
+                cases.append((name, status_of(m)))
+            params = []
             seen += 1
+        elif indent == depth + 4:
+            params.append((m.group(4).strip(), status_of(m)))
         elif indent < depth:
             close()
     close()

@@ -16,7 +16,50 @@
 #include <linux/slab.h>
 #include <linux/sizes.h>
 
+#include <linux/interval_tree.h>
+#include <linux/mutex.h>
+
 #include <gpumig/dirty.h>
+
+/**
+ * struct gpumig_dirty_range - one tracked IOVA range and its bitmaps
+ * @start: first IOVA
+ * @last: last IOVA (inclusive)
+ * @npages: pages in the range
+ * @l0: one bit per page
+ * @l1: bit i set when @l0 word i may be nonzero
+ * @l2: bit j set when @l1 word j may be nonzero
+ */
+struct gpumig_dirty_range {
+	u64 start;
+	u64 last;
+	unsigned long npages;
+	unsigned long *l0;
+	unsigned long *l1;
+	unsigned long *l2;
+};
+
+/**
+ * struct gpumig_dirty - one device's dirty-page log
+ * @lock: guards everything below
+ * @active: logging is on; also read without @lock (READ_ONCE) to skip
+ *	marking while logging is off, and rechecked under it
+ * @shift: log2 of the page size asked for
+ * @nr_ranges: ranges tracked
+ * @ranges: the ranges, sorted by IOVA (allocated by gpumig_dirty_start())
+ * @bytes: bitmap memory held now
+ * @budget: most bitmap memory one log may hold (from dirty_budget_mb;
+ *	tests lower it)
+ */
+struct gpumig_dirty {
+	struct mutex lock;	/* see above */
+	bool active;
+	unsigned int shift;
+	unsigned int nr_ranges;
+	struct gpumig_dirty_range *ranges;
+	size_t bytes;
+	size_t budget;
+};
 
 static unsigned int dirty_budget_mb = 64;
 module_param(dirty_budget_mb, uint, 0644);
@@ -27,16 +70,21 @@ MODULE_PARM_DESC(dirty_budget_mb,
 #define L_SHIFT		ilog2(BITS_PER_LONG)
 
 /**
- * gpumig_dirty_init() - an empty, inactive log
- * @d: log
+ * gpumig_dirty_create() - an empty, inactive log
+ *
+ * Return: the log, or NULL.
  */
-void gpumig_dirty_init(struct gpumig_dirty *d)
+struct gpumig_dirty *gpumig_dirty_create(void)
 {
-	memset(d, 0, sizeof(*d));
+	struct gpumig_dirty *d = kzalloc(sizeof(*d), GFP_KERNEL);
+
+	if (!d)
+		return NULL;
 	mutex_init(&d->lock);
 	d->budget = (size_t)READ_ONCE(dirty_budget_mb) * SZ_1M;
+	return d;
 }
-EXPORT_SYMBOL_GPL(gpumig_dirty_init);
+EXPORT_SYMBOL_GPL(gpumig_dirty_create);
 
 static void gpumig_dirty_free(struct gpumig_dirty *d)
 {
@@ -52,14 +100,59 @@ static void gpumig_dirty_free(struct gpumig_dirty *d)
 
 /**
  * gpumig_dirty_destroy() - stop logging and free the log
- * @d: log
+ * @d: log, or NULL
  */
 void gpumig_dirty_destroy(struct gpumig_dirty *d)
 {
+	if (!d)
+		return;
 	gpumig_dirty_stop(d);
 	mutex_destroy(&d->lock);
+	kfree(d);
 }
 EXPORT_SYMBOL_GPL(gpumig_dirty_destroy);
+
+/**
+ * gpumig_dirty_bytes() - bitmap memory the log holds now
+ * @d: log
+ *
+ * Return: bytes.
+ */
+size_t gpumig_dirty_bytes(struct gpumig_dirty *d)
+{
+	size_t n;
+
+	mutex_lock(&d->lock);
+	n = d->bytes;
+	mutex_unlock(&d->lock);
+	return n;
+}
+EXPORT_SYMBOL_GPL(gpumig_dirty_bytes);
+
+/**
+ * gpumig_dirty_active() - is logging on?
+ * @d: log
+ *
+ * Return: true between a successful start and the next stop.
+ */
+bool gpumig_dirty_active(struct gpumig_dirty *d)
+{
+	return READ_ONCE(d->active);
+}
+EXPORT_SYMBOL_GPL(gpumig_dirty_active);
+
+/**
+ * gpumig_dirty_set_budget() - most bitmap memory the next start may take
+ * @d: log
+ * @bytes: the budget; the module parameter dirty_budget_mb sets the default
+ */
+void gpumig_dirty_set_budget(struct gpumig_dirty *d, size_t bytes)
+{
+	mutex_lock(&d->lock);
+	d->budget = bytes;
+	mutex_unlock(&d->lock);
+}
+EXPORT_SYMBOL_GPL(gpumig_dirty_set_budget);
 
 /**
  * gpumig_dirty_bitmap_bytes() - bitmap memory for a range of @npages pages
@@ -100,8 +193,12 @@ int gpumig_dirty_start(struct gpumig_dirty *d, struct rb_root_cached *ranges,
 	struct interval_tree_node *n;
 	unsigned int nr = 0, shift, i;
 	u64 ps = *page_size, total = 0;
+	size_t budget;
 	int ret;
 
+	mutex_lock(&d->lock);
+	budget = d->budget;
+	mutex_unlock(&d->lock);
 	if (ps < PAGE_SIZE || !is_power_of_2(ps) || ps > SZ_1G)
 		return -EINVAL;
 	if (nnodes > GPUMIG_DIRTY_MAX_RANGES)
@@ -127,9 +224,9 @@ int gpumig_dirty_start(struct gpumig_dirty *d, struct rb_root_cached *ranges,
 		bytes = gpumig_dirty_bitmap_bytes(r->npages);
 		/* kvmalloc() takes at most INT_MAX: about 64 TiB at 4 KiB pages */
 		if (bytes > INT_MAX || check_add_overflow(total, bytes, &total) ||
-		    total > d->budget) {
+		    total > budget) {
 			pr_warn_ratelimited("gpumig: DMA logging refused: %u ranges need more than the %zu KiB of dirty bitmaps allowed (dirty_budget_mb)\n",
-					    nnodes, d->budget / SZ_1K);
+					    nnodes, budget / SZ_1K);
 			ret = -E2BIG;
 			goto err;
 		}

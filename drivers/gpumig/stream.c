@@ -22,6 +22,13 @@
 
 #include <gpumig/stream.h>
 
+/* The wire layouts are an ABI: a change of size is a new stream version. */
+static_assert(sizeof(struct gpumig_sec_hdr) == 24);
+static_assert(sizeof(struct gpumig_wire_compat) == 72);
+static_assert(sizeof(struct gpumig_wire_header) == 80);
+static_assert(sizeof(struct gpumig_wire_vram) == 16);
+static_assert(sizeof(struct gpumig_wire_end) == 16);
+
 static u32 gpumig_crc(u32 crc, const void *p, size_t len)
 {
 	return crc32_le(crc, p, len);

@@ -22,54 +22,20 @@
 #ifndef _GPUMIG_DIRTY_H
 #define _GPUMIG_DIRTY_H
 
-#include <linux/interval_tree.h>
-#include <linux/mutex.h>
 #include <linux/types.h>
+
+struct rb_root_cached;
 
 /* Largest number of ranges kept; the VFIO core hands over at most a page. */
 #define GPUMIG_DIRTY_MAX_RANGES		256
 
-/**
- * struct gpumig_dirty_range - one tracked IOVA range and its bitmaps
- * @start: first IOVA
- * @last: last IOVA (inclusive)
- * @npages: pages in the range
- * @l0: one bit per page
- * @l1: bit i set when @l0 word i may be nonzero
- * @l2: bit j set when @l1 word j may be nonzero
- */
-struct gpumig_dirty_range {
-	u64 start;
-	u64 last;
-	unsigned long npages;
-	unsigned long *l0;
-	unsigned long *l1;
-	unsigned long *l2;
-};
+struct gpumig_dirty;
 
-/**
- * struct gpumig_dirty - one device's dirty-page log
- * @lock: guards everything below
- * @active: logging is on
- * @shift: log2 of the page size asked for
- * @nr_ranges: ranges tracked
- * @ranges: the ranges, sorted by IOVA (allocated by gpumig_dirty_start())
- * @bytes: bitmap memory held now
- * @budget: most bitmap memory one log may hold (from dirty_budget_mb;
- *	tests lower it)
- */
-struct gpumig_dirty {
-	struct mutex lock;	/* see above */
-	bool active;
-	unsigned int shift;
-	unsigned int nr_ranges;
-	struct gpumig_dirty_range *ranges;
-	size_t bytes;
-	size_t budget;
-};
-
-void gpumig_dirty_init(struct gpumig_dirty *d);
+struct gpumig_dirty *gpumig_dirty_create(void);
 void gpumig_dirty_destroy(struct gpumig_dirty *d);
+size_t gpumig_dirty_bytes(struct gpumig_dirty *d);
+bool gpumig_dirty_active(struct gpumig_dirty *d);
+void gpumig_dirty_set_budget(struct gpumig_dirty *d, size_t bytes);
 u64 gpumig_dirty_bitmap_bytes(u64 npages);
 int gpumig_dirty_start(struct gpumig_dirty *d, struct rb_root_cached *ranges,
 		       u32 nnodes, u64 *page_size);

@@ -1,69 +1,134 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * gpumig migration engine: the VFIO migration state machine and the data
- * files, independent of any device.  A backend (simgpu, a PCI variant
- * driver, a KUnit fake) implements struct gpumig_backend_ops; the engine
- * decides the order of its calls:
+ * gpumig migration engine: the API of a front end.
  *
- *   source stop:  quiesce -> invalidate -> (read) remaining VRAM -> arch
+ * A front end (simgpu's mdev, the vfio-pci variant driver) owns a VFIO
+ * device and hands its migration to the engine:
+ *
+ *   init:      gpumig_mig_create() with a backend (the device's services)
+ *              and the VFIO ops made by GPUMIG_DEFINE_VFIO_OPS(); it sets
+ *              the device's mig_ops, log_ops and migration_flags
+ *   open:      gpumig_mig_open() refuses a quarantined device
+ *   reset:     gpumig_mig_reset() from VFIO_DEVICE_RESET or the PCI
+ *              reset_done callback; never sleeps on the engine's locks
+ *   close:     gpumig_mig_close(): verified teardown, then scrub or
+ *              quarantine
+ *   report:    gpumig_mig_status(), gpumig_mig_status_show(),
+ *              gpumig_mig_compat_show()
+ *   operator:  gpumig_mig_unquarantine()
+ *   release:   gpumig_mig_destroy()
+ *
+ * The engine decides the order of the backend's calls:
+ *
+ *   source stop:  quiesce -> invalidate -> remaining VRAM -> arch_save
  *   destination:  VRAM chunks as they arrive -> arch_restore last, only
  *                 once the whole stream arrived and checked out
+ *   close:        quiesce -> invalidate -> teardown -> scrub, or quarantine
+ *
+ * Locking: the engine's locks are its own.  struct gpumig_mig has no
+ * visible fields, so a front end cannot take them or read state behind
+ * the engine's back; every entry point below takes what it needs and
+ * releases the state mutex through the deferred-reset path.  Backend ops
+ * are called with an engine lock held (each op says which) and must not
+ * call back into the engine, except gpumig_mig_reset().
  *
  * Copyright (C) 2026 The gpumig authors
  */
 #ifndef _GPUMIG_MIGRATION_H
 #define _GPUMIG_MIGRATION_H
 
-#include <linux/mutex.h>
-#include <linux/spinlock.h>
+#include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/vfio.h>
 
 #include <gpumig/stream.h>
 
 struct gpumig_mig;
-struct gpumig_mig_file;
+struct iova_bitmap;
+struct rb_root_cached;
 
-/* VRAM moves in blocks of this size; it is also the dirty-tracking grain. */
-#define GPUMIG_BLOCK_SIZE	(64 * 1024)
-#define GPUMIG_ARCH_MAX		(64 * 1024)
+/*
+ * VRAM moves in blocks of this size; it is also the grain of the
+ * backend's VRAM dirty tracking, so a backend's block size must equal it
+ * (backends check that at build time).
+ */
+#define GPUMIG_BLOCK_SHIFT	16
+#define GPUMIG_BLOCK_SIZE	BIT(GPUMIG_BLOCK_SHIFT)
+/* Largest architectural state a backend may save. */
+#define GPUMIG_ARCH_MAX		(64U * 1024)
+/* Length of a reason (quarantine, refusal), terminator included. */
+#define GPUMIG_MSG_LEN		GPUMIG_PARSER_MSG_LEN
 
 /**
- * struct gpumig_backend_ops - what the engine needs from a device
+ * struct gpumig_backend_ops - the device services the engine needs
+ *
+ * Every op gets the @priv given to gpumig_mig_create().  "State mutex"
+ * and "file lock" are the engine's: the state mutex is held for the
+ * state machine, open, close and DMA logging; a data file's lock for its
+ * reads and writes, which run concurrently with the state machine, so a
+ * backend serialises its own device state (simgpu uses its core lock).
+ *
  * @quiesce: stop taking new work, preempt or drain what runs, and verify
- *	the device is idle, within a bound.  Return 0, or -EBUSY (or another
- *	errno) with the device still running as before.
- * @unquiesce: undo @quiesce: the device runs again.
+ *	the device is idle, within a bound.  0, or -EBUSY (or another errno)
+ *	with the device still running as before.  State mutex.
+ * @unquiesce: undo @quiesce: the device runs again.  State mutex.
  * @invalidate: invalidate the device's translations for the tenant and
  *	wait for the device's acknowledgment; -ETIMEDOUT when none comes.
+ *	State mutex.
  * @vram_track: start (true) or stop per-block dirty tracking of VRAM.
- *	Starting marks every block dirty.
+ *	Starting marks every block dirty.  0, or an errno when tracking
+ *	cannot start (the migration step then fails).  State mutex.
  * @vram_next_dirty: the first dirty block at or after @from, its dirty
  *	bit cleared; *@zero tells whether it is all zeroes.  -ENOENT if none.
+ *	File lock.
  * @vram_dirty_count: dirty blocks now, split into non-zero and zero; while
- *	tracking is off, every block (all would be sent).
- * @vram_read: read @len bytes of VRAM at @off.
- * @vram_write: write @len bytes at @off; @buf NULL writes zeroes.
+ *	tracking is off, every block (all would be sent).  Either lock.
+ * @vram_read: read @len bytes of VRAM at @off.  File lock.
+ * @vram_write: write @len bytes at @off; @buf NULL writes zeroes.  File
+ *	lock.
+ * @arch_size: the length @arch_save would produce now (at most
+ *	GPUMIG_ARCH_MAX).  Either lock.
  * @arch_save: write the architectural state (registers, queues, in-flight
- *	work and its progress, page-table root...) to @buf; return its length.
- *	With @buf NULL, only return the length it would have.
+ *	work and its progress, page-table root...) to @buf, of @len bytes;
+ *	return its length.  The device is quiesced.  File lock.
  * @arch_restore: install architectural state; the device may run after.
- * @teardown_check: is the device idle with no translation left?  0, or an
- *	errno with @why explaining.
+ *	File lock.
+ * @teardown: the tenant is gone and the engine quiesced and invalidated
+ *	the device: stop whatever is left (a processor, a pending DMA) and
+ *	verify the device is inert with no translation cached.  0, or an
+ *	errno with @why saying what is wrong.  State mutex.
+ * @scrub: make the device fit for the next tenant: reset it and erase its
+ *	memory.  State mutex.
+ * @dma_log_start: start tracking guest pages the device writes, in the
+ *	ranges given (vfio_log_ops.log_start).  Optional, with the next two:
+ *	all three or none.  State mutex.
+ * @dma_log_stop: stop tracking and forget.  State mutex.
+ * @dma_log_report: call @report for every run of pages written in
+ *	[@iova, @iova + @len) since the last report, and clear them.  State
+ *	mutex.
  */
 struct gpumig_backend_ops {
-	int (*quiesce)(struct gpumig_mig *m);
-	void (*unquiesce)(struct gpumig_mig *m);
-	int (*invalidate)(struct gpumig_mig *m);
-	void (*vram_track)(struct gpumig_mig *m, bool on);
-	long (*vram_next_dirty)(struct gpumig_mig *m, unsigned long from, bool *zero);
-	void (*vram_dirty_count)(struct gpumig_mig *m, unsigned long *nonzero,
+	int (*quiesce)(void *priv);
+	void (*unquiesce)(void *priv);
+	int (*invalidate)(void *priv);
+	int (*vram_track)(void *priv, bool on);
+	long (*vram_next_dirty)(void *priv, unsigned long from, bool *zero);
+	void (*vram_dirty_count)(void *priv, unsigned long *nonzero,
 				 unsigned long *zero);
-	int (*vram_read)(struct gpumig_mig *m, u64 off, void *buf, u32 len);
-	int (*vram_write)(struct gpumig_mig *m, u64 off, const void *buf, u32 len);
-	ssize_t (*arch_save)(struct gpumig_mig *m, void *buf, size_t len);
-	int (*arch_restore)(struct gpumig_mig *m, const void *buf, size_t len);
-	int (*teardown_check)(struct gpumig_mig *m, char *why, size_t len);
+	int (*vram_read)(void *priv, u64 off, void *buf, u32 len);
+	int (*vram_write)(void *priv, u64 off, const void *buf, u32 len);
+	size_t (*arch_size)(void *priv);
+	ssize_t (*arch_save)(void *priv, void *buf, size_t len);
+	int (*arch_restore)(void *priv, const void *buf, size_t len);
+	int (*teardown)(void *priv, char *why, size_t len);
+	void (*scrub)(void *priv);
+	int (*dma_log_start)(void *priv, struct rb_root_cached *ranges,
+			     u32 nnodes, u64 *page_size);
+	void (*dma_log_stop)(void *priv);
+	int (*dma_log_report)(void *priv, u64 iova, u64 len,
+			      void (*report)(void *ctx, u64 iova, u64 len),
+			      void *ctx);
 };
 
 /**
@@ -73,90 +138,160 @@ struct gpumig_backend_ops {
  * @precopy_bytes: bytes read in PRE_COPY
  * @stopcopy_bytes: bytes read in STOP_COPY
  * @resumed_bytes: bytes written while RESUMING
+ * @log_reports: DMA-logging reports
+ * @log_report_ns: time spent in them
+ * @log_bitmap_ns: of which in the first iova_bitmap_set() of each report
+ *	(where the VFIO core pins the user's bitmap), for the benchmark
  *
- * Reset when a saving (or resuming) file is opened.
+ * The migration counters restart when a saving (or resuming) file is
+ * opened, the logging ones when the device is opened.
  */
 struct gpumig_mig_stats {
 	atomic64_t precopy_rounds;
 	atomic64_t precopy_bytes;
 	atomic64_t stopcopy_bytes;
 	atomic64_t resumed_bytes;
+	atomic64_t log_reports;
+	atomic64_t log_report_ns;
+	atomic64_t log_bitmap_ns;
 };
 
 /**
- * struct gpumig_mig - migration state of one device
- * @vdev: the VFIO device (its migration_flags drive the arc computation)
- * @ops: backend
- * @priv: backend data
- * @compat: this device's compatibility descriptor
- * @state_mutex: guards @state, @saving, @resuming, @quarantined
- * @state: current VFIO migration state
- * @saving: data file of PRE_COPY/STOP_COPY, or NULL
- * @resuming: data file of RESUMING, or NULL
- * @reset_lock: guards @deferred_reset (taken inside @state_mutex's holder
- *	only by trylock paths; see gpumig_mig_reset())
- * @deferred_reset: a reset arrived while @state_mutex was held
- * @quiesced: the backend is quiesced by the engine
- * @migrated_away: a STOP_COPY stream was read to its end
- * @quarantined: teardown verification failed: do not reuse
- * @why: the reason for @quarantined, or the last refusal
- * @stats: the last migration, as the device saw it
- */
-struct gpumig_mig {
-	struct vfio_device *vdev;
-	const struct gpumig_backend_ops *ops;
-	void *priv;
-	struct gpumig_compat compat;
-
-	struct mutex state_mutex;	/* see above */
-	enum vfio_device_mig_state state;
-	struct gpumig_mig_file *saving;
-	struct gpumig_mig_file *resuming;
-	spinlock_t reset_lock;		/* see above */
-	bool deferred_reset;
-	bool quiesced;
-	bool migrated_away;
-	bool quarantined;
-	char why[GPUMIG_PARSER_MSG_LEN];
-	struct gpumig_mig_stats stats;
-};
-
-/**
- * struct gpumig_mig_status - a snapshot for sysfs and tools
+ * struct gpumig_mig_status - a snapshot for sysfs, debugfs and tools
  * @state: VFIO migration state
- * @quarantined: teardown verification failed
+ * @quarantined: teardown verification failed; @why says why
+ * @dirty_tracking: the device tracks the guest memory it writes (VFIO DMA
+ *	logging is offered)
+ * @pending_bytes: what the device still has to send now: in PRE_COPY
+ *	what VFIO_MIG_GET_PRECOPY_INFO reports (initial plus dirty), in
+ *	STOP_COPY what is left of the stream; 0 otherwise
  * @precopy_rounds: see struct gpumig_mig_stats
  * @precopy_bytes: see struct gpumig_mig_stats
  * @stopcopy_bytes: see struct gpumig_mig_stats
  * @resumed_bytes: see struct gpumig_mig_stats
- * @pending_bytes: VRAM bytes still to send while a saving file is open
- * @why: quarantine reason or last refusal
+ * @log_reports: see struct gpumig_mig_stats
+ * @log_report_ns: see struct gpumig_mig_stats
+ * @log_bitmap_ns: see struct gpumig_mig_stats
+ * @why: the quarantine reason or the last refusal, or ""
  */
 struct gpumig_mig_status {
 	enum vfio_device_mig_state state;
 	bool quarantined;
+	bool dirty_tracking;
+	u64 pending_bytes;
 	u64 precopy_rounds;
 	u64 precopy_bytes;
 	u64 stopcopy_bytes;
 	u64 resumed_bytes;
-	u64 pending_bytes;
-	char why[GPUMIG_PARSER_MSG_LEN];
+	u64 log_reports;
+	u64 log_report_ns;
+	u64 log_bitmap_ns;
+	char why[GPUMIG_MSG_LEN];
 };
 
-int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st);
-void gpumig_mig_init(struct gpumig_mig *m, struct vfio_device *vdev,
-		     const struct gpumig_backend_ops *ops, void *priv,
-		     const struct gpumig_compat *compat);
+/**
+ * struct gpumig_vfio_ops - the VFIO callbacks of one front end
+ * @mig: migration (vfio_device.mig_ops)
+ * @log: DMA logging (vfio_device.log_ops), used only where the kernel can
+ *	carry the reports and the backend tracks guest memory
+ *
+ * Made by GPUMIG_DEFINE_VFIO_OPS(); each callback finds the device's
+ * struct gpumig_mig and calls the engine.
+ */
+struct gpumig_vfio_ops {
+	struct vfio_migration_ops mig;
+	struct vfio_log_ops log;
+};
+
+struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
+				     const struct gpumig_vfio_ops *vops,
+				     const struct gpumig_backend_ops *ops, void *priv,
+				     const struct gpumig_compat *compat);
 void gpumig_mig_destroy(struct gpumig_mig *m);
+
 struct file *gpumig_mig_set_state(struct gpumig_mig *m,
 				  enum vfio_device_mig_state new_state);
 int gpumig_mig_get_state(struct gpumig_mig *m, enum vfio_device_mig_state *state);
 int gpumig_mig_data_size(struct gpumig_mig *m, unsigned long *len);
+int gpumig_log_start(struct gpumig_mig *m, struct rb_root_cached *ranges,
+		     u32 nnodes, u64 *page_size);
+int gpumig_log_stop(struct gpumig_mig *m);
+int gpumig_log_read_and_clear(struct gpumig_mig *m, unsigned long iova,
+			      unsigned long length, struct iova_bitmap *dirty);
+
+int gpumig_mig_open(struct gpumig_mig *m);
+int gpumig_mig_close(struct gpumig_mig *m);
 void gpumig_mig_reset(struct gpumig_mig *m);
-int gpumig_mig_teardown(struct gpumig_mig *m);
-int gpumig_mig_unquarantine(struct gpumig_mig *m, void (*release)(struct gpumig_mig *m));
+int gpumig_mig_unquarantine(struct gpumig_mig *m);
+
+int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st);
+ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf);
+ssize_t gpumig_mig_compat_show(struct gpumig_mig *m, char *buf);
+const struct gpumig_compat *gpumig_mig_compat(struct gpumig_mig *m);
+bool gpumig_mig_dirty_tracking(struct gpumig_mig *m);
+bool gpumig_dma_logging_supported(void);
+
 #if IS_ENABLED(CONFIG_KUNIT)
 int gpumig_mig_precopy_info(struct file *filp, struct vfio_precopy_info *info);
 #endif
+
+/**
+ * GPUMIG_DEFINE_VFIO_OPS() - define a front end's VFIO migration and
+ *	DMA-logging callbacks
+ * @name: prefix of what is defined: static struct gpumig_vfio_ops
+ *	@name_vfio_ops, and its callbacks
+ * @to_mig: a function or macro giving the struct gpumig_mig * of a
+ *	struct vfio_device *
+ *
+ * Every callback is one call into the engine, which holds the lock
+ * protocol; pass &@name_vfio_ops to gpumig_mig_create().
+ */
+#define GPUMIG_DEFINE_VFIO_OPS(name, to_mig)					\
+static struct gpumig_mig *name##_mig(struct vfio_device *vdev)			\
+{										\
+	return to_mig(vdev);							\
+}										\
+static struct file *name##_set_state(struct vfio_device *vdev,			\
+				     enum vfio_device_mig_state new_state)	\
+{										\
+	return gpumig_mig_set_state(name##_mig(vdev), new_state);			\
+}										\
+static int name##_get_state(struct vfio_device *vdev,				\
+			    enum vfio_device_mig_state *state)			\
+{										\
+	return gpumig_mig_get_state(name##_mig(vdev), state);			\
+}										\
+static int name##_get_data_size(struct vfio_device *vdev, unsigned long *len)	\
+{										\
+	return gpumig_mig_data_size(name##_mig(vdev), len);				\
+}										\
+static int name##_log_start(struct vfio_device *vdev,				\
+			    struct rb_root_cached *ranges, u32 nnodes,		\
+			    u64 *page_size)					\
+{										\
+	return gpumig_log_start(name##_mig(vdev), ranges, nnodes, page_size);	\
+}										\
+static int name##_log_stop(struct vfio_device *vdev)				\
+{										\
+	return gpumig_log_stop(name##_mig(vdev));					\
+}										\
+static int name##_log_read_and_clear(struct vfio_device *vdev,			\
+				     unsigned long iova, unsigned long length,	\
+				     struct iova_bitmap *dirty)			\
+{										\
+	return gpumig_log_read_and_clear(name##_mig(vdev), iova, length, dirty);	\
+}										\
+static const struct gpumig_vfio_ops name##_vfio_ops = {			\
+	.mig = {								\
+		.migration_set_state = name##_set_state,			\
+		.migration_get_state = name##_get_state,			\
+		.migration_get_data_size = name##_get_data_size,		\
+	},									\
+	.log = {								\
+		.log_start = name##_log_start,					\
+		.log_stop = name##_log_stop,					\
+		.log_read_and_clear = name##_log_read_and_clear,		\
+	},									\
+}
 
 #endif /* _GPUMIG_MIGRATION_H */

@@ -7,8 +7,9 @@
  * length is caught before it is trusted) and which carries the CRC of its
  * payload.  The first section is always GPUMIG_SEC_HEADER (stream version
  * and compatibility descriptor), the last GPUMIG_SEC_END (section count,
- * byte count and a CRC over everything before it).  See
- * Documentation/gpumig/stream-format.rst.
+ * byte count and a CRC over everything before it).  The wire layouts are
+ * in <uapi/linux/gpumig_stream.h>; Documentation/gpumig/stream-format.rst
+ * explains them.
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -16,97 +17,7 @@
 #define _GPUMIG_STREAM_H
 
 #include <linux/types.h>
-
-#define GPUMIG_SEC_MAGIC		0x474d5047	/* "GPMG" on the wire */
-#define GPUMIG_STREAM_MAJOR		1
-#define GPUMIG_STREAM_MINOR		0
-
-/* No destination buffers more than this of one section. */
-#define GPUMIG_SEC_MAX_PAYLOAD		(16U << 20)
-
-/* A section type with this bit set may be skipped by a reader that does not know it. */
-#define GPUMIG_SEC_OPTIONAL		0x8000
-
-enum gpumig_sec_type {
-	GPUMIG_SEC_HEADER	= 0x0001,
-	GPUMIG_SEC_VRAM		= 0x0002,
-	GPUMIG_SEC_ARCH		= 0x0003,
-	GPUMIG_SEC_WORK		= 0x0004,
-	GPUMIG_SEC_END		= 0x000f,
-	GPUMIG_SEC_NOTE		= GPUMIG_SEC_OPTIONAL | 0x0001,
-};
-
-/**
- * struct gpumig_sec_hdr - framing of one section (little endian, 24 bytes)
- * @magic: GPUMIG_SEC_MAGIC
- * @type: enum gpumig_sec_type
- * @flags: must be zero in version 1
- * @seq: section number, 0 for the header section, +1 for each section
- * @len: payload length in bytes
- * @payload_crc: crc32_le(~0, payload, len)
- * @hdr_crc: crc32_le(~0) of the 20 bytes before this field
- */
-struct gpumig_sec_hdr {
-	__le32 magic;
-	__le16 type;
-	__le16 flags;
-	__le32 seq;
-	__le32 len;
-	__le32 payload_crc;
-	__le32 hdr_crc;
-} __packed;
-
-#define GPUMIG_TYPE_NAME_LEN		32
-
-/**
- * struct gpumig_wire_compat - compatibility descriptor as sent on the wire
- * @type_name: instance type, NUL padded (e.g. "simgpu-256M")
- * @vram_size: device memory in bytes
- * @backend: which device family produced the state (GPUMIG_BACKEND_*)
- * @nr_queues: command queues the guest may use
- * @features: GPUMIG_FEAT_* the source's guest may rely on
- * @page_size: GPU MMU page size
- * @arch_version: version of the backend's architectural-state layout
- * @reserved: must be zero
- */
-struct gpumig_wire_compat {
-	char type_name[GPUMIG_TYPE_NAME_LEN];
-	__le64 vram_size;
-	__le32 backend;
-	__le32 nr_queues;
-	__le64 features;
-	__le32 page_size;
-	__le32 arch_version;
-	__le64 reserved;
-} __packed;
-
-/* Payload of GPUMIG_SEC_HEADER. */
-struct gpumig_wire_header {
-	__le16 major;
-	__le16 minor;
-	__le32 flags;
-	struct gpumig_wire_compat compat;
-} __packed;
-
-#define GPUMIG_VRAM_ZERO		0x1	/* chunk is all zeroes; no data */
-
-/* Payload of GPUMIG_SEC_VRAM: this, then @len bytes unless ZERO. */
-struct gpumig_wire_vram {
-	__le64 offset;
-	__le32 flags;
-	__le32 len;
-} __packed;
-
-/* Payload of GPUMIG_SEC_END. */
-struct gpumig_wire_end {
-	__le32 nr_sections;
-	__le32 stream_crc;
-	__le64 total_bytes;
-} __packed;
-
-#define GPUMIG_BACKEND_SIMGPU		1
-#define GPUMIG_BACKEND_PCI		2
-#define GPUMIG_BACKEND_FAKE		0xf0
+#include <uapi/linux/gpumig_stream.h>
 
 /**
  * struct gpumig_compat - compatibility descriptor, CPU byte order

@@ -4,10 +4,11 @@
 # Runs inside a test VM (see scripts/vm.sh): load gpumig, run every suite,
 # write KTAP and logs to OUT.
 #
-#   run.sh MODE OUT MODDIR TOOLDIR [KDIR]
+#   run.sh MODE OUT MODDIR TOOLDIR [KDIR [KUNIT_MODULE...]]
 #
 # KDIR: the debug kernel's build tree; its own modules (vfio, mdev, ...)
 # are loaded from there by path, in dependency order.
+# MODE "kunit": only the KUnit modules named (default: every suite).
 # MODE "bench": the benchmarks only, output in OUT/bench.txt.
 # MODE "demo": one QEMU live migration, report in OUT/qemu/demo.txt.
 # MODE "debug": the debug kernel; modules are insmod-ed from MODDIR and the
@@ -15,6 +16,7 @@
 # DKMS install (modprobe), proving the packaging.
 set -u
 mode=$1 out=$2 moddir=$3 tooldir=$4 kdir=${5:-}
+shift $(($# < 5 ? $# : 5))
 
 # The VFIO stack simgpu needs: type1 container and mediated devices.
 vfio_stack() {
@@ -31,6 +33,8 @@ vfio_stack() {
 	done
 }
 ktap=$out/vm-$mode.ktap
+# One module per KUnit suite; the arguments after KDIR pick some.
+KUNIT_MODULES=${*:-gpumig_stream_kunit gpumig_mig_kunit gpumig_dirty_kunit simgpu_kunit}
 n=0
 
 ok() {
@@ -61,6 +65,21 @@ if [ -w "$kml" ]; then
 	echo scan >"$kml"
 	echo clear >"$kml"
 fi
+
+# Each KUnit module runs its suite when loaded; its results are copied
+# before it is unloaded (its debugfs directory goes with it).
+kunit_suites() {
+	local k d
+
+	mkdir -p "$out/kunit"
+	for k in $KUNIT_MODULES; do
+		check "KUnit: load $k (runs its suite)" insmod "$moddir/$k.ko" || continue
+		for d in /sys/kernel/debug/kunit/*/; do
+			[ -f "$d/results" ] && cp "$d/results" "$out/kunit/$(basename "$d").ktap"
+		done
+		check "KUnit: unload $k" rmmod "$k"
+	done
+}
 
 # QEMU realizes vfio-pci on the mdev and its guest sees a 3D controller
 # with our IDs and a 64 KiB BAR0 (the CPUs never run: -S).
@@ -163,14 +182,16 @@ debug)
 	check "load the VFIO stack" vfio_stack
 	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
 	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
-	check "load and run the KUnit module" insmod "$moddir/gpumig_kunit.ko"
-	mkdir -p "$out/kunit"
-	for d in /sys/kernel/debug/kunit/*/; do
-		s=$(basename "$d")
-		cp "$d/results" "$out/kunit/$s.ktap"
-	done
-	check "unload the KUnit module" rmmod gpumig_kunit
+	kunit_suites
 	simgpu_suite
+	check "unload simgpu" rmmod simgpu
+	check "unload gpumig" rmmod gpumig
+	;;
+kunit)
+	check "load the VFIO stack" vfio_stack
+	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
+	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
+	kunit_suites
 	check "unload simgpu" rmmod simgpu
 	check "unload gpumig" rmmod gpumig
 	;;

@@ -1,21 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * simgpu device model: registers, command processor, interrupts.
+ * simgpu device model: registers, command processing, interrupts.
  *
- * The processor is a kthread that runs while the device is open.  It takes
- * the core's lock for one step at a time (fetch and run a short command,
- * one FILL/COPY chunk, one kernel iteration, one invalidation), so register
+ * simgpu_core_run() is one pass of the command processor: it takes the
+ * core's lock for one step at a time (fetch and run a short command, one
+ * FILL/COPY chunk, one kernel iteration, one invalidation), so register
  * accesses from the guest interleave with work at step granularity and a
- * step never sees a half-written register.  simgpu_core_run() is the whole
- * of one pass; KUnit calls it directly, without the thread, to step the
- * device deterministically.
+ * step never sees a half-written register.  The thread that calls it
+ * while the device is open lives in proc.c; KUnit calls it directly to
+ * step the device deterministically.
  *
  * Copyright (C) 2026 The gpumig authors
  */
-#include <linux/delay.h>
-#include <linux/kthread.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
-#include <linux/sched.h>
 #include <linux/slab.h>
 
 #include <kunit/visibility.h>
@@ -38,6 +36,7 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_kernel_word);
 
 static void simgpu_irq(struct simgpu_core *core, u32 bits)
 {
+	lockdep_assert_held(&core->lock);
 	core->int_status |= bits;
 	if (bits & core->int_mask) {
 		core->stats.irqs++;
@@ -218,6 +217,7 @@ static void simgpu_queue_step(struct simgpu_core *core, u32 qi)
 	bool done;
 	u32 err;
 
+	lockdep_assert_held(&core->lock);
 	if (!q->active) {
 		err = simgpu_cmd_fetch(core, q);
 		if (err) {
@@ -341,6 +341,7 @@ static bool simgpu_has_work_locked(struct simgpu_core *core)
 {
 	u32 i;
 
+	lockdep_assert_held(&core->lock);
 	if (core->host_inval_pending)
 		return true;
 	if (core->run_state == SIMGPU_STOPPED)
@@ -408,57 +409,9 @@ bool simgpu_core_idle(struct simgpu_core *core)
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_idle);
 
-/**
- * simgpu_kick() - wake the command processor
- * @core: device
- */
-void simgpu_kick(struct simgpu_core *core)
-{
-	atomic_set(&core->kick, 1);
-	wake_up(&core->wq);
-}
-
-static bool simgpu_woken(struct simgpu_core *core)
-{
-	return atomic_read(&core->kick) || kthread_should_stop();
-}
-
-/* Work that becomes runnable with time rather than with a doorbell. */
-static bool simgpu_timed_work(struct simgpu_core *core)
-{
-	return READ_ONCE(core->knobs.kernel_step_us) ||
-	       READ_ONCE(core->knobs.ack_delay_ms) ||
-	       READ_ONCE(core->knobs.dirty_rate);
-}
-
-static int simgpu_thread(void *data)
-{
-	struct simgpu_core *core = data;
-
-	while (!kthread_should_stop()) {
-		u32 throttle = READ_ONCE(core->knobs.throttle_us);
-		bool more;
-
-		atomic_set(&core->kick, 0);
-		more = simgpu_core_run(core, throttle ? 1 : 16);
-		if (throttle)
-			usleep_range(throttle, throttle + throttle / 8 + 1);
-		if (more) {
-			/* Waiting for a timed step: do not spin. */
-			if (simgpu_timed_work(core))
-				wait_event_interruptible_timeout(core->wq,
-								 simgpu_woken(core),
-								 usecs_to_jiffies(500));
-			cond_resched();
-			continue;
-		}
-		wait_event_interruptible(core->wq, simgpu_woken(core));
-	}
-	return 0;
-}
-
 static void simgpu_reset_locked(struct simgpu_core *core)
 {
+	lockdep_assert_held(&core->lock);
 	core->control = 0;
 	core->int_status = 0;
 	core->int_mask = 0;
@@ -582,7 +535,7 @@ u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset)
 		val = SIMGPU_ABI_VERSION;
 		break;
 	case SIMGPU_REG_CAPS:
-		val = SIMGPU_CAP_PREEMPT | SIMGPU_CAP_DIRTY_WORKLOAD;
+		val = SIMGPU_CAPS;
 		break;
 	case SIMGPU_REG_NUM_QUEUES:
 		val = core->nr_queues;
@@ -767,7 +720,7 @@ int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 	mutex_init(&core->lock);
 	init_waitqueue_head(&core->wq);
 	init_waitqueue_head(&core->step_wq);
-	simgpu_vram_init(&core->vram, vram_size);
+	simgpu_vram_init(&core->vram, vram_size, &core->lock);
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_init);
@@ -779,42 +732,12 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_core_init);
 void simgpu_core_destroy(struct simgpu_core *core)
 {
 	WARN_ON(core->thread);
+	mutex_lock(&core->lock);
 	simgpu_vram_track(&core->vram, false);
 	simgpu_vram_scrub(&core->vram);
+	mutex_unlock(&core->lock);
 	kvfree(core->scratch);
 	kfree(core->bounce);
 	mutex_destroy(&core->lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_destroy);
-
-/**
- * simgpu_core_start() - start the command processor
- * @core: device
- * @name: thread name
- *
- * Return: 0 or a negative errno.
- */
-int simgpu_core_start(struct simgpu_core *core, const char *name)
-{
-	struct task_struct *t;
-
-	t = kthread_run(simgpu_thread, core, "simgpu/%s", name);
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	core->thread = t;
-	return 0;
-}
-
-/**
- * simgpu_core_stop() - stop the command processor
- * @core: device
- *
- * Returns after the current step finished; nothing runs afterwards.
- */
-void simgpu_core_stop(struct simgpu_core *core)
-{
-	if (!core->thread)
-		return;
-	kthread_stop(core->thread);
-	core->thread = NULL;
-}

@@ -11,12 +11,14 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <linux/lockdep.h>
 #include <kunit/visibility.h>
 
 #include "simgpu.h"
 
-#define SIMGPU_PT_LEVELS	3
-#define SIMGPU_PT_BITS		9
+/* A table is one page of 64-bit entries; the VA is covered exactly. */
+static_assert(SIMGPU_PT_ENTRIES * sizeof(u64) == SIMGPU_PAGE_SIZE);
+static_assert(SIMGPU_VA_BITS == 39);
 
 /**
  * simgpu_mmu_flush() - forget every cached translation
@@ -24,18 +26,36 @@
  */
 void simgpu_mmu_flush(struct simgpu_core *core)
 {
+	lockdep_assert_held(&core->lock);
 	memset(core->tlb, 0, sizeof(core->tlb));
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_mmu_flush);
+
+/**
+ * simgpu_tlb_empty() - no translation is cached
+ * @core: device
+ *
+ * Return: true when the IOTLB holds nothing.
+ */
+bool simgpu_tlb_empty(struct simgpu_core *core)
+{
+	bool empty = true;
+	int i;
+
+	mutex_lock(&core->lock);
+	for (i = 0; i < SIMGPU_TLB_ENTRIES; i++)
+		empty &= !core->tlb[i].valid;
+	mutex_unlock(&core->lock);
+	return empty;
+}
 
 static u32 simgpu_mmu_walk(struct simgpu_core *core, u64 va, u64 *pte)
 {
 	u64 table = core->pt_root & SIMGPU_PTE_ADDR_MASK;
 	int level;
 
-	for (level = SIMGPU_PT_LEVELS - 1; level >= 0; level--) {
-		unsigned int shift = SIMGPU_PAGE_SHIFT + level * SIMGPU_PT_BITS;
-		u64 addr = table + ((va >> shift) & ((1 << SIMGPU_PT_BITS) - 1)) * 8;
+	for (level = SIMGPU_PT_ROOT_LEVEL; level >= 0; level--) {
+		u64 addr = table + SIMGPU_PT_INDEX(va, level) * sizeof(__le64);
 		__le64 raw;
 		u64 e;
 
@@ -71,6 +91,7 @@ u32 simgpu_mmu_translate(struct simgpu_core *core, u64 va, bool write, u64 *pte)
 	struct simgpu_tlb_entry *t = &core->tlb[vpn % SIMGPU_TLB_ENTRIES];
 	u32 err;
 
+	lockdep_assert_held(&core->lock);
 	if (va >> SIMGPU_VA_BITS) {
 		core->fault_addr = va;
 		return SIMGPU_ERR_PAGE_FAULT;
@@ -113,6 +134,7 @@ u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 {
 	u8 *p = buf;
 
+	lockdep_assert_held(&core->lock);
 	while (len) {
 		size_t off = va & (SIMGPU_PAGE_SIZE - 1);
 		size_t n = min_t(size_t, len, SIMGPU_PAGE_SIZE - off);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * simgpu internals: the device model (core.c, mmu.c, vram.c), which knows
- * nothing of VFIO, and the mdev/VFIO front end (vfio.c, main.c).
+ * simgpu's device model: registers and commands (core.c), the GPU MMU
+ * (mmu.c), VRAM (vram.c), the architectural state (arch.c), and the
+ * processor thread that runs it (proc.c).  It knows nothing of VFIO; the
+ * mdev front end (simgpu_mdev.h) stands around it.
  *
  * The model reaches guest memory and the interrupt line only through
  * struct simgpu_env_ops, so that the VFIO front end (vfio_dma_rw and an
@@ -34,6 +36,12 @@ enum simgpu_run_state {
 	SIMGPU_DRAIN,
 	SIMGPU_STOPPED,
 };
+
+/* What this model implements: the CAPS register and the compat descriptor. */
+#define SIMGPU_CAPS			(SIMGPU_CAP_PREEMPT | SIMGPU_CAP_DIRTY_WORKLOAD)
+/* Layout version and size of the architectural state (arch.c). */
+#define SIMGPU_ARCH_VERSION		1
+#define SIMGPU_ARCH_SIZE		912
 
 /* Not in the uapi header: the host could not back a VRAM page. */
 #define SIMGPU_ERR_INTERNAL		10
@@ -102,13 +110,16 @@ struct simgpu_tlb_entry {
 
 /**
  * struct simgpu_vram - device memory, backed lazily page by page
+ * @lock: the lock that guards everything below (the core's), held by every
+ *	simgpu_vram_*() call after init
  * @pages: page index -> struct page; an absent page reads as zeroes
- * @size: bytes
+ * @size: bytes (fixed)
  * @present: pages currently backed
- * @dirty: while migration tracks it, one bit per 64 KiB block written
- * @nr_blocks: blocks in VRAM
+ * @dirty: while migration tracks it, one bit per VRAM block written
+ * @nr_blocks: blocks in VRAM (fixed)
  */
 struct simgpu_vram {
+	struct mutex *lock;		/* the core's; see above */
 	struct xarray pages;
 	u64 size;
 	unsigned long present;
@@ -116,7 +127,12 @@ struct simgpu_vram {
 	unsigned long nr_blocks;
 };
 
-#define SIMGPU_BLOCK_SHIFT		16	/* 64 KiB dirty-tracking blocks */
+/*
+ * VRAM dirty tracking grain: 64 KiB blocks.  The migration engine moves
+ * VRAM in blocks of the same size (GPUMIG_BLOCK_SHIFT); backend.c checks
+ * at build time that the two agree.
+ */
+#define SIMGPU_VRAM_BLOCK_SHIFT		16
 
 /**
  * struct simgpu_knobs - test and demo controls (debugfs)
@@ -165,12 +181,12 @@ struct simgpu_stats {
 
 /**
  * struct simgpu_core - one simulated GPU function
- * @env: outside world
- * @ctx: argument for @env
- * @nr_queues: queues this instance has
- * @lock: guards every field below; held by the command processor for one
- *	step at a time and by every register access, so a register write is
- *	never seen half-applied by a step
+ * @env: outside world (fixed)
+ * @ctx: argument for @env (fixed)
+ * @nr_queues: queues this instance has (fixed)
+ * @lock: guards every field from @control to @host_inval_at; held by the
+ *	command processor for one step at a time and by every register
+ *	access, so a register write is never seen half-applied by a step
  * @control: SIMGPU_REG_CONTROL
  * @int_status: SIMGPU_REG_INT_STATUS
  * @int_mask: SIMGPU_REG_INT_MASK
@@ -187,24 +203,28 @@ struct simgpu_stats {
  * @dirty_count: pages written
  * @dirty_start: when the workload (re)started
  * @dirty_done: pages written since @dirty_start
- * @q: queues
+ * @q: queues (@q[i].active is also read racily by wait conditions, which
+ *	recheck under @lock)
  * @tlb: translation cache
  * @vram: device memory
  * @scratch: kernel buffer, SIMGPU_MAX_KERNEL_BUF bytes (little endian words)
  * @bounce: copy buffer, SIMGPU_XFER_STEP bytes
  * @rr: next queue to look at
  * @fault_addr: address of the last failed access (for error registers)
- * @knobs: test controls, read without @lock
  * @stats: counters
  * @run_state: what the processor may do (migration quiesce)
  * @host_inval_seq: last host (migration) invalidation requested
- * @host_inval_ack: last host invalidation acknowledged
+ * @host_inval_ack: last host invalidation acknowledged (also read racily
+ *	by the waiter's condition, rechecked under @lock)
  * @host_inval_pending: a host request waits for the processor
  * @host_inval_at: when it may be acknowledged
+ * @knobs: test controls; no lock: each is one word, written by debugfs
+ *	and read with READ_ONCE()
  * @step_wq: woken after every processor pass (quiesce, host invalidation)
  * @wq: the processor waits here
  * @kick: set by doorbells and control writes, cleared by the processor
- * @thread: the processor, while the device is open
+ * @thread: the processor, while the device is open; set and cleared only
+ *	by the front end's open and close, which the VFIO core serialises
  */
 struct simgpu_core {
 	const struct simgpu_env_ops *env;
@@ -236,54 +256,57 @@ struct simgpu_core {
 	u32 rr;
 	u64 fault_addr;
 
-	struct simgpu_knobs knobs;
 	struct simgpu_stats stats;
-
 	enum simgpu_run_state run_state;
 	u32 host_inval_seq;
 	u32 host_inval_ack;
 	bool host_inval_pending;
 	ktime_t host_inval_at;
+
+	struct simgpu_knobs knobs;
 	wait_queue_head_t step_wq;
 	wait_queue_head_t wq;
 	atomic_t kick;
 	struct task_struct *thread;
 };
 
-/* core.c */
+/* core.c: the model */
 int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 		     void *ctx, u32 nr_queues, u64 vram_size);
 void simgpu_core_destroy(struct simgpu_core *core);
-int simgpu_core_start(struct simgpu_core *core, const char *name);
-void simgpu_core_stop(struct simgpu_core *core);
 void simgpu_core_reset(struct simgpu_core *core);
 u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset);
 void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val);
 bool simgpu_core_run(struct simgpu_core *core, unsigned int budget);
 bool simgpu_core_idle(struct simgpu_core *core);
+u32 simgpu_cmd_check(const struct simgpu_cmd_state *c);
 u32 simgpu_kernel_word(u32 w, u32 key, u32 iteration);
 
 /* mmu.c */
 u32 simgpu_mmu_translate(struct simgpu_core *core, u64 va, bool write, u64 *pte);
 void simgpu_mmu_flush(struct simgpu_core *core);
+bool simgpu_tlb_empty(struct simgpu_core *core);
 u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 		      bool write);
 
-/* mig.c */
+/* arch.c */
+size_t simgpu_arch_size(void);
+ssize_t simgpu_arch_save(struct simgpu_core *core, void *buf, size_t len);
+int simgpu_arch_restore(struct simgpu_core *core, const void *buf, size_t len);
+
+/* proc.c: the processor thread and what waits on it */
+int simgpu_core_start(struct simgpu_core *core, const char *name);
+void simgpu_core_stop(struct simgpu_core *core);
+void simgpu_kick(struct simgpu_core *core);
 int simgpu_quiesce(struct simgpu_core *core, unsigned int timeout_ms);
 void simgpu_unquiesce(struct simgpu_core *core);
 int simgpu_host_invalidate(struct simgpu_core *core, unsigned int timeout_ms);
-bool simgpu_tlb_empty(struct simgpu_core *core);
-ssize_t simgpu_arch_save(struct simgpu_core *core, void *buf, size_t len);
-int simgpu_arch_restore(struct simgpu_core *core, const void *buf, size_t len);
-u32 simgpu_cmd_check(const struct simgpu_cmd_state *c);
-void simgpu_kick(struct simgpu_core *core);
 
 /* vram.c */
 int simgpu_vram_track(struct simgpu_vram *vram, bool on);
 bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk);
 void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len);
-void simgpu_vram_init(struct simgpu_vram *vram, u64 size);
+void simgpu_vram_init(struct simgpu_vram *vram, u64 size, struct mutex *lock);
 int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 		   bool write);
 void simgpu_vram_scrub(struct simgpu_vram *vram);

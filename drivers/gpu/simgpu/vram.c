@@ -12,6 +12,7 @@
 #include <linux/bitmap.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 
 #include <kunit/visibility.h>
@@ -22,14 +23,16 @@
  * simgpu_vram_init() - empty VRAM of @size bytes
  * @vram: VRAM
  * @size: bytes
+ * @lock: the lock every later call holds (the core's)
  */
-void simgpu_vram_init(struct simgpu_vram *vram, u64 size)
+void simgpu_vram_init(struct simgpu_vram *vram, u64 size, struct mutex *lock)
 {
+	vram->lock = lock;
 	xa_init(&vram->pages);
 	vram->size = size;
 	vram->present = 0;
 	vram->dirty = NULL;
-	vram->nr_blocks = DIV_ROUND_UP(size, 1ULL << SIMGPU_BLOCK_SHIFT);
+	vram->nr_blocks = DIV_ROUND_UP(size, 1ULL << SIMGPU_VRAM_BLOCK_SHIFT);
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_init);
 
@@ -41,7 +44,7 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_init);
  * @len: bytes
  * @write: true to copy @buf into VRAM
  *
- * Context: the caller serialises access (the core's lock).
+ * Context: @vram->lock held.
  * Return: 0, -ERANGE outside VRAM, -ENOMEM when a page cannot be backed.
  */
 int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
@@ -50,6 +53,7 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 	u8 *p = buf;
 	u64 end;
 
+	lockdep_assert_held(vram->lock);
 	if (check_add_overflow(offset, (u64)len, &end) || end > vram->size)
 		return -ERANGE;
 
@@ -79,7 +83,7 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 			}
 			va = kmap_local_page(page);
 			if (write && vram->dirty)
-				set_bit(offset >> SIMGPU_BLOCK_SHIFT, vram->dirty);
+				set_bit(offset >> SIMGPU_VRAM_BLOCK_SHIFT, vram->dirty);
 			if (write)
 				memcpy(va + off, p, n);
 			else
@@ -96,13 +100,14 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_rw);
 
 /**
  * simgpu_vram_track() - start or stop per-block dirty tracking
- * @vram: VRAM, the core's lock held
+ * @vram: VRAM, @vram->lock held
  * @on: start (every block marked dirty) or stop
  *
  * Return: 0 or -ENOMEM.
  */
 int simgpu_vram_track(struct simgpu_vram *vram, bool on)
 {
+	lockdep_assert_held(vram->lock);
 	bitmap_free(vram->dirty);
 	vram->dirty = NULL;
 	if (!on)
@@ -117,7 +122,7 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_track);
 
 /**
  * simgpu_vram_block_zero() - does a block have no backed page?
- * @vram: VRAM
+ * @vram: VRAM, @vram->lock held
  * @blk: block index
  *
  * Return: true when every byte of the block reads as zero because nothing
@@ -125,8 +130,9 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_track);
  */
 bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk)
 {
-	unsigned long first = blk << (SIMGPU_BLOCK_SHIFT - PAGE_SHIFT);
-	unsigned long last = first + (1UL << (SIMGPU_BLOCK_SHIFT - PAGE_SHIFT)) - 1;
+	lockdep_assert_held(vram->lock);
+	unsigned long first = blk << (SIMGPU_VRAM_BLOCK_SHIFT - PAGE_SHIFT);
+	unsigned long last = first + (1UL << (SIMGPU_VRAM_BLOCK_SHIFT - PAGE_SHIFT)) - 1;
 
 	return !xa_find(&vram->pages, &first, last, XA_PRESENT);
 }
@@ -134,7 +140,7 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_block_zero);
 
 /**
  * simgpu_vram_zero() - make a page-aligned range read as zero
- * @vram: VRAM
+ * @vram: VRAM, @vram->lock held
  * @offset: start, page aligned
  * @len: length, page aligned
  */
@@ -142,6 +148,7 @@ void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len)
 {
 	unsigned long idx;
 
+	lockdep_assert_held(vram->lock);
 	for (idx = offset >> PAGE_SHIFT; idx < (offset + len) >> PAGE_SHIFT; idx++) {
 		struct page *page = xa_erase(&vram->pages, idx);
 
@@ -151,20 +158,21 @@ void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len)
 		}
 	}
 	if (vram->dirty && len)
-		bitmap_set(vram->dirty, offset >> SIMGPU_BLOCK_SHIFT,
-			   DIV_ROUND_UP(len, 1ULL << SIMGPU_BLOCK_SHIFT));
+		bitmap_set(vram->dirty, offset >> SIMGPU_VRAM_BLOCK_SHIFT,
+			   DIV_ROUND_UP(len, 1ULL << SIMGPU_VRAM_BLOCK_SHIFT));
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_zero);
 
 /**
  * simgpu_vram_scrub() - drop every page: all of VRAM reads zero again
- * @vram: VRAM
+ * @vram: VRAM, @vram->lock held
  */
 void simgpu_vram_scrub(struct simgpu_vram *vram)
 {
 	struct page *page;
 	unsigned long idx;
 
+	lockdep_assert_held(vram->lock);
 	xa_for_each(&vram->pages, idx, page)
 		__free_page(page);
 	xa_destroy(&vram->pages);

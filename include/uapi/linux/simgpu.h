@@ -123,14 +123,20 @@ struct simgpu_cmd {
 /*
  * 4 KiB pages, 39-bit GPU virtual addresses, three levels of 512 64-bit
  * entries each, the tables in guest memory (IOVA).  VA bits 38:30 index the
- * root (level 2), 29:21 level 1, 20:12 level 0.  Directory entries: bit 0
- * valid, bits 51:12 IOVA of the next table.  Leaf entries: bit 0 valid,
- * bit 1 writable, bit 2 VRAM (else guest memory), bits 51:12 the page
- * (a VRAM offset or an IOVA).
+ * root (level 2), 29:21 level 1, 20:12 level 0: SIMGPU_PT_INDEX(va, level).
+ * Directory entries: bit 0 valid, bits 51:12 IOVA of the next table.  Leaf
+ * entries: bit 0 valid, bit 1 writable, bit 2 VRAM (else guest memory),
+ * bits 51:12 the page (a VRAM offset or an IOVA).
  */
 #define SIMGPU_PAGE_SHIFT		12
 #define SIMGPU_PAGE_SIZE		(1ULL << SIMGPU_PAGE_SHIFT)
-#define SIMGPU_VA_BITS			39
+#define SIMGPU_PT_LEVELS		3
+#define SIMGPU_PT_BITS			9
+#define SIMGPU_PT_ENTRIES		(1U << SIMGPU_PT_BITS)
+#define SIMGPU_PT_ROOT_LEVEL		(SIMGPU_PT_LEVELS - 1)
+#define SIMGPU_VA_BITS			(SIMGPU_PAGE_SHIFT + SIMGPU_PT_LEVELS * SIMGPU_PT_BITS)
+#define SIMGPU_PT_INDEX(va, level)	\
+	(((va) >> (SIMGPU_PAGE_SHIFT + (level) * SIMGPU_PT_BITS)) & (SIMGPU_PT_ENTRIES - 1))
 #define SIMGPU_PTE_VALID		(1ULL << 0)
 #define SIMGPU_PTE_WRITE		(1ULL << 1)
 #define SIMGPU_PTE_VRAM			(1ULL << 2)

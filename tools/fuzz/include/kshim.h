@@ -36,6 +36,7 @@ typedef unsigned long long __le64;
 #define __packed		__attribute__((packed))
 #define __printf(a, b)		__attribute__((format(printf, a, b)))
 #define EXPORT_SYMBOL_GPL(sym)
+#define static_assert(e, ...)	_Static_assert(e, #e)
 
 #define cpu_to_le16(x)	((u16)(x))
 #define cpu_to_le32(x)	((u32)(x))

@@ -1,20 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * simgpu as a migration backend, in device-model terms: quiesce (stop,
- * preempt or drain, verified), host invalidation acknowledged by the
- * device, and the architectural state (registers, queues, the command in
- * flight on each queue and its progress).
+ * simgpu architectural state: what a migration carries besides memory
+ * (registers, queues, the command in flight on each queue and its
+ * progress), saved from a quiesced device and checked field by field
+ * before a destination installs it.
  *
  * Copyright (C) 2026 The gpumig authors
  */
-#include <linux/jiffies.h>
 #include <linux/slab.h>
-#include <linux/wait.h>
 
 #include "simgpu.h"
 
 #define SIMGPU_ARCH_MAGIC	0x53414753	/* "SGAS" */
-#define SIMGPU_ARCH_VERSION	1
 
 /* One queue in the architectural state (little endian). */
 struct simgpu_arch_queue {
@@ -32,7 +29,7 @@ struct simgpu_arch_queue {
 	__le64 progress;
 } __packed;
 
-/* The architectural state, version 1. */
+/* The architectural state, version SIMGPU_ARCH_VERSION. */
 struct simgpu_arch {
 	__le32 magic;
 	__le32 version;
@@ -54,128 +51,22 @@ struct simgpu_arch {
 	struct simgpu_arch_queue q[SIMGPU_MAX_QUEUES];
 } __packed;
 
-/*
- * Wait conditions cannot sleep on the lock; these read racily and are
- * rechecked under it.  q->active and host_inval_ack only change under the
- * lock, and the processor wakes step_wq after every pass.
- */
-static bool simgpu_drained(struct simgpu_core *core)
-{
-	u32 i;
-
-	for (i = 0; i < core->nr_queues; i++)
-		if (READ_ONCE(core->q[i].active))
-			return false;
-	return true;
-}
+static_assert(sizeof(struct simgpu_arch) == SIMGPU_ARCH_SIZE);
 
 /**
- * simgpu_quiesce() - stop the device, verified
- * @core: device
- * @timeout_ms: how long draining may take
+ * simgpu_arch_size() - length of the architectural state
  *
- * With preemption on, the processor stops at its next step boundary; a
- * command in flight keeps its progress, which the architectural state
- * carries.  With preemption off, commands already started must finish
- * first; if they do not within @timeout_ms the device runs on and
- * -EBUSY is returned.
- *
- * Return: 0 or -EBUSY.
+ * Return: bytes simgpu_arch_save() produces.
  */
-int simgpu_quiesce(struct simgpu_core *core, unsigned int timeout_ms)
+size_t simgpu_arch_size(void)
 {
-	bool preempt = READ_ONCE(core->knobs.preempt);
-
-	mutex_lock(&core->lock);
-	core->run_state = preempt ? SIMGPU_STOPPED : SIMGPU_DRAIN;
-	mutex_unlock(&core->lock);
-	if (preempt)
-		return 0;	/* holding the lock once was the step boundary */
-
-	simgpu_kick(core);
-	wait_event_timeout(core->step_wq, simgpu_drained(core), msecs_to_jiffies(timeout_ms));
-	mutex_lock(&core->lock);
-	if (!simgpu_drained(core)) {
-		mutex_unlock(&core->lock);
-		simgpu_unquiesce(core);
-		return -EBUSY;
-	}
-	core->run_state = SIMGPU_STOPPED;
-	mutex_unlock(&core->lock);
-	return 0;
-}
-
-/**
- * simgpu_unquiesce() - let the device run again
- * @core: device
- */
-void simgpu_unquiesce(struct simgpu_core *core)
-{
-	mutex_lock(&core->lock);
-	core->run_state = SIMGPU_RUN;
-	core->dirty_start = ktime_get();
-	core->dirty_done = 0;
-	mutex_unlock(&core->lock);
-	simgpu_kick(core);
-}
-
-static bool simgpu_host_acked(struct simgpu_core *core, u32 seq)
-{
-	return READ_ONCE(core->host_inval_ack) == seq;
-}
-
-/**
- * simgpu_host_invalidate() - invalidate every translation, acknowledged
- * @core: device, its processor running
- * @timeout_ms: how long to wait for the acknowledgment
- *
- * The request goes through the device like a guest's (the fault knobs
- * delay or lose it); only the device's acknowledgment completes it.
- *
- * Return: 0 or -ETIMEDOUT.
- */
-int simgpu_host_invalidate(struct simgpu_core *core, unsigned int timeout_ms)
-{
-	bool acked;
-	u32 seq;
-
-	mutex_lock(&core->lock);
-	seq = ++core->host_inval_seq;
-	core->host_inval_pending = true;
-	core->host_inval_at = ktime_add_ms(ktime_get(), READ_ONCE(core->knobs.ack_delay_ms));
-	mutex_unlock(&core->lock);
-	simgpu_kick(core);
-	wait_event_timeout(core->step_wq, simgpu_host_acked(core, seq),
-			   msecs_to_jiffies(timeout_ms));
-	mutex_lock(&core->lock);
-	acked = core->host_inval_ack == seq;
-	core->host_inval_pending = false;	/* a late acknowledgment is no use */
-	mutex_unlock(&core->lock);
-	return acked ? 0 : -ETIMEDOUT;
-}
-
-/**
- * simgpu_tlb_empty() - no translation is cached
- * @core: device
- *
- * Return: true when the IOTLB holds nothing.
- */
-bool simgpu_tlb_empty(struct simgpu_core *core)
-{
-	bool empty = true;
-	int i;
-
-	mutex_lock(&core->lock);
-	for (i = 0; i < SIMGPU_TLB_ENTRIES; i++)
-		empty &= !core->tlb[i].valid;
-	mutex_unlock(&core->lock);
-	return empty;
+	return sizeof(struct simgpu_arch);
 }
 
 /**
  * simgpu_arch_save() - capture the architectural state
  * @core: device, quiesced
- * @buf: output, or NULL for the size only
+ * @buf: output
  * @len: its size
  *
  * Return: the state's length, or -ENOSPC.
@@ -185,8 +76,6 @@ ssize_t simgpu_arch_save(struct simgpu_core *core, void *buf, size_t len)
 	struct simgpu_arch *a = buf;
 	u32 i, j;
 
-	if (!buf)
-		return sizeof(*a);
 	if (len < sizeof(*a))
 		return -ENOSPC;
 	memset(a, 0, sizeof(*a));

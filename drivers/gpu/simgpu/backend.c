@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu's services to the gpumig engine (struct gpumig_backend_ops), in
+ * device-model terms: quiesce and host invalidation through the processor,
+ * VRAM blocks and their dirty bits, the architectural state, teardown and
+ * scrub, and the DMA log of guest pages the device wrote, kept by the
+ * engine's software tracker (the model's DMA goes through env.c, which
+ * marks it).
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/bitmap.h>
+
+#include <gpumig/dirty.h>
+
+#include "simgpu_mdev.h"
+
+#define SIMGPU_QUIESCE_MS	2000	/* drain bound with preemption off */
+#define SIMGPU_INVAL_MS		1000	/* acknowledgment bound */
+
+/* The model's VRAM dirty grain is the engine's block; its state fits. */
+static_assert(SIMGPU_VRAM_BLOCK_SHIFT == GPUMIG_BLOCK_SHIFT);
+static_assert(SIMGPU_ARCH_SIZE <= GPUMIG_ARCH_MAX);
+
+/**
+ * simgpu_reset() - function-level reset: the model and config space
+ * @sdev: device
+ *
+ * VRAM keeps its contents (the tenant is the same); scrubbing is for a
+ * new tenant.
+ */
+void simgpu_reset(struct simgpu_dev *sdev)
+{
+	simgpu_core_reset(&sdev->core);
+	simgpu_cfg_init(sdev);
+}
+
+static int simgpu_be_quiesce(void *priv)
+{
+	struct simgpu_dev *sdev = priv;
+
+	return simgpu_quiesce(&sdev->core, SIMGPU_QUIESCE_MS);
+}
+
+static void simgpu_be_unquiesce(void *priv)
+{
+	struct simgpu_dev *sdev = priv;
+
+	simgpu_unquiesce(&sdev->core);
+}
+
+static int simgpu_be_invalidate(void *priv)
+{
+	struct simgpu_dev *sdev = priv;
+
+	return simgpu_host_invalidate(&sdev->core, SIMGPU_INVAL_MS);
+}
+
+static int simgpu_be_vram_track(void *priv, bool on)
+{
+	struct simgpu_dev *sdev = priv;
+	int ret;
+
+	mutex_lock(&sdev->core.lock);
+	ret = simgpu_vram_track(&sdev->core.vram, on);
+	mutex_unlock(&sdev->core.lock);
+	return ret;
+}
+
+static long simgpu_be_vram_next_dirty(void *priv, unsigned long from, bool *zero)
+{
+	struct simgpu_dev *sdev = priv;
+	struct simgpu_vram *v = &sdev->core.vram;
+	long ret = -ENOENT;
+	unsigned long b;
+
+	mutex_lock(&sdev->core.lock);
+	if (!WARN_ON_ONCE(!v->dirty)) {
+		b = find_next_bit(v->dirty, v->nr_blocks, from);
+		if (b < v->nr_blocks) {
+			clear_bit(b, v->dirty);
+			*zero = simgpu_vram_block_zero(v, b);
+			ret = b;
+		}
+	}
+	mutex_unlock(&sdev->core.lock);
+	return ret;
+}
+
+static void simgpu_be_vram_dirty_count(void *priv, unsigned long *nonzero,
+				       unsigned long *zero)
+{
+	struct simgpu_dev *sdev = priv;
+	struct simgpu_vram *v = &sdev->core.vram;
+	unsigned long b;
+
+	*nonzero = 0;
+	*zero = 0;
+	mutex_lock(&sdev->core.lock);
+	for (b = 0; b < v->nr_blocks; b++) {
+		if (v->dirty && !test_bit(b, v->dirty))
+			continue;
+		if (simgpu_vram_block_zero(v, b))
+			(*zero)++;
+		else
+			(*nonzero)++;
+	}
+	mutex_unlock(&sdev->core.lock);
+}
+
+static int simgpu_be_vram_read(void *priv, u64 off, void *buf, u32 len)
+{
+	struct simgpu_dev *sdev = priv;
+	int ret;
+
+	mutex_lock(&sdev->core.lock);
+	ret = simgpu_vram_rw(&sdev->core.vram, off, buf, len, false);
+	mutex_unlock(&sdev->core.lock);
+	return ret;
+}
+
+static int simgpu_be_vram_write(void *priv, u64 off, const void *buf, u32 len)
+{
+	struct simgpu_dev *sdev = priv;
+	int ret = 0;
+
+	mutex_lock(&sdev->core.lock);
+	if (buf)
+		ret = simgpu_vram_rw(&sdev->core.vram, off, (void *)buf, len, true);
+	else
+		simgpu_vram_zero(&sdev->core.vram, off, len);
+	mutex_unlock(&sdev->core.lock);
+	return ret;
+}
+
+static size_t simgpu_be_arch_size(void *priv)
+{
+	return simgpu_arch_size();
+}
+
+static ssize_t simgpu_be_arch_save(void *priv, void *buf, size_t len)
+{
+	struct simgpu_dev *sdev = priv;
+
+	return simgpu_arch_save(&sdev->core, buf, len);
+}
+
+static int simgpu_be_arch_restore(void *priv, const void *buf, size_t len)
+{
+	struct simgpu_dev *sdev = priv;
+
+	return simgpu_arch_restore(&sdev->core, buf, len);
+}
+
+/* Quiesced and invalidated by the engine: stop the processor and check. */
+static int simgpu_be_teardown(void *priv, char *why, size_t len)
+{
+	struct simgpu_dev *sdev = priv;
+
+	simgpu_core_stop(&sdev->core);
+	if (!simgpu_tlb_empty(&sdev->core)) {
+		snprintf(why, len, "translations still cached: invalidation was not acknowledged");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* The next tenant finds a reset device whose VRAM reads as zeroes. */
+static void simgpu_be_scrub(void *priv)
+{
+	struct simgpu_dev *sdev = priv;
+
+	simgpu_reset(sdev);
+	mutex_lock(&sdev->core.lock);
+	simgpu_vram_scrub(&sdev->core.vram);
+	mutex_unlock(&sdev->core.lock);
+}
+
+static int simgpu_be_dma_log_start(void *priv, struct rb_root_cached *ranges,
+				   u32 nnodes, u64 *page_size)
+{
+	struct simgpu_dev *sdev = priv;
+
+	return gpumig_dirty_start(sdev->dirty, ranges, nnodes, page_size);
+}
+
+static void simgpu_be_dma_log_stop(void *priv)
+{
+	struct simgpu_dev *sdev = priv;
+
+	gpumig_dirty_stop(sdev->dirty);
+}
+
+static int simgpu_be_dma_log_report(void *priv, u64 iova, u64 len,
+				    void (*report)(void *ctx, u64 iova, u64 len),
+				    void *ctx)
+{
+	struct simgpu_dev *sdev = priv;
+
+	return gpumig_dirty_collect(sdev->dirty, iova, len, report, ctx);
+}
+
+const struct gpumig_backend_ops simgpu_backend_ops = {
+	.quiesce = simgpu_be_quiesce,
+	.unquiesce = simgpu_be_unquiesce,
+	.invalidate = simgpu_be_invalidate,
+	.vram_track = simgpu_be_vram_track,
+	.vram_next_dirty = simgpu_be_vram_next_dirty,
+	.vram_dirty_count = simgpu_be_vram_dirty_count,
+	.vram_read = simgpu_be_vram_read,
+	.vram_write = simgpu_be_vram_write,
+	.arch_size = simgpu_be_arch_size,
+	.arch_save = simgpu_be_arch_save,
+	.arch_restore = simgpu_be_arch_restore,
+	.teardown = simgpu_be_teardown,
+	.scrub = simgpu_be_scrub,
+	.dma_log_start = simgpu_be_dma_log_start,
+	.dma_log_stop = simgpu_be_dma_log_stop,
+	.dma_log_report = simgpu_be_dma_log_report,
+};

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The outside world of an mdev's device model: DMA goes through the mdev's
+ * emulated IOMMU (vfio_dma_rw), so the guest can never make the device
+ * touch memory it did not map, and every write that landed is marked in
+ * the DMA log; the interrupt is the MSI eventfd.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/vfio.h>
+
+#include <gpumig/dirty.h>
+
+#include "simgpu_mdev.h"
+
+static int simgpu_env_dma_rw(void *ctx, u64 iova, void *buf, size_t len, bool write)
+{
+	struct simgpu_dev *sdev = ctx;
+	int ret;
+
+	ret = vfio_dma_rw(&sdev->vdev, iova, buf, len, write);
+	/* Marked after the write landed: see gpumig_dirty_mark(). */
+	if (!ret && write)
+		gpumig_dirty_mark(sdev->dirty, iova, len);
+	return ret;
+}
+
+static void simgpu_env_raise_irq(void *ctx)
+{
+	simgpu_irq_signal(ctx);
+}
+
+const struct simgpu_env_ops simgpu_mdev_env = {
+	.dma_rw = simgpu_env_dma_rw,
+	.raise_irq = simgpu_env_raise_irq,
+};

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * gpumig engine internals, shared by state.c (the state machine and the
+ * lock protocol), file.c (the migration data files) and log.c (DMA
+ * logging).  Front ends see none of this: include/gpumig/migration.h
+ * declares struct gpumig_mig without its fields, so any access from
+ * outside the engine fails to compile.
+ *
+ * Locks, outermost first:
+ *   state_mutex   one per device; every entry point of the engine takes
+ *                 it and releases it with gpumig_state_mutex_unlock(),
+ *                 which runs a reset that arrived meanwhile
+ *   file->lock    one per data file; reads, writes and PRECOPY_INFO take
+ *                 it without the state mutex, the state machine takes it
+ *                 inside the state mutex
+ *   reset_lock    spinlock; only guards deferred_reset
+ *   why_lock      spinlock; only guards why
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#ifndef _GPUMIG_ENGINE_H
+#define _GPUMIG_ENGINE_H
+
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/vfio.h>
+
+#include <gpumig/migration.h>
+#include <gpumig/stream.h>
+
+/**
+ * enum gpumig_file_state - where a data file is in its life
+ * @GPUMIG_FILE_PRECOPY: saving, the device runs: passes over dirty VRAM;
+ *	a read finds nothing when every block was sent and none changed
+ * @GPUMIG_FILE_STOPCOPY: saving, the device is stopped: the blocks still
+ *	dirty, then the architectural state
+ * @GPUMIG_FILE_END: saving: the end section comes next
+ * @GPUMIG_FILE_COMPLETE: saving: the end section was produced; once it is
+ *	read, reads return 0
+ * @GPUMIG_FILE_RESUMING: resuming: sections are checked as they arrive
+ * @GPUMIG_FILE_RESTORED: resuming: a whole stream arrived, checked out and
+ *	its architectural state was installed
+ * @GPUMIG_FILE_ERROR: broken for good (a block already taken off the dirty
+ *	set cannot be sent again; a refused stream stays refused); reads and
+ *	writes return the file's error
+ * @GPUMIG_FILE_DISABLED: the state machine left the file's state; reads
+ *	and writes return -ENODEV
+ */
+enum gpumig_file_state {
+	GPUMIG_FILE_PRECOPY,
+	GPUMIG_FILE_STOPCOPY,
+	GPUMIG_FILE_END,
+	GPUMIG_FILE_COMPLETE,
+	GPUMIG_FILE_RESUMING,
+	GPUMIG_FILE_RESTORED,
+	GPUMIG_FILE_ERROR,
+	GPUMIG_FILE_DISABLED,
+};
+
+/**
+ * struct gpumig_mig_file - one migration data fd
+ * @filp: the file (fixed)
+ * @m: its device; NULL once @state is DISABLED (guarded by @lock)
+ * @lock: guards every field below
+ * @state: enum gpumig_file_state
+ * @err: the error of GPUMIG_FILE_ERROR
+ * @w: saving: stream writer
+ * @buf: saving: encoded bytes of the current section
+ * @buf_len: bytes in @buf
+ * @buf_pos: bytes of @buf already read
+ * @tmp: one VRAM block or the architectural state; resuming: input chunk
+ * @cursor: saving: next VRAM block to look at
+ * @initial_left: saving: bytes of the first full pass not read yet
+ * @round_bytes: saving: bytes read since the last pre-copy round ended
+ * @parser: resuming: stream parser
+ * @arch: resuming: architectural state, held until the end section
+ * @arch_len: its length, or 0 while none arrived
+ */
+struct gpumig_mig_file {
+	struct file *filp;
+	struct gpumig_mig *m;
+	struct mutex lock;	/* guards the fields below */
+	enum gpumig_file_state state;
+	int err;
+
+	struct gpumig_writer w;
+	u8 *buf;
+	size_t buf_len;
+	size_t buf_pos;
+	u8 *tmp;
+	unsigned long cursor;
+	u64 initial_left;
+	u64 round_bytes;
+
+	struct gpumig_parser parser;
+	u8 *arch;
+	size_t arch_len;
+};
+
+/**
+ * struct gpumig_mig - migration state of one device
+ * @vdev: the VFIO device (fixed)
+ * @ops: backend (fixed)
+ * @priv: backend data, the argument of every op (fixed)
+ * @compat: this device's compatibility descriptor (fixed)
+ * @log_ops: the VFIO core was given DMA-logging ops (fixed)
+ * @state_mutex: guards @state, @saving, @resuming, @quiesced,
+ *	@migrated_away, @quarantined
+ * @state: current VFIO migration state
+ * @saving: data file of PRE_COPY/STOP_COPY, or NULL
+ * @resuming: data file of RESUMING, or NULL
+ * @quiesced: the engine quiesced the backend (STOP and below)
+ * @migrated_away: a STOP_COPY stream was read to its end
+ * @quarantined: teardown verification failed: do not reuse; written under
+ *	@state_mutex, read locklessly for reports
+ * @reset_lock: guards @deferred_reset; never held across a sleep
+ * @deferred_reset: a reset arrived while @state_mutex was held
+ * @why_lock: guards @why, which the state machine (under @state_mutex)
+ *	and a resuming file (under its own lock) both write
+ * @why: the quarantine reason or the last refusal
+ * @stats: the last migration, as the device saw it (atomics)
+ */
+struct gpumig_mig {
+	struct vfio_device *vdev;
+	const struct gpumig_backend_ops *ops;
+	void *priv;
+	struct gpumig_compat compat;
+	bool log_ops;
+
+	struct mutex state_mutex;	/* see above */
+	enum vfio_device_mig_state state;
+	struct gpumig_mig_file *saving;
+	struct gpumig_mig_file *resuming;
+	bool quiesced;
+	bool migrated_away;
+	bool quarantined;
+
+	spinlock_t reset_lock;		/* see above */
+	bool deferred_reset;
+
+	spinlock_t why_lock;		/* see above */
+	char why[GPUMIG_MSG_LEN];
+
+	struct gpumig_mig_stats stats;
+};
+
+/* state.c */
+void gpumig_state_mutex_lock(struct gpumig_mig *m);
+void gpumig_state_mutex_unlock(struct gpumig_mig *m);
+__printf(2, 3) void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...);
+
+/* file.c */
+struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy);
+struct gpumig_mig_file *gpumig_file_new_resuming(struct gpumig_mig *m);
+void gpumig_file_stop_copy(struct gpumig_mig_file *migf);
+bool gpumig_file_complete(struct gpumig_mig_file *migf);
+int gpumig_file_finish_resume(struct gpumig_mig_file *migf);
+void gpumig_file_disable(struct gpumig_mig_file *migf);
+u64 gpumig_file_pending(struct gpumig_mig_file *migf, bool stopped);
+u64 gpumig_stopcopy_size(struct gpumig_mig *m);
+
+#endif /* _GPUMIG_ENGINE_H */

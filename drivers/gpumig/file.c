@@ -1,0 +1,707 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig migration data files.
+ *
+ * The saving file produces the stream lazily, one section per refill, so
+ * its memory is one section whatever the device's size.  Its header
+ * section is encoded when the file is made; then VRAM blocks as the
+ * backend reports them dirty (the first pass covers all of VRAM, later
+ * passes only what changed), and, once the device is stopped, the
+ * architectural state and the end section.  The resuming file feeds the
+ * hostile-input parser and installs the architectural state only when the
+ * whole stream has arrived and checked out.
+ *
+ * Each file's life is one enum gpumig_file_state, changed under the
+ * file's lock.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/lockdep.h>
+#include <linux/module.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <kunit/visibility.h>
+
+#include "engine.h"
+
+/* One section: a VRAM block with its framing, or the architectural state. */
+#define GPUMIG_SECTION_BUF	(sizeof(struct gpumig_sec_hdr) + \
+				 sizeof(struct gpumig_wire_vram) + GPUMIG_BLOCK_SIZE)
+#define GPUMIG_TMP_SIZE		max_t(size_t, GPUMIG_BLOCK_SIZE, GPUMIG_ARCH_MAX)
+/* A resume write is fed to the parser in pieces of this size. */
+#define GPUMIG_WRITE_CHUNK	GPUMIG_TMP_SIZE
+/* Largest unknown optional section a destination skips. */
+#define GPUMIG_MAX_SKIP		4096
+
+/* Producers send VRAM in blocks: the size the stream format names. */
+static_assert(GPUMIG_BLOCK_SIZE == GPUMIG_VRAM_CHUNK);
+/* The section buffer holds the largest architectural state and the header. */
+static_assert(sizeof(struct gpumig_sec_hdr) + GPUMIG_ARCH_MAX <= GPUMIG_SECTION_BUF);
+static_assert(sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_header) <=
+	      GPUMIG_SECTION_BUF);
+
+static u64 gpumig_vram_bytes(unsigned long nonzero, unsigned long zero)
+{
+	return (u64)nonzero * gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) +
+	       (u64)zero * gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, true);
+}
+
+static u64 gpumig_dirty_vram_bytes(struct gpumig_mig *m)
+{
+	unsigned long nonzero, zero;
+
+	m->ops->vram_dirty_count(m->priv, &nonzero, &zero);
+	return gpumig_vram_bytes(nonzero, zero);
+}
+
+/* The architectural state and the end section: the tail of every stream. */
+static u64 gpumig_tail_bytes(struct gpumig_mig *m)
+{
+	return gpumig_blob_section_size(m->ops->arch_size(m->priv)) +
+	       gpumig_blob_section_size(sizeof(struct gpumig_wire_end));
+}
+
+/* 0 while the file can be used, else what reads and writes return. */
+static int gpumig_file_usable(struct gpumig_mig_file *migf)
+{
+	lockdep_assert_held(&migf->lock);
+	if (migf->state == GPUMIG_FILE_DISABLED)
+		return -ENODEV;
+	if (migf->state == GPUMIG_FILE_ERROR)
+		return migf->err;
+	return 0;
+}
+
+static void gpumig_file_fail(struct gpumig_mig_file *migf, int err)
+{
+	lockdep_assert_held(&migf->lock);
+	migf->state = GPUMIG_FILE_ERROR;
+	migf->err = err;
+}
+
+/* ---- saving ----------------------------------------------------------- */
+
+/* @n bytes (or an error) were just encoded into @migf->buf. */
+static int gpumig_produced(struct gpumig_mig_file *migf, ssize_t n)
+{
+	if (n < 0)
+		return n;
+	migf->buf_pos = 0;
+	migf->buf_len = n;
+	return 0;
+}
+
+/* The next dirty VRAM block as a section: bytes, 0 when none, or -errno. */
+static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
+{
+	struct gpumig_mig *m = migf->m;
+	bool zero;
+	long blk;
+	u64 off;
+	int ret;
+
+	blk = m->ops->vram_next_dirty(m->priv, migf->cursor, &zero);
+	if (blk == -ENOENT && migf->cursor) {
+		/* The first pass is over; later passes resend what changed. */
+		migf->initial_left = 0;
+		migf->cursor = 0;
+		blk = m->ops->vram_next_dirty(m->priv, 0, &zero);
+	}
+	if (blk == -ENOENT) {
+		migf->initial_left = 0;
+		return 0;
+	}
+	if (blk < 0)
+		return blk;
+
+	off = (u64)blk << GPUMIG_BLOCK_SHIFT;
+	if (!zero) {
+		ret = m->ops->vram_read(m->priv, off, migf->tmp, GPUMIG_BLOCK_SIZE);
+		if (ret)
+			return ret;
+		zero = !memchr_inv(migf->tmp, 0, GPUMIG_BLOCK_SIZE);
+	}
+	migf->cursor = blk + 1;
+	return gpumig_emit_vram(&migf->w, migf->buf, GPUMIG_SECTION_BUF, off,
+				zero ? NULL : migf->tmp, GPUMIG_BLOCK_SIZE);
+}
+
+/*
+ * Encode the next section of the stream into @migf->buf.
+ *
+ * Return: 0 when a section is ready or the stream is complete (state
+ * COMPLETE, nothing more), -ENOMSG when pre-copy has nothing to send now,
+ * or another negative errno when the stream cannot go on.
+ */
+static int gpumig_produce(struct gpumig_mig_file *migf)
+{
+	struct gpumig_mig *m = migf->m;
+	ssize_t n;
+
+	lockdep_assert_held(&migf->lock);
+	switch (migf->state) {
+	case GPUMIG_FILE_PRECOPY:
+	case GPUMIG_FILE_STOPCOPY:
+		n = gpumig_produce_vram(migf);
+		if (n)
+			return gpumig_produced(migf, n);
+		if (migf->state == GPUMIG_FILE_PRECOPY)
+			return -ENOMSG;
+		/* Everything else is still: the architectural state, last. */
+		n = m->ops->arch_save(m->priv, migf->tmp, GPUMIG_ARCH_MAX);
+		if (n >= 0)
+			n = gpumig_emit_blob(&migf->w, migf->buf, GPUMIG_SECTION_BUF,
+					     GPUMIG_SEC_ARCH, migf->tmp, n);
+		if (n >= 0)
+			migf->state = GPUMIG_FILE_END;
+		return gpumig_produced(migf, n);
+	case GPUMIG_FILE_END:
+		n = gpumig_emit_end(&migf->w, migf->buf, GPUMIG_SECTION_BUF);
+		if (n >= 0)
+			migf->state = GPUMIG_FILE_COMPLETE;
+		return gpumig_produced(migf, n);
+	case GPUMIG_FILE_COMPLETE:
+		return 0;
+	default:
+		WARN_ON(true);
+		return -EINVAL;
+	}
+}
+
+/* Bytes of the current section still to be read. */
+static size_t gpumig_buffered(struct gpumig_mig_file *migf)
+{
+	return migf->buf_len - migf->buf_pos;
+}
+
+/* Move up to @len buffered bytes to the user and count them. */
+static ssize_t gpumig_copy_out(struct gpumig_mig_file *migf, struct iov_iter *to, size_t len)
+{
+	struct gpumig_mig_stats *st = &migf->m->stats;
+	size_t n = min(len, gpumig_buffered(migf));
+
+	if (copy_to_iter(migf->buf + migf->buf_pos, n, to) != n)
+		return -EFAULT;
+	migf->buf_pos += n;
+	migf->initial_left -= min_t(u64, migf->initial_left, n);
+	if (migf->state == GPUMIG_FILE_PRECOPY) {
+		atomic64_add(n, &st->precopy_bytes);
+		migf->round_bytes += n;
+	} else {
+		atomic64_add(n, &st->stopcopy_bytes);
+	}
+	return n;
+}
+
+static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct gpumig_mig_file *migf = iocb->ki_filp->private_data;
+	size_t len = iov_iter_count(to);
+	ssize_t done = 0, n;
+	int ret;
+
+	mutex_lock(&migf->lock);
+	ret = gpumig_file_usable(migf);
+	if (ret) {
+		done = ret;
+		goto out;
+	}
+	while (done < len) {
+		if (!gpumig_buffered(migf)) {
+			if (migf->state == GPUMIG_FILE_COMPLETE)
+				break;		/* end of stream */
+			ret = gpumig_produce(migf);
+			if (ret == -ENOMSG && migf->round_bytes) {
+				/* All that was ready is read: one pre-copy round. */
+				atomic64_inc(&migf->m->stats.precopy_rounds);
+				migf->round_bytes = 0;
+			}
+			if (ret && ret != -ENOMSG) {
+				dev_err(migf->m->vdev->dev, "migration stream broken: %d\n", ret);
+				gpumig_file_fail(migf, ret);
+			}
+			if (ret) {
+				if (!done)
+					done = ret;
+				break;
+			}
+			continue;
+		}
+		n = gpumig_copy_out(migf, to, len - done);
+		if (n < 0) {
+			done = n;
+			break;
+		}
+		done += n;
+	}
+out:
+	mutex_unlock(&migf->lock);
+	return done;
+}
+
+/*
+ * What the file would still produce: the dirty VRAM, the section being
+ * read, and, once the device is (or, with @stopped, would be) stopped, the
+ * architectural state and the end section.
+ */
+static u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped)
+{
+	struct gpumig_mig *m = migf->m;
+	u64 n = gpumig_buffered(migf);
+
+	lockdep_assert_held(&migf->lock);
+	switch (migf->state) {
+	case GPUMIG_FILE_PRECOPY:
+		n += gpumig_dirty_vram_bytes(m);
+		if (stopped)
+			n += gpumig_tail_bytes(m);
+		return n;
+	case GPUMIG_FILE_STOPCOPY:
+		return n + gpumig_dirty_vram_bytes(m) + gpumig_tail_bytes(m);
+	case GPUMIG_FILE_END:
+		return n + gpumig_blob_section_size(sizeof(struct gpumig_wire_end));
+	case GPUMIG_FILE_COMPLETE:
+		return n;
+	default:
+		return 0;
+	}
+}
+
+/**
+ * gpumig_file_pending() - what a saving file still has to send
+ * @migf: file
+ * @stopped: count what STOP_COPY would add if the device stopped now
+ *
+ * Return: bytes.
+ */
+u64 gpumig_file_pending(struct gpumig_mig_file *migf, bool stopped)
+{
+	u64 n;
+
+	mutex_lock(&migf->lock);
+	n = gpumig_file_pending_locked(migf, stopped);
+	mutex_unlock(&migf->lock);
+	return n;
+}
+
+/**
+ * gpumig_stopcopy_size() - bytes STOP_COPY would produce from now
+ * @m: device, state mutex held
+ *
+ * With no saving file: a whole stream (header, every block, the
+ * architectural state, the end).  With one: what it has left.
+ *
+ * Return: bytes.
+ */
+u64 gpumig_stopcopy_size(struct gpumig_mig *m)
+{
+	lockdep_assert_held(&m->state_mutex);
+	if (m->saving)
+		return gpumig_file_pending(m->saving, true);
+	return gpumig_blob_section_size(sizeof(struct gpumig_wire_header)) +
+	       gpumig_dirty_vram_bytes(m) + gpumig_tail_bytes(m);
+}
+
+/**
+ * gpumig_mig_precopy_info() - VFIO_MIG_GET_PRECOPY_INFO of a saving file
+ * @filp: the data file
+ * @info: filled with initial_bytes (what remains of the first full pass)
+ *	and dirty_bytes (what changed since and is not read yet)
+ *
+ * Return: 0, or -EINVAL outside PRE_COPY.
+ */
+VISIBLE_IF_KUNIT int gpumig_mig_precopy_info(struct file *filp,
+					     struct vfio_precopy_info *info)
+{
+	struct gpumig_mig_file *migf = filp->private_data;
+	int ret = 0;
+	u64 pending;
+
+	mutex_lock(&migf->lock);
+	if (migf->state != GPUMIG_FILE_PRECOPY) {
+		ret = -EINVAL;
+		goto out;
+	}
+	pending = gpumig_file_pending_locked(migf, false);
+	info->initial_bytes = migf->initial_left;
+	info->dirty_bytes = pending > migf->initial_left ? pending - migf->initial_left : 0;
+	info->flags = 0;
+out:
+	mutex_unlock(&migf->lock);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(gpumig_mig_precopy_info);
+
+static long gpumig_save_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	unsigned long minsz = offsetofend(struct vfio_precopy_info, dirty_bytes);
+	struct vfio_precopy_info info;
+	int ret;
+
+	if (cmd != VFIO_MIG_GET_PRECOPY_INFO)
+		return -ENOTTY;
+	if (copy_from_user(&info, (void __user *)arg, minsz))
+		return -EFAULT;
+	if (info.argsz < minsz)
+		return -EINVAL;
+	ret = gpumig_mig_precopy_info(filp, &info);
+	if (ret)
+		return ret;
+	return copy_to_user((void __user *)arg, &info, minsz) ? -EFAULT : 0;
+}
+
+/* ---- resuming ----------------------------------------------------------- */
+
+static int gpumig_rx_header(void *priv, u16 major, u16 minor,
+			    const struct gpumig_compat *src)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+	char why[GPUMIG_MSG_LEN];
+	int ret;
+
+	ret = gpumig_compat_check(src, &m->compat, why, sizeof(why));
+	if (ret)
+		gpumig_parser_set_error(&migf->parser, ret, "incompatible source: %s", why);
+	return ret;
+}
+
+static int gpumig_rx_vram(void *priv, u64 off, const void *data, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+
+	if (migf->arch_len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"VRAM chunk at 0x%llx after the architectural state", off);
+	return migf->m->ops->vram_write(migf->m->priv, off, data, len);
+}
+
+static int gpumig_rx_arch(void *priv, const void *data, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+
+	if (migf->arch_len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"second architectural state section");
+	if (!len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"empty architectural state section");
+	memcpy(migf->arch, data, len);
+	migf->arch_len = len;
+	return 0;
+}
+
+static int gpumig_rx_work(void *priv, const void *data, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+
+	/* In-flight work travels inside the architectural state. */
+	return gpumig_parser_set_error(&migf->parser, -EPROTO,
+		"separate in-flight work section not used by this device");
+}
+
+/* Everything arrived and checked out: install the architectural state, last. */
+static int gpumig_rx_end(void *priv)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+	int ret;
+
+	if (!migf->arch_len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"stream ended without architectural state");
+	ret = m->ops->arch_restore(m->priv, migf->arch, migf->arch_len);
+	if (ret)
+		return gpumig_parser_set_error(&migf->parser, ret,
+			"device refused the architectural state (%d)", ret);
+	migf->state = GPUMIG_FILE_RESTORED;
+	return 0;
+}
+
+static const struct gpumig_parser_ops gpumig_rx_ops = {
+	.header = gpumig_rx_header,
+	.vram = gpumig_rx_vram,
+	.arch = gpumig_rx_arch,
+	.work = gpumig_rx_work,
+	.end = gpumig_rx_end,
+};
+
+/* A refused stream stays refused; the device says why. */
+static void gpumig_resume_refused(struct gpumig_mig_file *migf, int err)
+{
+	const char *why = gpumig_parser_error(&migf->parser);
+
+	dev_err_ratelimited(migf->m->vdev->dev, "migration stream refused: %s\n", why);
+	gpumig_set_why(migf->m, "%s", why);
+	gpumig_file_fail(migf, err);
+}
+
+static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct gpumig_mig_file *migf = iocb->ki_filp->private_data;
+	size_t len = iov_iter_count(from);
+	ssize_t done = 0, ret;
+
+	mutex_lock(&migf->lock);
+	ret = gpumig_file_usable(migf);
+	if (ret) {
+		done = ret;
+		goto out;
+	}
+	while (done < len) {
+		size_t n = min_t(size_t, len - done, GPUMIG_WRITE_CHUNK);
+
+		/* A hostile stream may be long: stay preemptible and killable. */
+		if (done && fatal_signal_pending(current))
+			break;
+		cond_resched();
+		if (copy_from_iter(migf->tmp, n, from) != n) {
+			done = -EFAULT;
+			break;
+		}
+		ret = gpumig_parser_feed(&migf->parser, migf->tmp, n);
+		if (ret < 0) {
+			gpumig_resume_refused(migf, ret);
+			done = ret;
+			break;
+		}
+		atomic64_add(n, &migf->m->stats.resumed_bytes);
+		done += n;
+	}
+out:
+	mutex_unlock(&migf->lock);
+	return done;
+}
+
+/**
+ * gpumig_file_finish_resume() - RESUMING -> STOP: did a whole stream arrive?
+ * @migf: the resuming file
+ *
+ * Return: 0 when a complete, valid stream was installed; else an errno,
+ * the file is broken for good and the device says why.
+ */
+int gpumig_file_finish_resume(struct gpumig_mig_file *migf)
+{
+	int ret;
+
+	mutex_lock(&migf->lock);
+	ret = gpumig_file_usable(migf);
+	if (ret)
+		goto out;	/* refused already, and said why */
+	ret = gpumig_parser_finish(&migf->parser);
+	if (!ret && migf->state != GPUMIG_FILE_RESTORED)
+		ret = gpumig_parser_set_error(&migf->parser, -EINVAL,
+					      "stream ended before its end section");
+	if (ret)
+		gpumig_resume_refused(migf, ret);
+out:
+	mutex_unlock(&migf->lock);
+	return ret;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static void gpumig_file_free(struct gpumig_mig_file *migf)
+{
+	if (migf->parser.buf)
+		gpumig_parser_destroy(&migf->parser);
+	kvfree(migf->buf);
+	kvfree(migf->tmp);
+	kvfree(migf->arch);
+	mutex_destroy(&migf->lock);
+	kfree(migf);
+}
+
+static int gpumig_file_release(struct inode *inode, struct file *filp)
+{
+	gpumig_file_free(filp->private_data);
+	return 0;
+}
+
+static const struct file_operations gpumig_save_fops = {
+	.owner = THIS_MODULE,
+	.read_iter = gpumig_save_read,
+	.unlocked_ioctl = gpumig_save_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.release = gpumig_file_release,
+};
+
+static const struct file_operations gpumig_resume_fops = {
+	.owner = THIS_MODULE,
+	.write_iter = gpumig_resume_write,
+	.release = gpumig_file_release,
+};
+
+static struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m)
+{
+	struct gpumig_mig_file *migf;
+
+	migf = kzalloc(sizeof(*migf), GFP_KERNEL_ACCOUNT);
+	if (!migf)
+		return NULL;
+	mutex_init(&migf->lock);
+	migf->m = m;
+	migf->tmp = kvmalloc(GPUMIG_TMP_SIZE, GFP_KERNEL_ACCOUNT);
+	if (!migf->tmp) {
+		gpumig_file_free(migf);
+		return NULL;
+	}
+	return migf;
+}
+
+/* The anonymous file; on failure @migf is freed. */
+static int gpumig_file_open(struct gpumig_mig_file *migf, bool save)
+{
+	migf->filp = anon_inode_getfile(save ? "gpumig_save" : "gpumig_resume",
+					save ? &gpumig_save_fops : &gpumig_resume_fops,
+					migf, save ? O_RDONLY : O_WRONLY);
+	if (IS_ERR(migf->filp)) {
+		int ret = PTR_ERR(migf->filp);
+
+		gpumig_file_free(migf);
+		return ret;
+	}
+	stream_open(migf->filp->f_inode, migf->filp);
+	return 0;
+}
+
+/**
+ * gpumig_file_new_saving() - a saving file for PRE_COPY or STOP_COPY
+ * @m: device, state mutex held
+ * @stop_copy: the device is stopped already (STOP -> STOP_COPY)
+ *
+ * Starts VRAM dirty tracking (every block dirty) and encodes the header
+ * section, so the destination learns the descriptor from the first bytes.
+ *
+ * Return: the file, or an ERR_PTR with tracking off again.
+ */
+struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy)
+{
+	struct gpumig_mig_file *migf;
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	migf = gpumig_file_alloc(m);
+	if (!migf)
+		return ERR_PTR(-ENOMEM);
+	migf->buf = kvmalloc(GPUMIG_SECTION_BUF, GFP_KERNEL_ACCOUNT);
+	if (!migf->buf) {
+		gpumig_file_free(migf);
+		return ERR_PTR(-ENOMEM);
+	}
+	ret = m->ops->vram_track(m->priv, true);
+	if (ret) {
+		gpumig_set_why(m, "VRAM dirty tracking could not start (%d)", ret);
+		dev_warn(m->vdev->dev, "migration: VRAM dirty tracking could not start (%d)\n",
+			 ret);
+		gpumig_file_free(migf);
+		return ERR_PTR(ret);
+	}
+	gpumig_writer_init(&migf->w);
+	migf->initial_left = gpumig_blob_section_size(sizeof(struct gpumig_wire_header)) +
+			     gpumig_dirty_vram_bytes(m);
+	ret = gpumig_produced(migf, gpumig_emit_header(&migf->w, migf->buf,
+						       GPUMIG_SECTION_BUF, &m->compat));
+	if (!ret)
+		ret = gpumig_file_open(migf, true);
+	else
+		gpumig_file_free(migf);
+	if (ret) {
+		m->ops->vram_track(m->priv, false);
+		return ERR_PTR(ret);
+	}
+	migf->state = stop_copy ? GPUMIG_FILE_STOPCOPY : GPUMIG_FILE_PRECOPY;
+	atomic64_set(&m->stats.precopy_rounds, 0);
+	atomic64_set(&m->stats.precopy_bytes, 0);
+	atomic64_set(&m->stats.stopcopy_bytes, 0);
+	return migf;
+}
+
+/**
+ * gpumig_file_new_resuming() - a resuming file
+ * @m: device, state mutex held
+ *
+ * The parser's limits come from this device: nothing the stream says can
+ * make it allocate more.
+ *
+ * Return: the file or an ERR_PTR.
+ */
+struct gpumig_mig_file *gpumig_file_new_resuming(struct gpumig_mig *m)
+{
+	struct gpumig_parser_limits lim = {
+		.vram_size = m->compat.vram_size,
+		.max_chunk = GPUMIG_BLOCK_SIZE,
+		.max_arch = GPUMIG_ARCH_MAX,
+		.max_work = 0,
+		.max_skip = GPUMIG_MAX_SKIP,
+	};
+	struct gpumig_mig_file *migf;
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	migf = gpumig_file_alloc(m);
+	if (!migf)
+		return ERR_PTR(-ENOMEM);
+	migf->arch = kvmalloc(GPUMIG_ARCH_MAX, GFP_KERNEL_ACCOUNT);
+	ret = migf->arch ? gpumig_parser_init(&migf->parser, &lim, &gpumig_rx_ops, migf) :
+			   -ENOMEM;
+	if (ret) {
+		gpumig_file_free(migf);
+		return ERR_PTR(ret);
+	}
+	ret = gpumig_file_open(migf, false);
+	if (ret)
+		return ERR_PTR(ret);
+	migf->state = GPUMIG_FILE_RESUMING;
+	atomic64_set(&m->stats.resumed_bytes, 0);
+	return migf;
+}
+
+/**
+ * gpumig_file_stop_copy() - the device stopped: the saving file finishes
+ * @migf: saving file in PRE_COPY
+ */
+void gpumig_file_stop_copy(struct gpumig_mig_file *migf)
+{
+	mutex_lock(&migf->lock);
+	if (migf->state == GPUMIG_FILE_PRECOPY)
+		migf->state = GPUMIG_FILE_STOPCOPY;
+	mutex_unlock(&migf->lock);
+}
+
+/**
+ * gpumig_file_complete() - did a saving file produce its end section?
+ * @migf: saving file
+ *
+ * Return: true once the whole stream was produced.
+ */
+bool gpumig_file_complete(struct gpumig_mig_file *migf)
+{
+	bool done;
+
+	mutex_lock(&migf->lock);
+	done = migf->state == GPUMIG_FILE_COMPLETE;
+	mutex_unlock(&migf->lock);
+	return done;
+}
+
+/**
+ * gpumig_file_disable() - the file's phase ended; drop the engine's reference
+ * @migf: file
+ *
+ * Reads and writes fail with -ENODEV from now on; the file lives until
+ * the user closes it.
+ */
+void gpumig_file_disable(struct gpumig_mig_file *migf)
+{
+	mutex_lock(&migf->lock);
+	migf->state = GPUMIG_FILE_DISABLED;
+	migf->m = NULL;
+	mutex_unlock(&migf->lock);
+	fput(migf->filp);
+}

@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig migration engine: the VFIO migration uAPI v2 state machine, the
+ * engine's lock protocol, and the device's life around it (open, reset,
+ * verified close, quarantine, reports), for any backend.
+ *
+ * The step function sees single arcs (the VFIO core computes the path)
+ * and is a flat list of "if (cur == X && new == Y)" cases.  Every entry
+ * point takes the state mutex with gpumig_state_mutex_lock() and lets go
+ * with gpumig_state_mutex_unlock(), which runs a reset that arrived
+ * meanwhile: no path releases it any other way.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/file.h>
+#include <linux/lockdep.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+
+#include "engine.h"
+
+/**
+ * gpumig_set_why() - record the quarantine reason or the last refusal
+ * @m: device
+ * @fmt: message format; an empty message clears it
+ *
+ * Any context that may sleep; the reason has its own lock because the
+ * state machine and a resuming file both write it.
+ */
+void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...)
+{
+	char why[GPUMIG_MSG_LEN];
+	va_list args;
+
+	va_start(args, fmt);
+	vsnprintf(why, sizeof(why), fmt, args);
+	va_end(args);
+	spin_lock(&m->why_lock);
+	strscpy(m->why, why, sizeof(m->why));
+	spin_unlock(&m->why_lock);
+}
+
+static void gpumig_get_why(struct gpumig_mig *m, char *buf, size_t len)
+{
+	spin_lock(&m->why_lock);
+	strscpy(buf, m->why, len);
+	spin_unlock(&m->why_lock);
+}
+
+/* ---- lock protocol -------------------------------------------------------- */
+
+/**
+ * gpumig_state_mutex_lock() - take the device's state mutex
+ * @m: device
+ *
+ * Pair with gpumig_state_mutex_unlock(), never with mutex_unlock().
+ */
+void gpumig_state_mutex_lock(struct gpumig_mig *m)
+{
+	mutex_lock(&m->state_mutex);
+}
+
+static void gpumig_disable_files(struct gpumig_mig *m)
+{
+	lockdep_assert_held(&m->state_mutex);
+	if (m->saving) {
+		if (gpumig_file_complete(m->saving))
+			m->migrated_away = true;
+		gpumig_file_disable(m->saving);
+		m->saving = NULL;
+		m->ops->vram_track(m->priv, false);
+	}
+	if (m->resuming) {
+		gpumig_file_disable(m->resuming);
+		m->resuming = NULL;
+	}
+}
+
+/* The uAPI's VFIO_DEVICE_RESET: captured data is gone, the state RUNNING. */
+static void gpumig_reset_locked(struct gpumig_mig *m)
+{
+	lockdep_assert_held(&m->state_mutex);
+	gpumig_disable_files(m);
+	m->quiesced = false;	/* the device's own reset restarted it */
+	m->state = VFIO_DEVICE_STATE_RUNNING;
+}
+
+/**
+ * gpumig_state_mutex_unlock() - release the state mutex, running a reset
+ *	that arrived while it was held
+ * @m: device, state mutex held
+ *
+ * The reset path may not sleep on the state mutex (lock order with the
+ * IOMMU and mm locks, as in the kernel's mlx5 driver), so it leaves the
+ * work to the holder, which does it here before letting go.  The reset
+ * lock is dropped before the reset itself, which sleeps.
+ */
+void gpumig_state_mutex_unlock(struct gpumig_mig *m)
+{
+	lockdep_assert_held(&m->state_mutex);
+again:
+	spin_lock(&m->reset_lock);
+	if (m->deferred_reset) {
+		m->deferred_reset = false;
+		spin_unlock(&m->reset_lock);
+		gpumig_reset_locked(m);
+		goto again;
+	}
+	mutex_unlock(&m->state_mutex);
+	spin_unlock(&m->reset_lock);
+}
+
+/* ---- state machine -------------------------------------------------------- */
+
+/* Stop the device for capture: quiesce, then acknowledged invalidation. */
+static int gpumig_stop_device(struct gpumig_mig *m)
+{
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	ret = m->ops->quiesce(m->priv);
+	if (ret) {
+		gpumig_set_why(m, "device did not quiesce (%d)", ret);
+		dev_warn(m->vdev->dev, "migration: device did not quiesce (%d); it keeps running\n",
+			 ret);
+		return ret;
+	}
+	ret = m->ops->invalidate(m->priv);
+	if (ret) {
+		gpumig_set_why(m, "translation invalidation not acknowledged (%d)", ret);
+		dev_warn(m->vdev->dev,
+			 "migration: translation invalidation not acknowledged (%d); it keeps running\n",
+			 ret);
+		m->ops->unquiesce(m->priv);
+		return ret;
+	}
+	m->quiesced = true;
+	return 0;
+}
+
+static void gpumig_start_device(struct gpumig_mig *m)
+{
+	lockdep_assert_held(&m->state_mutex);
+	if (m->quiesced) {
+		m->ops->unquiesce(m->priv);
+		m->quiesced = false;
+	}
+}
+
+static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
+{
+	struct gpumig_mig_file *migf = gpumig_file_new_saving(m, stop_copy);
+
+	if (IS_ERR(migf))
+		return ERR_CAST(migf);
+	get_file(migf->filp);
+	m->saving = migf;
+	return migf->filp;
+}
+
+static struct file *gpumig_new_resuming(struct gpumig_mig *m)
+{
+	struct gpumig_mig_file *migf = gpumig_file_new_resuming(m);
+
+	if (IS_ERR(migf))
+		return ERR_CAST(migf);
+	get_file(migf->filp);
+	m->resuming = migf;
+	gpumig_set_why(m, "%s", "");
+	return migf->filp;
+}
+
+static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state next)
+{
+	enum vfio_device_mig_state cur = m->state;
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	if ((cur == VFIO_DEVICE_STATE_RUNNING && next == VFIO_DEVICE_STATE_RUNNING_P2P) ||
+	    (cur == VFIO_DEVICE_STATE_RUNNING_P2P && next == VFIO_DEVICE_STATE_RUNNING) ||
+	    (cur == VFIO_DEVICE_STATE_PRE_COPY && next == VFIO_DEVICE_STATE_PRE_COPY_P2P) ||
+	    (cur == VFIO_DEVICE_STATE_PRE_COPY_P2P && next == VFIO_DEVICE_STATE_PRE_COPY))
+		return NULL;	/* GPUs of this class issue no peer-to-peer DMA */
+
+	if (cur == VFIO_DEVICE_STATE_RUNNING_P2P && next == VFIO_DEVICE_STATE_STOP) {
+		ret = gpumig_stop_device(m);
+		return ret ? ERR_PTR(ret) : NULL;
+	}
+	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_RUNNING_P2P) {
+		gpumig_start_device(m);
+		return NULL;
+	}
+	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_STOP_COPY)
+		return gpumig_new_saving(m, true);
+	if (cur == VFIO_DEVICE_STATE_PRE_COPY_P2P && next == VFIO_DEVICE_STATE_STOP_COPY) {
+		ret = gpumig_stop_device(m);
+		if (ret)
+			return ERR_PTR(ret);
+		gpumig_file_stop_copy(m->saving);
+		return NULL;
+	}
+	if ((cur == VFIO_DEVICE_STATE_STOP_COPY && next == VFIO_DEVICE_STATE_STOP) ||
+	    (cur == VFIO_DEVICE_STATE_PRE_COPY && next == VFIO_DEVICE_STATE_RUNNING) ||
+	    (cur == VFIO_DEVICE_STATE_PRE_COPY_P2P && next == VFIO_DEVICE_STATE_RUNNING_P2P)) {
+		gpumig_disable_files(m);
+		return NULL;
+	}
+	if ((cur == VFIO_DEVICE_STATE_RUNNING && next == VFIO_DEVICE_STATE_PRE_COPY) ||
+	    (cur == VFIO_DEVICE_STATE_RUNNING_P2P && next == VFIO_DEVICE_STATE_PRE_COPY_P2P))
+		return gpumig_new_saving(m, false);
+	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_RESUMING)
+		return gpumig_new_resuming(m);
+	if (cur == VFIO_DEVICE_STATE_RESUMING && next == VFIO_DEVICE_STATE_STOP) {
+		/* A half-restored device never runs: on error, stay in RESUMING. */
+		ret = gpumig_file_finish_resume(m->resuming);
+		if (ret)
+			return ERR_PTR(ret);
+		gpumig_disable_files(m);
+		m->quiesced = true;	/* restored, stopped; RUNNING starts it */
+		return NULL;
+	}
+
+	WARN_ON(true);
+	return ERR_PTR(-EINVAL);
+}
+
+/**
+ * gpumig_mig_set_state() - VFIO migration_set_state
+ * @m: device
+ * @new_state: requested state
+ *
+ * Return: the data file of a new saving or resuming phase, NULL, or an
+ * ERR_PTR; on error the device stays in the last state it reached.
+ */
+struct file *gpumig_mig_set_state(struct gpumig_mig *m,
+				  enum vfio_device_mig_state new_state)
+{
+	enum vfio_device_mig_state next;
+	struct file *res = NULL;
+	int ret;
+
+	gpumig_state_mutex_lock(m);
+	while (new_state != m->state) {
+		ret = vfio_mig_get_next_state(m->vdev, m->state, new_state, &next);
+		if (ret) {
+			res = ERR_PTR(ret);
+			break;
+		}
+		res = gpumig_step(m, next);
+		if (IS_ERR(res))
+			break;
+		m->state = next;
+		if (WARN_ON(res && new_state != m->state)) {
+			fput(res);
+			res = ERR_PTR(-EINVAL);
+			break;
+		}
+	}
+	gpumig_state_mutex_unlock(m);
+	return res;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_set_state);
+
+/**
+ * gpumig_mig_get_state() - VFIO migration_get_state
+ * @m: device
+ * @state: the current state
+ *
+ * Return: 0.
+ */
+int gpumig_mig_get_state(struct gpumig_mig *m, enum vfio_device_mig_state *state)
+{
+	gpumig_state_mutex_lock(m);
+	*state = m->state;
+	gpumig_state_mutex_unlock(m);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_get_state);
+
+/**
+ * gpumig_mig_data_size() - VFIO migration_get_data_size
+ * @m: device
+ * @len: bytes STOP_COPY would produce from now: every block dirty now (all
+ *	of VRAM when no pre-copy runs), the architectural state, the header
+ *	if not read yet, and the end section
+ *
+ * Return: 0.
+ */
+int gpumig_mig_data_size(struct gpumig_mig *m, unsigned long *len)
+{
+	gpumig_state_mutex_lock(m);
+	*len = gpumig_stopcopy_size(m);
+	gpumig_state_mutex_unlock(m);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_data_size);
+
+/* ---- the device's life ---------------------------------------------------- */
+
+/**
+ * gpumig_mig_reset() - the device is being reset
+ * @m: device
+ *
+ * For VFIO_DEVICE_RESET and for a PCI front end's reset_done callback (an
+ * FLR the VFIO core or the PCI core did).  Discards captured data and
+ * returns the state machine to RUNNING, now or, when the state mutex is
+ * busy, when its holder releases it.  Never sleeps on the state mutex.
+ */
+void gpumig_mig_reset(struct gpumig_mig *m)
+{
+	spin_lock(&m->reset_lock);
+	m->deferred_reset = true;
+	spin_unlock(&m->reset_lock);
+	if (!mutex_trylock(&m->state_mutex))
+		return;
+	gpumig_state_mutex_unlock(m);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_reset);
+
+/**
+ * gpumig_mig_open() - a tenant opens the device
+ * @m: device
+ *
+ * Return: 0, or -EBUSY when the device is quarantined (it says why).
+ */
+int gpumig_mig_open(struct gpumig_mig *m)
+{
+	char why[GPUMIG_MSG_LEN];
+	int ret = 0;
+
+	gpumig_state_mutex_lock(m);
+	if (m->quarantined) {
+		gpumig_get_why(m, why, sizeof(why));
+		dev_err(m->vdev->dev, "refusing to reuse a quarantined device: %s\n", why);
+		ret = -EBUSY;
+	} else {
+		atomic64_set(&m->stats.log_reports, 0);
+		atomic64_set(&m->stats.log_report_ns, 0);
+		atomic64_set(&m->stats.log_bitmap_ns, 0);
+	}
+	gpumig_state_mutex_unlock(m);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_open);
+
+/* Make the device inert and check it: 0, or an errno with @why. */
+static int gpumig_teardown_locked(struct gpumig_mig *m, char *why, size_t len)
+{
+	int inval, ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	if (!m->quiesced && m->ops->quiesce(m->priv))
+		dev_warn(m->vdev->dev, "teardown: the device did not quiesce; stopping it\n");
+	inval = m->ops->invalidate(m->priv);
+	/* Whatever happened, the backend stops what is left. */
+	ret = m->ops->teardown(m->priv, why, len);
+	if (!ret && inval) {
+		snprintf(why, len, "translation invalidation not acknowledged (%d)", inval);
+		ret = inval;
+	}
+	return ret;
+}
+
+/**
+ * gpumig_mig_close() - the tenant closed the device: verified teardown
+ * @m: device
+ *
+ * Ends the data files and DMA logging, then quiesces the device, has it
+ * acknowledge the invalidation of every translation, and lets the backend
+ * stop and verify it.  A device that passes is scrubbed for the next
+ * tenant; one that fails is quarantined with its memory kept: it must not
+ * be reused, and reports say why.
+ *
+ * Return: 0, or -EBUSY when quarantined.
+ */
+int gpumig_mig_close(struct gpumig_mig *m)
+{
+	char why[GPUMIG_MSG_LEN] = "";
+	int ret;
+
+	gpumig_state_mutex_lock(m);
+	gpumig_disable_files(m);
+	if (m->ops->dma_log_stop)
+		m->ops->dma_log_stop(m->priv);
+	ret = gpumig_teardown_locked(m, why, sizeof(why));
+	if (ret) {
+		WRITE_ONCE(m->quarantined, true);
+		gpumig_set_why(m, "quarantined: %s", why);
+		dev_err(m->vdev->dev, "quarantined: %s%s\n", why,
+			m->migrated_away ? " (after migrating away)" : "");
+	} else {
+		m->ops->scrub(m->priv);
+	}
+	m->state = VFIO_DEVICE_STATE_RUNNING;
+	m->quiesced = false;
+	m->migrated_away = false;
+	gpumig_state_mutex_unlock(m);
+	return ret ? -EBUSY : 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_close);
+
+/**
+ * gpumig_mig_unquarantine() - an operator releases a quarantined device
+ * @m: device
+ *
+ * The backend scrubs the device (reset, memory erased) before it becomes
+ * usable again, so no tenant can open it half cleaned.
+ *
+ * Return: 0, or -EINVAL when the device was not quarantined.
+ */
+int gpumig_mig_unquarantine(struct gpumig_mig *m)
+{
+	int ret = -EINVAL;
+
+	gpumig_state_mutex_lock(m);
+	if (m->quarantined) {
+		m->ops->scrub(m->priv);
+		gpumig_set_why(m, "%s", "");
+		WRITE_ONCE(m->quarantined, false);
+		dev_notice(m->vdev->dev, "quarantine lifted by the operator\n");
+		ret = 0;
+	}
+	gpumig_state_mutex_unlock(m);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_unquarantine);
+
+/* ---- reports -------------------------------------------------------------- */
+
+/**
+ * gpumig_mig_status() - what the device says about its migration
+ * @m: device
+ * @st: the snapshot
+ *
+ * Return: 0.
+ */
+int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st)
+{
+	struct gpumig_mig_stats *s = &m->stats;
+
+	memset(st, 0, sizeof(*st));
+	gpumig_state_mutex_lock(m);
+	st->state = m->state;
+	st->quarantined = m->quarantined;
+	if (m->saving)
+		st->pending_bytes = gpumig_file_pending(m->saving, false);
+	gpumig_state_mutex_unlock(m);
+	st->dirty_tracking = m->log_ops;
+	st->precopy_rounds = atomic64_read(&s->precopy_rounds);
+	st->precopy_bytes = atomic64_read(&s->precopy_bytes);
+	st->stopcopy_bytes = atomic64_read(&s->stopcopy_bytes);
+	st->resumed_bytes = atomic64_read(&s->resumed_bytes);
+	st->log_reports = atomic64_read(&s->log_reports);
+	st->log_report_ns = atomic64_read(&s->log_report_ns);
+	st->log_bitmap_ns = atomic64_read(&s->log_bitmap_ns);
+	gpumig_get_why(m, st->why, sizeof(st->why));
+	return 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_status);
+
+/**
+ * gpumig_mig_status_show() - the sysfs "migration/status" line
+ * @m: device
+ * @buf: sysfs buffer
+ *
+ * "quarantined: <why>" for a quarantined device, else "migratable" and
+ * key=value pairs; every front end shows the same line.
+ *
+ * Return: bytes written.
+ */
+ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf)
+{
+	struct gpumig_mig_status st;
+	ssize_t n;
+
+	gpumig_mig_status(m, &st);
+	if (st.quarantined)
+		return sysfs_emit(buf, "%s\n", st.why);
+	n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s pending_bytes=%llu",
+		       st.state, st.dirty_tracking ? "device" : "none", st.pending_bytes);
+	n += sysfs_emit_at(buf, n, " precopy_rounds=%llu precopy_bytes=%llu",
+			   st.precopy_rounds, st.precopy_bytes);
+	n += sysfs_emit_at(buf, n, " stopcopy_bytes=%llu resumed_bytes=%llu",
+			   st.stopcopy_bytes, st.resumed_bytes);
+	n += sysfs_emit_at(buf, n, "%s%s\n", st.why[0] ? " last_error=" : "", st.why);
+	return n;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_status_show);
+
+/**
+ * gpumig_mig_compat() - the device's compatibility descriptor
+ * @m: device
+ *
+ * Return: the descriptor; fixed for the device's life.
+ */
+const struct gpumig_compat *gpumig_mig_compat(struct gpumig_mig *m)
+{
+	return &m->compat;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_compat);
+
+/**
+ * gpumig_mig_compat_show() - the sysfs "migration/compat" line
+ * @m: device
+ * @buf: sysfs buffer
+ *
+ * Return: bytes written.
+ */
+ssize_t gpumig_mig_compat_show(struct gpumig_mig *m, char *buf)
+{
+	return gpumig_compat_format(&m->compat, buf, PAGE_SIZE);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_compat_show);
+
+/**
+ * gpumig_mig_dirty_tracking() - does the device track guest memory it writes?
+ * @m: device
+ *
+ * Return: true when VFIO DMA logging is offered: the kernel can carry the
+ * reports (CONFIG_IOMMUFD_DRIVER) and the backend tracks.
+ */
+bool gpumig_mig_dirty_tracking(struct gpumig_mig *m)
+{
+	return m->log_ops;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_dirty_tracking);
+
+/* ---- setup ---------------------------------------------------------------- */
+
+/**
+ * gpumig_dma_logging_supported() - can this kernel carry DMA-logging reports?
+ *
+ * Only a kernel built with CONFIG_IOMMUFD_DRIVER has a working
+ * iova_bitmap_set(); elsewhere (Debian's 6.12) every DMA_LOGGING_REPORT
+ * fails in the VFIO core before a driver is asked.
+ *
+ * Return: true where devices may offer VFIO DMA logging.
+ */
+bool gpumig_dma_logging_supported(void)
+{
+	return IS_ENABLED(CONFIG_IOMMUFD_DRIVER);
+}
+EXPORT_SYMBOL_GPL(gpumig_dma_logging_supported);
+
+static bool gpumig_ops_valid(const struct gpumig_backend_ops *o)
+{
+	bool log = o->dma_log_start && o->dma_log_stop && o->dma_log_report;
+
+	if (!log && (o->dma_log_start || o->dma_log_stop || o->dma_log_report))
+		return false;	/* all three or none */
+	return o->quiesce && o->unquiesce && o->invalidate && o->vram_track &&
+	       o->vram_next_dirty && o->vram_dirty_count && o->vram_read &&
+	       o->vram_write && o->arch_size && o->arch_save && o->arch_restore &&
+	       o->teardown && o->scrub;
+}
+
+/**
+ * gpumig_mig_create() - hand a device's migration to the engine
+ * @vdev: the VFIO device, not registered yet
+ * @vops: the front end's VFIO callbacks (GPUMIG_DEFINE_VFIO_OPS())
+ * @ops: backend
+ * @priv: argument of every backend op
+ * @compat: the device's compatibility descriptor
+ *
+ * Sets @vdev's migration flags (STOP_COPY, P2P, PRE_COPY) and ops.  DMA
+ * logging is offered only where the kernel can carry the reports
+ * (gpumig_dma_logging_supported()): QEMU aborts the migration of a device
+ * that claimed log_ops whose reports then fail; without them QEMU treats
+ * all guest memory as dirty, which is slower but right.
+ *
+ * Return: the migration state, or an ERR_PTR.
+ */
+struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
+				     const struct gpumig_vfio_ops *vops,
+				     const struct gpumig_backend_ops *ops, void *priv,
+				     const struct gpumig_compat *compat)
+{
+	struct gpumig_mig *m;
+
+	if (WARN_ON(!gpumig_ops_valid(ops)))
+		return ERR_PTR(-EINVAL);
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->vdev = vdev;
+	m->ops = ops;
+	m->priv = priv;
+	m->compat = *compat;
+	m->log_ops = gpumig_dma_logging_supported() && ops->dma_log_start;
+	m->state = VFIO_DEVICE_STATE_RUNNING;
+	mutex_init(&m->state_mutex);
+	spin_lock_init(&m->reset_lock);
+	spin_lock_init(&m->why_lock);
+
+	vdev->migration_flags = VFIO_MIGRATION_STOP_COPY | VFIO_MIGRATION_P2P |
+				VFIO_MIGRATION_PRE_COPY;
+	vdev->mig_ops = &vops->mig;
+	vdev->log_ops = m->log_ops ? &vops->log : NULL;
+	return m;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_create);
+
+/**
+ * gpumig_mig_destroy() - end every data file and free the state
+ * @m: state, or NULL
+ */
+void gpumig_mig_destroy(struct gpumig_mig *m)
+{
+	if (!m)
+		return;
+	gpumig_state_mutex_lock(m);
+	gpumig_disable_files(m);
+	gpumig_state_mutex_unlock(m);
+	mutex_destroy(&m->state_mutex);
+	kfree(m);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_destroy);
