@@ -43,17 +43,17 @@ struct dma_area {
 	u32 cdst[CBYTES / 4];
 	u32 vcheck[CBYTES / 4];
 	u32 fill[1024];
-	u64 fence[512];
-	u64 stamps[STAMP_PAGES][512];
+	u64 fence[SIMGPU_PAGE_SIZE / sizeof(u64)];
+	u64 stamps[STAMP_PAGES][SIMGPU_PAGE_SIZE / sizeof(u64)];
 } __attribute__((aligned(4096)));
 
 #define DMA_PAGES	((sizeof(struct dma_area) + 4095) / 4096)
 #define VA_OF(field)	(VA_SYS + __builtin_offsetof(struct dma_area, field))
 
 static struct dma_area dma;
-static u64 pt_root[512] __attribute__((aligned(4096)));
-static u64 pt_l1[2][512] __attribute__((aligned(4096)));
-static u64 pt_l0[2][512] __attribute__((aligned(4096)));
+static u64 pt_root[SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
+static u64 pt_l1[2][SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
+static u64 pt_l0[2][SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
 static u32 expect[KWORDS];
 static u32 vpattern[CBYTES / 4];
 static u32 *bar;		/* BAR0, accessed with mmio_read/mmio_write */
@@ -181,7 +181,7 @@ static u32 kernel_word(u32 w, u32 key, u32 it)
 
 static void map(u64 va, u64 target, u64 flags)
 {
-	u32 i2 = (va >> 30) & 511, i1 = (va >> 21) & 511, i0 = (va >> 12) & 511;
+	u32 i2 = SIMGPU_PT_INDEX(va, 2), i1 = SIMGPU_PT_INDEX(va, 1), i0 = SIMGPU_PT_INDEX(va, 0);
 	u32 t = i2 ? 1 : 0;	/* one table chain per region used */
 
 	pt_root[i2] = (u32)pt_l1[t] | SIMGPU_PTE_VALID;

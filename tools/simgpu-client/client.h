@@ -16,7 +16,7 @@
 #define TMO 10000 /* ms */
 
 extern char fail_msg[512];
-extern const char *dst_uuid;
+extern const char *dst_name;	/* -d: the destination device */
 
 int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -30,7 +30,6 @@ uint32_t rnd(void);
 void fill_random(void *p, size_t len);
 uint32_t kernel_word(uint32_t w, uint32_t key, uint32_t it);
 void *sysbuf(struct gpu *g, uint64_t va, size_t len, uint64_t *iova);
-int read_attr(const char *uuid, const char *attr, char *buf, size_t len);
 
 struct blob {
 	uint8_t *p;
@@ -42,10 +41,67 @@ int64_t mig_data_size(struct gpu *g);
 int mig_read(int fd, struct blob *b);
 int mig_write(int fd, const uint8_t *p, size_t len, size_t piece);
 
-/* dma_log.c */
+/* work.c */
+int t_info(struct gpu *g);
+int t_fill_copy(struct gpu *g);
+int t_kernel(struct gpu *g);
+int t_fences_irq(struct gpu *g);
+int t_stale_tlb(struct gpu *g);
+int t_bad_ring(struct gpu *g);
+int t_faults(struct gpu *g);
+int t_bad_args(struct gpu *g);
+int t_inval_storm(struct gpu *g);
+int t_reset_busy(struct gpu *g);
+int t_scrub(struct gpu *g);
+int t_ack_knobs(struct gpu *g);
+int t_preempt(struct gpu *g);
+int t_workload(struct gpu *g);
+int t_remove_open(struct gpu *g);
+
+/* mig.c */
+int t_migrate(struct gpu *g);
+int t_incompatible(struct gpu *g);
+int t_stop_fails(struct gpu *g);
+int t_reset_precopy(struct gpu *g);
+int t_close_mid_migration(struct gpu *g);
+int t_pingpong(struct gpu *g);
+int t_quarantine(struct gpu *g);
+
+/* hostile.c */
+int t_hostile(struct gpu *g);
+
+int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
+		 const struct blob *pre, const struct blob *stop);
+long long status_value(const char *name, const char *key);
+
+/* dma_log.c: guest pages, one bit each, in a bitmap of BM_WORDS */
+#define NPAGES (GUEST_SIZE / 4096)
+#define BM_WORDS (NPAGES / 64)
+
+/* A check that already said why it failed. */
+#define TRY(x)                     \
+	do {                       \
+		if (x)             \
+			return -1; \
+	} while (0)
+
+bool bm_test(const uint64_t *bm, size_t i);
+size_t gpage(uint64_t iova);
+int dma_log_start(struct gpu *g, uint64_t iova, uint64_t len);
+int dma_log_stop(struct gpu *g);
+int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len, uint64_t *bitmap);
+long report_guest(struct gpu *g, uint64_t *bm);
+int device_tracking(struct gpu *g);
+int expect_no_logging(struct gpu *g);
+int expect_pages(const uint64_t *bm, uint64_t iova, size_t n, const char *what);
+int fill_pages(struct gpu *g, int q, uint64_t va, const uint32_t *idx, size_t n,
+	       uint32_t val);
+int fill_span(struct gpu *g, uint64_t va, uint32_t first, uint32_t n);
 int t_dma_logging(struct gpu *g);
 int t_dma_log_race(struct gpu *g);
 int t_dma_log_lifecycle(struct gpu *g);
+
+/* precopy.c */
 int t_dirty_precopy(struct gpu *g);
 int t_bench_dirty(struct gpu *g);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/pci_regs.h>
 #include <linux/vfio.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -55,95 +56,52 @@ static int set_irq(struct gpu *g, uint32_t index, int efd)
 	return ioctl(g->fd, VFIO_DEVICE_SET_IRQS, s);
 }
 
-int gpu_open(struct gpu *g, const char *uuid)
+/* ---- what a scenario opened, undone after it ---------------------------- */
+
+#define MAX_TRACKED 16
+
+/* A copy of what gpu_close() releases: the scenario's struct may be gone. */
+static struct gpu open_gpus[MAX_TRACKED];
+static int data_fds[MAX_TRACKED];
+static int nr_data_fds;
+
+static struct {
+	char path[PATH_MAX];
+	char old[64];
+} knobs[MAX_TRACKED * 4];
+static int nr_knobs;
+
+/* Devices opened during this run, for unquarantine_all(). */
+static char seen[MAX_TRACKED][64];
+static int nr_seen;
+
+static void track_gpu(const struct gpu *g)
 {
-	struct vfio_group_status gs = { .argsz = sizeof(gs) };
-	struct vfio_region_info ri = { .argsz = sizeof(ri) };
-	struct vfio_iommu_type1_dma_map map = { .argsz = sizeof(map) };
-	char path[PATH_MAX], link[PATH_MAX], val[64];
-	ssize_t n;
+	int i;
 
-	memset(g, 0, sizeof(*g));
-	g->container = -1;
-	g->group = -1;
-	g->fd = -1;
-	g->msi_efd = -1;
-	g->req_efd = -1;
-	snprintf(g->uuid, sizeof(g->uuid), "%s", uuid);
-
-	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/iommu_group", uuid);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0) {
-		fprintf(stderr, "# %s: %s\n", path, strerror(errno));
-		return -1;
+	for (i = 0; i < MAX_TRACKED; i++) {
+		if (open_gpus[i].fd <= 0) {
+			open_gpus[i] = *g;
+			break;
+		}
 	}
-	link[n] = 0;
-	snprintf(path, sizeof(path), "/dev/vfio/%s", strrchr(link, '/') + 1);
-
-	g->container = open("/dev/vfio/vfio", O_RDWR);
-	g->group = open(path, O_RDWR);
-	if (g->container < 0 || g->group < 0) {
-		fprintf(stderr, "# open container/group %s: %s\n", path, strerror(errno));
-		goto err;
-	}
-	if (ioctl(g->group, VFIO_GROUP_GET_STATUS, &gs) || !(gs.flags & VFIO_GROUP_FLAGS_VIABLE) ||
-	    ioctl(g->group, VFIO_GROUP_SET_CONTAINER, &g->container) ||
-	    ioctl(g->container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU)) {
-		fprintf(stderr, "# group/container setup: %s\n", strerror(errno));
-		goto err;
-	}
-	g->fd = ioctl(g->group, VFIO_GROUP_GET_DEVICE_FD, uuid);
-	if (g->fd < 0) {
-		fprintf(stderr, "# get device fd: %s\n", strerror(errno));
-		goto err;
-	}
-	ri.index = VFIO_PCI_CONFIG_REGION_INDEX;
-	if (ioctl(g->fd, VFIO_DEVICE_GET_REGION_INFO, &ri))
-		goto err;
-	g->cfg_off = ri.offset;
-	ri.index = VFIO_PCI_BAR0_REGION_INDEX;
-	ri.argsz = sizeof(ri);
-	if (ioctl(g->fd, VFIO_DEVICE_GET_REGION_INFO, &ri) || ri.size != SIMGPU_BAR0_SIZE)
-		goto err;
-	g->bar_off = ri.offset;
-
-	g->mem = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (g->mem == MAP_FAILED) {
-		g->mem = NULL;
-		goto err;
-	}
-	map.vaddr = (uintptr_t)g->mem;
-	map.iova = GUEST_IOVA;
-	map.size = GUEST_SIZE;
-	map.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE;
-	if (ioctl(g->container, VFIO_IOMMU_MAP_DMA, &map)) {
-		fprintf(stderr, "# map dma: %s\n", strerror(errno));
-		goto err;
-	}
-	g->next = GUEST_IOVA;
-
-	g->msi_efd = eventfd(0, EFD_NONBLOCK);
-	g->req_efd = eventfd(0, EFD_NONBLOCK);
-	if (set_irq(g, VFIO_PCI_MSI_IRQ_INDEX, g->msi_efd) ||
-	    set_irq(g, VFIO_PCI_REQ_IRQ_INDEX, g->req_efd)) {
-		fprintf(stderr, "# set irqs: %s\n", strerror(errno));
-		goto err;
-	}
-	g->nr_queues = rd(g, SIMGPU_REG_NUM_QUEUES);
-	g->vram = rd(g, SIMGPU_REG_VRAM_SIZE_LO) | (uint64_t)rd(g, SIMGPU_REG_VRAM_SIZE_HI) << 32;
-	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/simgpu/queues", uuid);
-	if (read_file(path, val, sizeof(val)) || (uint32_t)atoi(val) != g->nr_queues) {
-		fprintf(stderr, "# queues register %u disagrees with sysfs\n", g->nr_queues);
-		goto err;
-	}
-	return 0;
-err:
-	gpu_close(g);
-	return -1;
+	for (i = 0; i < nr_seen; i++)
+		if (!strcmp(seen[i], g->name))
+			return;
+	if (nr_seen < MAX_TRACKED)
+		snprintf(seen[nr_seen++], sizeof(seen[0]), "%s", g->name);
 }
 
-void gpu_close(struct gpu *g)
+static void untrack_gpu(int fd)
+{
+	int i;
+
+	for (i = 0; i < MAX_TRACKED; i++)
+		if (open_gpus[i].fd == fd)
+			open_gpus[i].fd = 0;
+}
+
+static void gpu_release(struct gpu *g)
 {
 	if (g->fd >= 0)
 		close(g->fd);
@@ -157,6 +115,248 @@ void gpu_close(struct gpu *g)
 		close(g->req_efd);
 	if (g->mem)
 		munmap(g->mem, GUEST_SIZE);
+}
+
+/**
+ * gpus_close() - close every device a scenario left open
+ *
+ * Return: how many there were.
+ */
+int gpus_close(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MAX_TRACKED; i++) {
+		if (open_gpus[i].fd > 0) {
+			gpu_release(&open_gpus[i]);
+			open_gpus[i].fd = 0;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* mig_set() hands out data fds; close them with data_fd_close(). */
+void data_fd_track(int fd)
+{
+	if (fd >= 0 && nr_data_fds < MAX_TRACKED)
+		data_fds[nr_data_fds++] = fd;
+}
+
+void data_fd_close(int fd)
+{
+	int i;
+
+	for (i = 0; i < nr_data_fds; i++) {
+		if (data_fds[i] == fd) {
+			data_fds[i] = data_fds[--nr_data_fds];
+			break;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+void data_fds_close(void)
+{
+	while (nr_data_fds)
+		close(data_fds[--nr_data_fds]);
+}
+
+void knobs_restore(void)
+{
+	while (nr_knobs) {
+		FILE *f = fopen(knobs[--nr_knobs].path, "w");
+
+		if (f) {
+			fputs(knobs[nr_knobs].old, f);
+			fclose(f);
+		}
+	}
+}
+
+/* 0 when a quarantine of a device this run opened was lifted. */
+int unquarantine_all(void)
+{
+	char status[256], path[PATH_MAX];
+	int i, ret = -1;
+
+	for (i = 0; i < nr_seen; i++) {
+		FILE *f;
+
+		if (read_attr(seen[i], "migration/status", status, sizeof(status)) ||
+		    !strstr(status, "quarantined"))
+			continue;
+		snprintf(path, sizeof(path), "%s/unquarantine", knob_dir(seen[i]));
+		f = fopen(path, "w");
+		if (f && fputs("1", f) >= 0 && !fclose(f))
+			ret = 0;
+		else if (f)
+			fclose(f);
+	}
+	return ret;
+}
+
+/* ---- devices ---------------------------------------------------------- */
+
+/*
+ * A device is an mdev (by UUID) or a PCI function bound to vfio-pci (by
+ * address); this is its directory in sysfs, or NULL.
+ */
+const char *dev_sysdir(const char *name)
+{
+	static char path[256];
+
+	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s", name);
+	if (!access(path, F_OK))
+		return path;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", name);
+	if (!access(path, F_OK))
+		return path;
+	return NULL;
+}
+
+/* Test knobs: simgpu's debugfs for an mdev, the PF driver's for a VF. */
+const char *knob_dir(const char *name)
+{
+	static char path[256];
+	const char *sys = dev_sysdir(name);
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/%s/%s",
+		 sys && strstr(sys, "/pci/") ? "simgpu-pf" : "simgpu", name);
+	return path;
+}
+
+static int group_open(struct gpu *g)
+{
+	struct vfio_group_status gs = { .argsz = sizeof(gs) };
+	char path[PATH_MAX], link[PATH_MAX];
+	const char *sys = dev_sysdir(g->name);
+	ssize_t n;
+
+	if (!sys) {
+		fprintf(stderr, "# %s: no such mdev or PCI device\n", g->name);
+		return -1;
+	}
+	g->pci = !!strstr(sys, "/pci/");
+	snprintf(path, sizeof(path), "%s/iommu_group", sys);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0) {
+		fprintf(stderr, "# %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	link[n] = 0;
+	snprintf(path, sizeof(path), "/dev/vfio/%s", strrchr(link, '/') + 1);
+	g->container = open("/dev/vfio/vfio", O_RDWR);
+	g->group = open(path, O_RDWR);
+	if (g->container < 0 || g->group < 0) {
+		fprintf(stderr, "# open container/group %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (ioctl(g->group, VFIO_GROUP_GET_STATUS, &gs) || !(gs.flags & VFIO_GROUP_FLAGS_VIABLE) ||
+	    ioctl(g->group, VFIO_GROUP_SET_CONTAINER, &g->container) ||
+	    ioctl(g->container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU)) {
+		fprintf(stderr, "# group/container setup: %s\n", strerror(errno));
+		return -1;
+	}
+	g->fd = ioctl(g->group, VFIO_GROUP_GET_DEVICE_FD, g->name);
+	if (g->fd < 0) {
+		fprintf(stderr, "# get device fd: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int regions_map(struct gpu *g)
+{
+	struct vfio_region_info ri = { .argsz = sizeof(ri) };
+	struct vfio_iommu_type1_dma_map map = { .argsz = sizeof(map) };
+	uint16_t cmd;
+
+	ri.index = VFIO_PCI_CONFIG_REGION_INDEX;
+	if (ioctl(g->fd, VFIO_DEVICE_GET_REGION_INFO, &ri))
+		return -1;
+	g->cfg_off = ri.offset;
+	ri.index = VFIO_PCI_BAR0_REGION_INDEX;
+	ri.argsz = sizeof(ri);
+	if (ioctl(g->fd, VFIO_DEVICE_GET_REGION_INFO, &ri) || ri.size != SIMGPU_BAR0_SIZE)
+		return -1;
+	g->bar_off = ri.offset;
+	/* Memory decoding and bus mastering, as a guest driver enables them. */
+	if (cfg_read(g, PCI_COMMAND, &cmd, sizeof(cmd)))
+		return -1;
+	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+	if (pwrite(g->fd, &cmd, sizeof(cmd), g->cfg_off + PCI_COMMAND) != sizeof(cmd))
+		return -1;
+
+	g->mem = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g->mem == MAP_FAILED) {
+		g->mem = NULL;
+		return -1;
+	}
+	map.vaddr = (uintptr_t)g->mem;
+	map.iova = GUEST_IOVA;
+	map.size = GUEST_SIZE;
+	map.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE;
+	if (ioctl(g->container, VFIO_IOMMU_MAP_DMA, &map)) {
+		fprintf(stderr, "# map dma: %s\n", strerror(errno));
+		return -1;
+	}
+	g->next = GUEST_IOVA;
+	return 0;
+}
+
+/* The interrupt: MSI on an mdev, MSI-X where the function has no MSI. */
+static int irqs_wire(struct gpu *g)
+{
+	struct vfio_irq_info ii = { .argsz = sizeof(ii), .index = VFIO_PCI_MSI_IRQ_INDEX };
+
+	if (ioctl(g->fd, VFIO_DEVICE_GET_IRQ_INFO, &ii))
+		return -1;
+	g->irq_index = ii.count ? VFIO_PCI_MSI_IRQ_INDEX : VFIO_PCI_MSIX_IRQ_INDEX;
+	g->msi_efd = eventfd(0, EFD_NONBLOCK);
+	g->req_efd = eventfd(0, EFD_NONBLOCK);
+	if (set_irq(g, g->irq_index, g->msi_efd) ||
+	    set_irq(g, VFIO_PCI_REQ_IRQ_INDEX, g->req_efd)) {
+		fprintf(stderr, "# set irqs: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int gpu_open(struct gpu *g, const char *name)
+{
+	char val[64];
+
+	memset(g, 0, sizeof(*g));
+	g->container = -1;
+	g->group = -1;
+	g->fd = -1;
+	g->msi_efd = -1;
+	g->req_efd = -1;
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	if (group_open(g) || regions_map(g) || irqs_wire(g))
+		goto err;
+	g->nr_queues = rd(g, SIMGPU_REG_NUM_QUEUES);
+	g->vram = rd(g, SIMGPU_REG_VRAM_SIZE_LO) | (uint64_t)rd(g, SIMGPU_REG_VRAM_SIZE_HI) << 32;
+	if (!g->pci && (read_attr(name, "simgpu/queues", val, sizeof(val)) ||
+			(uint32_t)atoi(val) != g->nr_queues)) {
+		fprintf(stderr, "# queues register %u disagrees with sysfs\n", g->nr_queues);
+		goto err;
+	}
+	track_gpu(g);
+	return 0;
+err:
+	gpu_release(g);
+	return -1;
+}
+
+void gpu_close(struct gpu *g)
+{
+	if (g->fd >= 0)
+		untrack_gpu(g->fd);
+	gpu_release(g);
 	g->fd = -1;
 	g->group = -1;
 	g->container = -1;
@@ -219,14 +419,14 @@ uint64_t *gpu_pte(struct gpu *g, uint64_t va)
 	uint64_t table = g->pt_root;
 	int level;
 
-	for (level = 2; level > 0; level--) {
-		uint64_t *e = (uint64_t *)gptr(g, table) + ((va >> (12 + 9 * level)) & 511);
+	for (level = SIMGPU_PT_ROOT_LEVEL; level > 0; level--) {
+		uint64_t *e = (uint64_t *)gptr(g, table) + SIMGPU_PT_INDEX(va, level);
 
 		if (!(*e & SIMGPU_PTE_VALID))
-			*e = galloc(g, 4096) | SIMGPU_PTE_VALID;
+			*e = galloc(g, SIMGPU_PAGE_SIZE) | SIMGPU_PTE_VALID;
 		table = *e & SIMGPU_PTE_ADDR_MASK;
 	}
-	return (uint64_t *)gptr(g, table) + ((va >> 12) & 511);
+	return (uint64_t *)gptr(g, table) + SIMGPU_PT_INDEX(va, 0);
 }
 
 void gpu_map(struct gpu *g, uint64_t va, uint64_t target, uint64_t flags)
@@ -357,13 +557,22 @@ int gpu_feature(struct gpu *g, uint32_t flags, void *data, size_t len)
 	return ret;
 }
 
+/* Set a test knob; its old value comes back after the scenario. */
 int knob_set(struct gpu *g, const char *knob, const char *val)
 {
 	char path[PATH_MAX];
 	FILE *f;
-	int ret;
+	int i, ret;
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/simgpu/%s/%s", g->uuid, knob);
+	snprintf(path, sizeof(path), "%s/%s", knob_dir(g->name), knob);
+	for (i = 0; i < nr_knobs; i++)
+		if (!strcmp(knobs[i].path, path))
+			break;
+	if (i == nr_knobs && nr_knobs < (int)ARRAY_SIZE(knobs) &&
+	    !read_file(path, knobs[i].old, sizeof(knobs[i].old))) {
+		snprintf(knobs[i].path, sizeof(knobs[i].path), "%s", path);
+		nr_knobs++;
+	}
 	f = fopen(path, "w");
 	if (!f)
 		return -1;
@@ -381,7 +590,7 @@ int stat_read(struct gpu *g, const char *name, unsigned long long *val)
 	int ret = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/simgpu/%s/stats", g->uuid);
+	snprintf(path, sizeof(path), "%s/stats", knob_dir(g->name));
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -395,16 +604,28 @@ int stat_read(struct gpu *g, const char *name, unsigned long long *val)
 	return ret;
 }
 
-int dev_remove(const char *uuid)
+int dev_remove(const char *name)
 {
 	char path[PATH_MAX];
 	int fd, ret;
 
-	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/remove", uuid);
+	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/remove", name);
 	fd = open(path, O_WRONLY);
 	if (fd < 0)
 		return -1;
 	ret = write(fd, "1", 1) == 1 ? 0 : -1;
 	close(fd);
 	return ret;
+}
+
+/* An attribute of a device's sysfs directory, as text. */
+int read_attr(const char *name, const char *attr, char *buf, size_t len)
+{
+	const char *sys = dev_sysdir(name);
+	char path[PATH_MAX];
+
+	if (!sys)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", sys, attr);
+	return read_file(path, buf, len) ? -1 : 0;
 }

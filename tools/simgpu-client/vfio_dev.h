@@ -25,7 +25,9 @@ struct gpu_queue {
 };
 
 struct gpu {
-	char uuid[64];
+	char name[64];		/* mdev UUID or PCI address */
+	bool pci;		/* a PCI function bound to vfio-pci */
+	uint32_t irq_index;	/* VFIO_PCI_MSI_IRQ_INDEX or _MSIX_ */
 	int container, group, fd;
 	uint64_t cfg_off, bar_off;
 	int msi_efd, req_efd;
@@ -37,8 +39,17 @@ struct gpu {
 	struct gpu_queue q[SIMGPU_MAX_QUEUES];
 };
 
-int gpu_open(struct gpu *g, const char *uuid);
+int gpu_open(struct gpu *g, const char *name);
 void gpu_close(struct gpu *g);
+int gpus_close(void);
+void data_fd_track(int fd);
+void data_fd_close(int fd);
+void data_fds_close(void);
+void knobs_restore(void);
+int unquarantine_all(void);
+const char *dev_sysdir(const char *name);
+const char *knob_dir(const char *name);
+int read_attr(const char *name, const char *attr, char *buf, size_t len);
 uint32_t rd(struct gpu *g, uint32_t reg);
 void wr(struct gpu *g, uint32_t reg, uint32_t val);
 uint32_t qrd(struct gpu *g, int q, uint32_t reg);
@@ -62,7 +73,7 @@ int gpu_reset(struct gpu *g);
 int gpu_feature(struct gpu *g, uint32_t flags, void *data, size_t len);
 int knob_set(struct gpu *g, const char *knob, const char *val);
 int stat_read(struct gpu *g, const char *name, unsigned long long *val);
-int dev_remove(const char *uuid);
+int dev_remove(const char *name);
 uint64_t now_ms(void);
 
 #endif

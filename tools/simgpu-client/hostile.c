@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu-client: hostile streams offered to a destination in RESUMING.
+ * Each must be refused with a clear error and the device must never run.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/gpumig_stream.h>
+#include <linux/pci_regs.h>
+#include <linux/vfio.h>
+
+#include "client.h"
+
+/* Capture a whole stream (STOP_COPY) of @g into @b. */
+static int capture(struct gpu *g, struct blob *b)
+{
+	int fd = -1, ret;
+
+	if (mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) ||
+	    mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, &fd))
+		return -1;
+	ret = mig_read(fd, b);
+	data_fd_close(fd);
+	mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL);
+	return ret;
+}
+
+/* Offer @len bytes of @p to @name in RESUMING; 0 if it ran, else <0. */
+static int offer(const char *name, const uint8_t *p, size_t len, int *werr)
+{
+	struct gpu d;
+	int rfd = -1, ret;
+
+	if (gpu_open(&d, name))
+		return -100;
+	ret = mig_set(&d, VFIO_DEVICE_STATE_STOP, NULL);
+	if (!ret)
+		ret = mig_set(&d, VFIO_DEVICE_STATE_RESUMING, &rfd);
+	if (!ret) {
+		*werr = mig_write(rfd, p, len, 4096);
+		data_fd_close(rfd);
+		ret = mig_set(&d, VFIO_DEVICE_STATE_RUNNING, NULL);
+	}
+	gpu_close(&d);
+	return ret;
+}
+
+/* Where the stream's framing puts things (<linux/gpumig_stream.h>). */
+#define SEC_HDR sizeof(struct gpumig_sec_hdr)
+#define SEC_LEN offsetof(struct gpumig_sec_hdr, len)
+#define SEC2 (SEC_HDR + sizeof(struct gpumig_wire_header))	/* first after the header */
+
+/* A byte flipped at @off: the CRCs catch it. */
+static size_t flip(uint8_t *m, const struct blob *b, size_t off)
+{
+	memcpy(m, b->p, b->len);
+	m[off] ^= 0x40;
+	return b->len;
+}
+
+static size_t flip_header(uint8_t *m, const struct blob *b)
+{
+	return flip(m, b, SEC_HDR + 6);
+}
+
+static size_t flip_chunk(uint8_t *m, const struct blob *b)
+{
+	return flip(m, b, SEC2 + SEC_HDR + sizeof(struct gpumig_wire_vram) + 8);
+}
+
+static size_t flip_arch(uint8_t *m, const struct blob *b)
+{
+	return flip(m, b, b->len - SEC_HDR - sizeof(struct gpumig_wire_end) - 100);
+}
+
+static size_t flip_end(uint8_t *m, const struct blob *b)
+{
+	return flip(m, b, b->len - 5);
+}
+
+/*
+ * A section claiming 4 GiB: the header CRC catches it first, which is
+ * the point: a length is never trusted.
+ */
+static size_t oversized(uint8_t *m, const struct blob *b)
+{
+	uint32_t len = 0xffffffff;
+
+	memcpy(m, b->p, b->len);
+	memcpy(m + SEC2 + SEC_LEN, &len, sizeof(len));
+	return b->len;
+}
+
+/* Sections 2 and 3 swapped (both intact): sequence numbers catch it. */
+static size_t reordered(uint8_t *m, const struct blob *b)
+{
+	size_t sec3, end3;
+	uint32_t len;
+
+	memcpy(&len, b->p + SEC2 + SEC_LEN, sizeof(len));
+	sec3 = SEC2 + SEC_HDR + len;
+	memcpy(&len, b->p + sec3 + SEC_LEN, sizeof(len));
+	end3 = sec3 + SEC_HDR + len;
+	memcpy(m, b->p, SEC2);
+	memcpy(m + SEC2, b->p + sec3, end3 - sec3);
+	memcpy(m + SEC2 + end3 - sec3, b->p + SEC2, sec3 - SEC2);
+	memcpy(m + end3, b->p + end3, b->len - end3);
+	return b->len;
+}
+
+static size_t garbage(uint8_t *m, const struct blob *b)
+{
+	fill_random(m, 4096);
+	return 4096;
+}
+
+static const struct mutation {
+	const char *what;
+	size_t (*make)(uint8_t *m, const struct blob *b);
+	int werr;	/* the write's error, or 1 for any */
+} mutations[] = {
+	{ "a byte flipped in the header", flip_header, 1 },
+	{ "a byte flipped in a VRAM chunk", flip_chunk, 1 },
+	{ "a byte flipped in the architectural state", flip_arch, 1 },
+	{ "a byte flipped in the end section", flip_end, 1 },
+	{ "a section claiming 4 GiB", oversized, -EBADMSG },
+	{ "sections 2 and 3 swapped", reordered, -EINVAL },
+	{ "4 KiB of garbage", garbage, 1 },
+};
+
+/* Truncated at several places: never runs. */
+static int hostile_truncated(const struct blob *b)
+{
+	int i, werr = 0;
+
+	for (i = 1; i < 8; i++)
+		CHECK(offer(dst_name, b->p, b->len * i / 8, &werr) < 0,
+		      "stream truncated at %zu accepted", b->len * i / 8);
+	return 0;
+}
+
+static int hostile_mutated(const struct blob *b)
+{
+	uint8_t *m = malloc(b->len + 64);
+	size_t i, len;
+	int ret, werr;
+
+	CHECK(m, "out of memory");
+	for (i = 0; i < ARRAY_SIZE(mutations); i++) {
+		len = mutations[i].make(m, b);
+		werr = 0;
+		ret = offer(dst_name, m, len, &werr);
+		if (ret >= 0 || werr >= 0 ||
+		    (mutations[i].werr != 1 && werr != mutations[i].werr)) {
+			free(m);
+			return fail("%s: accepted or wrong error (%d/%d)",
+				    mutations[i].what, ret, werr);
+		}
+	}
+	free(m);
+	return 0;
+}
+
+/* Hostile streams into RESUMING: each refused, the device never runs. */
+int t_hostile(struct gpu *g)
+{
+	struct blob b = { 0 };
+	int werr = 0, ret;
+
+	gpu_setup(g, 16);
+	gpu_map_range(g, VA_VRAM, 0, 1 << 20,
+		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 1 << 20, 0x77, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fill");
+	CHECK(capture(g, &b) == 0 && b.len > 1000, "capture");
+
+	/* The intact stream is accepted (control). */
+	ret = offer(dst_name, b.p, b.len, &werr);
+	if (!ret && !werr)
+		ret = hostile_truncated(&b);
+	else
+		ret = fail("intact stream refused: %d/%d", ret, werr);
+	if (!ret)
+		ret = hostile_mutated(&b);
+	/* And the destination still takes a good stream afterwards. */
+	if (!ret && (offer(dst_name, b.p, b.len, &werr) || werr))
+		ret = fail("intact stream refused after the hostile ones");
+	free(b.p);
+	return ret;
+}

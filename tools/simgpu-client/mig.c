@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu-client: the VFIO migration uAPI from the VMM's side, and the
+ * scenarios that migrate a device with work in flight: pre-copy and
+ * stop-copy with byte-exact results, an incompatible destination, stops
+ * that must fail, reset and close in the middle, twenty round trips,
+ * quarantine.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/gpumig_stream.h>
+#include <linux/pci_regs.h>
+#include <linux/vfio.h>
+
+#include "client.h"
+
+/* ---- migration ---------------------------------------------------------- */
+
+const char *dst_name;
+
+int mig_set(struct gpu *g, uint32_t state, int *data_fd)
+{
+	struct vfio_device_feature_mig_state ms = { .device_state = state,
+						    .data_fd = -1 };
+	int ret = gpu_feature(g, VFIO_DEVICE_FEATURE_SET |
+				      VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE,
+			      &ms, sizeof(ms));
+
+	if (ret)
+		return ret;
+	if (data_fd) {
+		*data_fd = ms.data_fd;
+		data_fd_track(ms.data_fd);	/* closed after the scenario if not before */
+	} else if (ms.data_fd >= 0) {
+		close(ms.data_fd);
+	}
+	return 0;
+}
+
+int64_t mig_data_size(struct gpu *g)
+{
+	struct vfio_device_feature_mig_data_size ds = { 0 };
+	int ret = gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
+				      VFIO_DEVICE_FEATURE_MIG_DATA_SIZE,
+			      &ds, sizeof(ds));
+
+	return ret ? ret : (int64_t)ds.stop_copy_length;
+}
+
+/* Read until EOF (0) or ENOMSG; returns the last read()'s result. */
+int mig_read(int fd, struct blob *b)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (b->cap - b->len < (1 << 20)) {
+			b->cap = b->cap * 2 + (4 << 20);
+			b->p = realloc(b->p, b->cap);
+		}
+		n = read(fd, b->p + b->len,
+			 1 << 20); /* QEMU reads at most 1 MiB */
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		b->len += n;
+	}
+}
+
+int mig_write(int fd, const uint8_t *p, size_t len, size_t piece)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = write(fd, p + off,
+				  len - off < piece ? len - off : piece);
+
+		if (n < 0)
+			return -errno;
+		off += n;
+	}
+	return 0;
+}
+
+#define MIG_WORDS (32 * 1024)
+#define MIG_ITERS \
+	1000 /* at 3 ms a step: seconds, so it is still running at the stop */
+#define MIG_KEY 0x600dcafe
+
+/* A workload with a kernel in flight, copies through VRAM and fences. */
+static void mig_workload(struct gpu *g, uint32_t **kbuf, uint32_t **expect,
+			 uint8_t **src)
+{
+	uint32_t i, it;
+
+	gpu_setup(g, 64);
+	*kbuf = sysbuf(g, VA_SYS, MIG_WORDS * 4, NULL);
+	sysbuf(g, VA_SYS + (1 << 20), 4096, NULL); /* fences */
+	*src = sysbuf(g, VA_SYS + (2 << 20), 1 << 20, NULL);
+	sysbuf(g, VA_SYS + (4 << 20), 1 << 20, NULL); /* copy target */
+	gpu_map_range(g, VA_VRAM, 0, 4 << 20,
+		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	fill_random(*kbuf, MIG_WORDS * 4);
+	fill_random(*src, 1 << 20);
+	*expect = malloc(MIG_WORDS * 4);
+	memcpy(*expect, *kbuf, MIG_WORDS * 4);
+	for (it = 0; it < MIG_ITERS; it++)
+		for (i = 0; i < MIG_WORDS; i++)
+			(*expect)[i] = kernel_word((*expect)[i], MIG_KEY, it);
+	knob_set(g, "kernel_step_us", "3000");
+	gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, MIG_WORDS * 4, MIG_ITERS,
+		   MIG_KEY);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, SIMGPU_CMD_F_IRQ, VA_SYS + (1 << 20),
+		   0xf00d, 0, 0);
+	gpu_submit(g, 1, SIMGPU_OP_FILL, 0, VA_VRAM + (2 << 20), 1 << 20,
+		   0x12345678, 0);
+	gpu_submit(g, 1, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS + (2 << 20),
+		   1 << 20, 0);
+	gpu_submit(g, 1, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20) + 8, 0xbeef, 0,
+		   0);
+}
+
+/*
+ * Pre-copy while the device runs: read rounds until initial_bytes is 0,
+ * as QEMU does; all of it lands in @pre.
+ */
+static int migrate_precopy(struct gpu *src, int fd, struct blob *pre, int *rounds)
+{
+	struct vfio_precopy_info info = { .argsz = sizeof(info) };
+	uint64_t first_initial;
+	int ret;
+
+	CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0,
+	      "PRECOPY_INFO: %s", strerror(errno));
+	first_initial = info.initial_bytes;
+	CHECK(first_initial > 0, "initial_bytes is 0 at the start");
+	*rounds = 0;
+	do {
+		ret = mig_read(fd, pre);
+		CHECK(ret == -ENOMSG, "pre-copy read ended with %d, not ENOMSG",
+		      ret);
+		CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0,
+		      "PRECOPY_INFO");
+		(*rounds)++;
+	} while (info.initial_bytes && *rounds < 50);
+	CHECK(info.initial_bytes == 0, "initial_bytes never reached 0");
+	CHECK(pre->len >= first_initial,
+	      "read %zu bytes, initial_bytes said %llu", pre->len,
+	      (unsigned long long)first_initial);
+	return 0;
+}
+
+/* Stop-copy: the rest, which MIG_DATA_SIZE estimated within 3 blocks. */
+static int migrate_stopcopy(struct gpu *src, int fd, const struct blob *pre,
+			    struct blob *stop)
+{
+	const int64_t slack = 3 * (GPUMIG_VRAM_CHUNK + sizeof(struct gpumig_sec_hdr) +
+				   sizeof(struct gpumig_wire_vram));
+	int64_t est;
+	int ret;
+
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) == 0,
+	      "PRE_COPY_P2P");
+	est = mig_data_size(src);
+	CHECK(est > 0, "MIG_DATA_SIZE: %lld", (long long)est);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0,
+	      "STOP_COPY");
+	CHECK(qrd(src, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+	      "the kernel finished before the stop: nothing in flight to migrate");
+	ret = mig_read(fd, stop);
+	CHECK(ret == 0, "stop-copy read: %d", ret);
+	CHECK(stop->len < pre->len,
+	      "stop-copy (%zu) not smaller than pre-copy (%zu)", stop->len,
+	      pre->len);
+	CHECK((int64_t)stop->len <= est + slack &&
+	      (int64_t)stop->len + slack >= est,
+	      "MIG_DATA_SIZE %lld, STOP_COPY produced %zu", (long long)est,
+	      stop->len);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
+	printf("    # migrate: %zu pre-copy bytes, %zu stop-copy bytes (estimate %lld)\n",
+	       pre->len, stop->len, (long long)est);
+	return 0;
+}
+
+/*
+ * The destination: the VMM copied guest memory @mem (and its own view of
+ * it), then the device state goes in and the device runs.
+ */
+int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
+		 const struct blob *pre, const struct blob *stop)
+{
+	int rfd = -1;
+	uint32_t i;
+
+	memcpy(dst->mem, mem, GUEST_SIZE);
+	dst->next = src->next;
+	dst->pt_root = src->pt_root;
+	for (i = 0; i < src->nr_queues; i++) {
+		dst->q[i] = src->q[i];
+		dst->q[i].ring = gptr(dst, src->q[i].ring_iova);
+	}
+	CHECK(mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst STOP");
+	CHECK(mig_set(dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0,
+	      "dst RESUMING");
+	CHECK(mig_write(rfd, pre->p, pre->len, 1 << 20) == 0,
+	      "write pre-copy data");
+	CHECK(mig_write(rfd, stop->p, stop->len, 77777) == 0,
+	      "write stop-copy data");
+	data_fd_close(rfd);
+	CHECK(mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL) == 0,
+	      "dst RESUMING -> STOP: %s", strerror(errno));
+	CHECK(mig_set(dst, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+	      "dst RUNNING");
+	return 0;
+}
+
+/* A number from a device's migration/status line ("key=value ..."). */
+long long status_value(const char *name, const char *key)
+{
+	char st[512], pat[64];
+	long long v = -1;
+	const char *p;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	if (read_attr(name, "migration/status", st, sizeof(st)))
+		return -1;
+	p = strstr(st, pat);
+	if (!p || sscanf(p + strlen(pat), "%lld", &v) != 1)
+		return -1;
+	return v;
+}
+
+/* What the devices say they saw is what the VMM read and wrote. */
+static int migrate_counters(struct gpu *src, const struct blob *pre,
+			    const struct blob *stop, int rounds)
+{
+	long long r = status_value(src->name, "precopy_rounds");
+	long long pb = status_value(src->name, "precopy_bytes");
+	long long sb = status_value(src->name, "stopcopy_bytes");
+	long long rb = status_value(dst_name, "resumed_bytes");
+
+	CHECK(r >= 1 && r <= rounds && pb == (long long)pre->len &&
+	      sb == (long long)stop->len,
+	      "source counted %lld rounds, %lld + %lld bytes; read %d, %zu + %zu",
+	      r, pb, sb, rounds, pre->len, stop->len);
+	CHECK(rb == (long long)(pre->len + stop->len),
+	      "destination counted %lld bytes, %zu written", rb,
+	      pre->len + stop->len);
+	return 0;
+}
+
+/* The work of mig_workload() finishes on @dst with exactly the right results. */
+static int migrate_results(struct gpu *dst, const struct gpu *src, const uint32_t *kbuf,
+			   const uint32_t *expect, const uint8_t *data)
+{
+	const uint32_t *dk = gptr(dst, GUEST_IOVA + ((const uint8_t *)kbuf - src->mem));
+	const uint8_t *srcdata = gptr(dst, GUEST_IOVA + (data - src->mem));
+	uint8_t *dout;
+	size_t i;
+
+	CHECK(gpu_wait_idle(dst, 0, 30000) == 0,
+	      "kernel did not finish on the destination");
+	CHECK(gpu_wait_idle(dst, 1, 30000) == 0,
+	      "queue 1 did not finish on the destination");
+	for (i = 0; i < MIG_WORDS; i++)
+		CHECK(dk[i] == expect[i],
+		      "kernel word %zu: 0x%x, expected 0x%x", i, dk[i],
+		      expect[i]);
+	/* Fences and the VRAM round trip, read back through the device. */
+	dout = sysbuf(dst, VA_SYS + (8 << 20), 1 << 20, NULL);
+	gpu_submit(dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM, 1 << 20, 0);
+	CHECK(gpu_wait_idle(dst, 1, 30000) == 0, "read back VRAM");
+	CHECK(!memcmp(dout, srcdata, 1 << 20), "VRAM contents differ after migration");
+	gpu_submit(dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM + (2 << 20),
+		   4096, 0);
+	CHECK(gpu_wait_idle(dst, 1, 30000) == 0, "read back fill");
+	CHECK(*(uint32_t *)dout == 0x12345678, "fill lost in migration");
+	CHECK(qrd(dst, 0, SIMGPU_QREG_FENCE_LO) == 0xf00d,
+	      "queue 0 fence 0x%x", qrd(dst, 0, SIMGPU_QREG_FENCE_LO));
+	return 0;
+}
+
+/* Live migration with a kernel in flight; the destination finishes it exactly. */
+int t_migrate(struct gpu *src)
+{
+	struct blob pre = { 0 }, stop = { 0 };
+	uint32_t *kbuf, *expect;
+	int fd = -1, rounds = 0, ret;
+	struct gpu dst;
+	uint8_t *data;
+
+	mig_workload(src, &kbuf, &expect, &data);
+	usleep(100000);
+	CHECK(qrd(src, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+	      "kernel not in flight");
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0 && fd >= 0,
+	      "PRE_COPY");
+	ret = migrate_precopy(src, fd, &pre, &rounds);
+	if (!ret)
+		ret = migrate_stopcopy(src, fd, &pre, &stop);
+	data_fd_close(fd);
+	if (!ret) {
+		CHECK(gpu_open(&dst, dst_name) == 0, "open destination");
+		ret = migrate_into(&dst, src, src->mem, &pre, &stop);
+		if (!ret)
+			ret = migrate_counters(src, &pre, &stop, rounds);
+		if (!ret)
+			ret = migrate_results(&dst, src, kbuf, expect, data);
+		gpu_close(&dst);
+	}
+	free(expect);
+	free(pre.p);
+	free(stop.p);
+	return ret;
+}
+
+int t_incompatible(struct gpu *src)
+{
+	struct blob pre = { 0 };
+	struct gpu dst;
+	char status[256];
+	int fd = -1, rfd = -1, ret;
+
+	gpu_setup(src, 16);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	CHECK(mig_read(fd, &pre) == -ENOMSG, "pre-copy read");
+	CHECK(gpu_open(&dst, dst_name) == 0, "open destination");
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst STOP");
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0,
+	      "dst RESUMING");
+	ret = mig_write(rfd, pre.p, pre.len, 1 << 20);
+	CHECK(ret == -EOPNOTSUPP, "incompatible stream accepted (%d)", ret);
+	CHECK(read_attr(dst_name, "migration/status", status, sizeof(status)) ==
+		      0 &&
+	      strstr(status, "mismatch"),
+	      "status does not name the mismatch: %s", status);
+	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) < 0,
+	      "destination ran a refused stream");
+	data_fd_close(rfd);
+	gpu_close(&dst);
+	/* The source never stopped: back to RUNNING, still working. */
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+	      "source back to RUNNING");
+	data_fd_close(fd);
+	sysbuf(src, VA_SYS, 4096, NULL);
+	gpu_submit(src, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 5, 0, 0);
+	CHECK(gpu_wait_idle(src, 0, TMO) == 0, "source stopped working");
+	free(pre.p);
+	return 0;
+}
+
+/*
+ * Each fault knob makes the stop fail cleanly: lost acknowledgments, an
+ * acknowledgment later than the 1 s bound, a kernel that cannot be
+ * preempted and outlasts the 2 s drain.  The source keeps running.
+ */
+int t_stop_fails(struct gpu *g)
+{
+	static const struct {
+		const char *knob, *val, *reset;
+		int err;
+	} faults[] = {
+		{ "ack_drop", "1", "0", -ETIMEDOUT },
+		{ "ack_delay_ms", "1500", "0", -ETIMEDOUT },
+		{ "preempt", "0", "1", -EBUSY },
+	};
+	uint64_t *f;
+	size_t i;
+	int ret;
+
+	gpu_setup(g, 16);
+	f = sysbuf(g, VA_SYS, 4096, NULL);
+	sysbuf(g, VA_SYS + (1 << 20), 4096, NULL);
+	for (i = 0; i < ARRAY_SIZE(faults); i++) {
+		knob_set(g, faults[i].knob, faults[i].val);
+		if (faults[i].err == -EBUSY) {
+			/* 400 iterations at 10 ms: 4 s, longer than the drain bound. */
+			knob_set(g, "kernel_step_us", "10000");
+			gpu_submit(g, 0, SIMGPU_OP_KERNEL, 0,
+				   VA_SYS + (1 << 20), 64, 400, 1);
+			usleep(50000);
+		}
+		ret = mig_set(g, VFIO_DEVICE_STATE_STOP, NULL);
+		knob_set(g, faults[i].knob, faults[i].reset);
+		knob_set(g, "kernel_step_us", "0");
+		CHECK(ret == faults[i].err,
+		      "%s=%s: STOP returned %d, expected %d", faults[i].knob,
+		      faults[i].val, ret, faults[i].err);
+		CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+		      "back to RUNNING");
+		gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 6 + i, 0, 0);
+		CHECK(gpu_wait_idle(g, 0, 60000) == 0 && f[0] == 6 + i,
+		      "%s: device stopped working", faults[i].knob);
+	}
+	return 0;
+}
+
+/* VFIO_DEVICE_RESET in the middle of pre-copy: fd ends, state RUNNING. */
+int t_reset_precopy(struct gpu *g)
+{
+	struct vfio_device_feature_mig_state ms = { 0 };
+	struct blob b = { 0 };
+	uint64_t *f;
+	int fd = -1;
+
+	gpu_setup(g, 16);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	{
+		uint8_t first[64];
+
+		CHECK(read(fd, first, sizeof(first)) == sizeof(first),
+		      "first pre-copy bytes");
+	}
+	CHECK(gpu_reset(g) == 0, "reset");
+	CHECK(gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
+				     VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE,
+			  &ms, sizeof(ms)) == 0,
+	      "get state");
+	CHECK(ms.device_state == VFIO_DEVICE_STATE_RUNNING,
+	      "state %u after reset", ms.device_state);
+	CHECK(mig_read(fd, &b) == -ENODEV,
+	      "data fd still readable after reset");
+	data_fd_close(fd);
+	free(b.p);
+	/* A fresh migration can start, and the device works. */
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0,
+	      "PRE_COPY again");
+	data_fd_close(fd); /* closing the fd early ends nothing but the fd */
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "RUNNING");
+	g->pt_root = 0;
+	gpu_setup(g, 16);
+	f = sysbuf(g, VA_SYS, 4096, NULL);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 9, 0, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0 && f[0] == 9,
+	      "device unusable after reset");
+	return 0;
+}
+
+/* The device fd closed with a migration data fd still open. */
+int t_close_mid_migration(struct gpu *g)
+{
+	char uuid[64];
+	uint8_t b[64];
+	int fd = -1;
+
+	snprintf(uuid, sizeof(uuid), "%s", g->name);
+	gpu_setup(g, 16);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	CHECK(read(fd, b, sizeof(b)) == sizeof(b), "pre-copy bytes");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "STOP_COPY");
+	gpu_close(g);
+	/* The data fd outlived its device: it ends, it does not crash. */
+	CHECK(read(fd, b, sizeof(b)) < 0 && errno == ENODEV,
+	      "data fd after close: %s", strerror(errno));
+	data_fd_close(fd);
+	CHECK(gpu_open(g, uuid) == 0, "reopen after closing mid-migration");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&
+	      mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0,
+	      "a fresh state machine");
+	return 0;
+}
+
+/* One trip of a ping-pong: the whole stream of @from goes into @to. */
+static int pingpong_trip(struct gpu *from, struct gpu *to, int n)
+{
+	struct blob s = { 0 };
+	int fd = -1, rfd = -1, ret = -1;
+
+	CHECK(mig_set(from, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0,
+	      "round %d PRE_COPY", n);
+	if (mig_read(fd, &s) != -ENOMSG)
+		fail("round %d pre-copy", n);
+	else if (mig_set(from, VFIO_DEVICE_STATE_STOP_COPY, NULL))
+		fail("round %d STOP_COPY", n);
+	else if (mig_read(fd, &s))
+		fail("round %d stop-copy", n);
+	else if (mig_set(from, VFIO_DEVICE_STATE_STOP, NULL))
+		fail("round %d STOP", n);
+	else
+		ret = 0;
+	data_fd_close(fd);
+	if (!ret) {
+		memcpy(to->mem, from->mem, GUEST_SIZE);
+		to->next = from->next;
+		to->pt_root = from->pt_root;
+		if (mig_set(to, VFIO_DEVICE_STATE_STOP, NULL) ||
+		    mig_set(to, VFIO_DEVICE_STATE_RESUMING, &rfd))
+			ret = fail("round %d RESUMING", n);
+		else if (mig_write(rfd, s.p, s.len, 1 << 20))
+			ret = fail("round %d write", n);
+		data_fd_close(rfd);
+	}
+	free(s.p);
+	TRY(ret);
+	CHECK(mig_set(to, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "round %d RUNNING", n);
+	/* The old side is reset, as a VMM would before reusing it. */
+	CHECK(gpu_reset(from) == 0, "round %d reset source", n);
+	return 0;
+}
+
+/* Back and forth 20 times with a kernel in flight; the result is exact. */
+int t_pingpong(struct gpu *a)
+{
+	const uint32_t words = 4096, iters = 2000, key = 0x5eed;
+	uint32_t expect[4096], *kbuf, *res, i, it;
+	struct gpu b, *from = a, *to = &b;
+	uint64_t koff;
+	int n;
+
+	gpu_setup(a, 16);
+	kbuf = sysbuf(a, VA_SYS, words * 4, NULL);
+	koff = (uint8_t *)kbuf - a->mem;
+	fill_random(kbuf, words * 4);
+	memcpy(expect, kbuf, words * 4);
+	for (it = 0; it < iters; it++)
+		for (i = 0; i < words; i++)
+			expect[i] = kernel_word(expect[i], key, it);
+	knob_set(a, "kernel_step_us", "1000");
+	gpu_submit(a, 0, SIMGPU_OP_KERNEL, 0, VA_SYS, words * 4, iters, key);
+	CHECK(gpu_open(&b, dst_name) == 0, "open second instance");
+	knob_set(&b, "kernel_step_us", "1000");
+	for (n = 0; n < 20; n++) {
+		TRY(pingpong_trip(from, to, n));
+		usleep(20000);
+		from = to;
+		to = from == a ? &b : a;
+	}
+	CHECK(gpu_wait_idle(from, 0, 120000) == 0,
+	      "kernel did not finish after 20 migrations");
+	res = (uint32_t *)(from->mem + koff);
+	for (i = 0; i < words; i++)
+		CHECK(res[i] == expect[i], "word %u wrong after 20 migrations", i);
+	gpu_close(&b);
+	return 0;
+}
+
+/* Teardown that cannot verify the device quarantines it. */
+int t_quarantine(struct gpu *g)
+{
+	char uuid[64], status[256];
+	struct gpu again;
+
+	snprintf(uuid, sizeof(uuid), "%s", g->name);
+	gpu_setup(g, 16);
+	sysbuf(g, VA_SYS, 4096, NULL);
+	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS, 1, 0,
+		   0); /* a cached translation */
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fence");
+	knob_set(g, "ack_drop", "1");
+	gpu_close(g);
+	CHECK(read_attr(uuid, "migration/status", status, sizeof(status)) ==
+		      0 &&
+	      strstr(status, "quarantined"),
+	      "not quarantined: %s", status);
+	CHECK(gpu_open(&again, uuid) != 0, "a quarantined instance was reused");
+	{
+		char path[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/unquarantine", knob_dir(uuid));
+		f = fopen(path, "w");
+		CHECK(f && fputs("1", f) >= 0 && fclose(f) == 0,
+		      "unquarantine");
+	}
+	CHECK(gpu_open(g, uuid) == 0, "reopen after the quarantine was lifted");
+	knob_set(g, "ack_drop", "0");
+	return 0;
+}
