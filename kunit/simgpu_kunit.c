@@ -15,7 +15,7 @@
 
 #include <gpumig/compat.h>
 
-#include "../drivers/gpu/simgpu/simgpu.h"
+#include "../drivers/gpu/simgpu/simgpu_host.h"
 
 #define FAKE_IOVA	0x100000ULL
 #define FAKE_SIZE	(2 << 20)
@@ -29,7 +29,9 @@ struct fake_env {
 	u64 root;
 	unsigned int irqs;
 	unsigned int dma_faults;
+	unsigned int kicks;
 	struct simgpu_core core;
+	struct simgpu_vram vram;
 };
 
 static int fake_dma_rw(void *ctx, u64 iova, void *buf, size_t len, bool write)
@@ -47,6 +49,13 @@ static int fake_dma_rw(void *ctx, u64 iova, void *buf, size_t len, bool write)
 	return 0;
 }
 
+static int fake_vram_rw(void *ctx, u64 off, void *buf, size_t len, bool write)
+{
+	struct fake_env *e = ctx;
+
+	return simgpu_vram_rw(&e->vram, off, buf, len, write);
+}
+
 static void fake_raise_irq(void *ctx)
 {
 	struct fake_env *e = ctx;
@@ -54,9 +63,24 @@ static void fake_raise_irq(void *ctx)
 	e->irqs++;
 }
 
+/* The tests run the processor themselves: a kick is only counted. */
+static void fake_kick(void *ctx)
+{
+	struct fake_env *e = ctx;
+
+	e->kicks++;
+}
+
+static void fake_stepped(void *ctx)
+{
+}
+
 static const struct simgpu_env_ops fake_env_ops = {
 	.dma_rw = fake_dma_rw,
+	.vram_rw = fake_vram_rw,
 	.raise_irq = fake_raise_irq,
+	.kick = fake_kick,
+	.stepped = fake_stepped,
 };
 
 static void *fake_ptr(struct fake_env *e, u64 iova)
@@ -101,6 +125,9 @@ static void fake_env_free(void *p)
 {
 	struct fake_env *e = p;
 
+	mutex_lock(&e->core.lock);
+	simgpu_vram_scrub(&e->vram);
+	mutex_unlock(&e->core.lock);
 	simgpu_core_destroy(&e->core);
 	vfree(e->mem);
 }
@@ -115,6 +142,7 @@ static struct fake_env *fake_env_new(struct kunit *test, u32 queues)
 	KUNIT_ASSERT_NOT_NULL(test, e->mem);
 	e->next = FAKE_IOVA;
 	KUNIT_ASSERT_EQ(test, 0, simgpu_core_init(&e->core, &fake_env_ops, e, queues, T_VRAM));
+	simgpu_vram_init(&e->vram, T_VRAM, &e->core.lock);
 	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, fake_env_free, e));
 	e->root = fake_alloc(e, 4096);
 	simgpu_mmio_write(&e->core, SIMGPU_REG_PT_ROOT_LO, lower_32_bits(e->root));
@@ -328,7 +356,7 @@ static void cmd_copy_fill_fence(struct kunit *test)
 
 		mutex_lock(&e->core.lock);
 		KUNIT_EXPECT_EQ(test, 0,
-				simgpu_vram_rw(&e->core.vram, 0x10000 + 8188, &w, 4, false));
+				simgpu_vram_rw(&e->vram, 0x10000 + 8188, &w, 4, false));
 		mutex_unlock(&e->core.lock);
 		KUNIT_EXPECT_EQ(test, le32_to_cpu(w), 0xdeadbeefU);
 	}
@@ -388,6 +416,76 @@ static void cmd_preemption_knob(struct kunit *test)
 		run_all(e);
 		KUNIT_EXPECT_EQ(test, *(u64 *)fake_ptr(e, f), 9ULL);
 	}
+}
+
+/*
+ * What a host drives for migration.  Preempting, the device stops at
+ * once and the kernel keeps its progress; draining, it stops only when
+ * the kernel finished; resuming restarts it.
+ */
+static void core_pause_and_resume(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	struct simgpu_core *c = &e->core;
+	u64 buf = fake_alloc(e, 4096);
+
+	fake_map(e, VA_BUF, buf, 4096, SIMGPU_PTE_WRITE);
+	submit(e, 0, SIMGPU_OP_KERNEL, 0, VA_BUF, 64, 10, 1);
+	simgpu_core_run(c, 3);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_pause(c, false));
+	KUNIT_EXPECT_TRUE(test, simgpu_core_paused(c));
+	KUNIT_EXPECT_EQ(test, c->q[0].cur.progress, 3ULL);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, c->q[0].cur.progress, 3ULL);	/* nothing ran */
+	simgpu_core_resume(c);
+	simgpu_core_run(c, 2);
+
+	/* Draining: not stopped while the kernel runs, stopped once it ended. */
+	KUNIT_EXPECT_FALSE(test, simgpu_core_pause(c, true));
+	KUNIT_EXPECT_FALSE(test, simgpu_core_paused_racy(c));
+	simgpu_core_run(c, 1);
+	KUNIT_EXPECT_FALSE(test, simgpu_core_paused(c));
+	run_all(e);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_paused(c));
+	KUNIT_EXPECT_FALSE(test, c->q[0].active);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 1U);
+	/* Nothing new starts while stopped. */
+	submit(e, 0, SIMGPU_OP_FENCE, 0, VA_BUF, 5, 0, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 1U);
+	simgpu_core_resume(c);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 2U);
+	KUNIT_EXPECT_GE(test, e->kicks, 3U);
+}
+
+/* A host invalidation is acknowledged by a pass, even paused; or lost. */
+static void core_host_invalidation(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	struct simgpu_core *c = &e->core;
+	u64 pte;
+	u32 seq;
+
+	fake_map(e, VA_BUF, fake_alloc(e, 4096), 4096, 0);
+	mutex_lock(&c->lock);
+	simgpu_mmu_translate(c, VA_BUF, false, &pte);
+	mutex_unlock(&c->lock);
+	KUNIT_EXPECT_FALSE(test, simgpu_tlb_empty(c));
+	simgpu_core_pause(c, false);
+	seq = simgpu_core_host_inval(c);
+	KUNIT_EXPECT_FALSE(test, simgpu_core_host_inval_acked_racy(c, seq));
+	simgpu_core_run(c, 1);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_host_inval_end(c, seq));
+	KUNIT_EXPECT_TRUE(test, simgpu_tlb_empty(c));
+
+	c->knobs.ack_drop = true;
+	seq = simgpu_core_host_inval(c);
+	run_all(e);
+	KUNIT_EXPECT_FALSE(test, simgpu_core_host_inval_end(c, seq));
+	KUNIT_EXPECT_EQ(test, c->stats.inval_dropped, 1ULL);
+	/* Withdrawn: nothing is pending any more. */
+	KUNIT_EXPECT_FALSE(test, c->host_inval_pending);
 }
 
 /* Ring indices wrap in the ring and across 2^32. */
@@ -507,6 +605,8 @@ static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(cmd_kernel_steps),
 	KUNIT_CASE(cmd_preemption_knob),
 	KUNIT_CASE(cmd_ring_wraps),
+	KUNIT_CASE(core_pause_and_resume),
+	KUNIT_CASE(core_host_invalidation),
 	KUNIT_CASE_PARAM(cmd_bad_input, bad_cmd_gen_params),
 	KUNIT_CASE(core_reset_and_registers),
 	{}

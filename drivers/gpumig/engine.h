@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * gpumig engine internals, shared by state.c (the state machine and the
- * lock protocol), file.c (the migration data files) and log.c (DMA
- * logging).  Front ends see none of this: include/gpumig/migration.h
+ * lock protocol), file.c (the migration data files), log.c (DMA logging)
+ * and reason.c (the reason reports show).  Front ends see none of this: include/gpumig/migration.h
  * declares struct gpumig_mig without its fields, so any access from
  * outside the engine fails to compile.
  *
@@ -148,7 +148,10 @@ struct gpumig_mig {
 /* state.c */
 void gpumig_state_mutex_lock(struct gpumig_mig *m);
 void gpumig_state_mutex_unlock(struct gpumig_mig *m);
+
+/* reason.c */
 __printf(2, 3) void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...);
+void gpumig_get_why(struct gpumig_mig *m, char *buf, size_t len);
 
 /* file.c */
 struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy);

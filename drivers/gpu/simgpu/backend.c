@@ -39,21 +39,21 @@ static int simgpu_be_quiesce(void *priv)
 {
 	struct simgpu_dev *sdev = priv;
 
-	return simgpu_quiesce(&sdev->core, SIMGPU_QUIESCE_MS);
+	return simgpu_quiesce(&sdev->proc, SIMGPU_QUIESCE_MS);
 }
 
 static void simgpu_be_unquiesce(void *priv)
 {
 	struct simgpu_dev *sdev = priv;
 
-	simgpu_unquiesce(&sdev->core);
+	simgpu_unquiesce(&sdev->proc);
 }
 
 static int simgpu_be_invalidate(void *priv)
 {
 	struct simgpu_dev *sdev = priv;
 
-	return simgpu_host_invalidate(&sdev->core, SIMGPU_INVAL_MS);
+	return simgpu_host_invalidate(&sdev->proc, SIMGPU_INVAL_MS);
 }
 
 static int simgpu_be_vram_track(void *priv, bool on)
@@ -62,7 +62,7 @@ static int simgpu_be_vram_track(void *priv, bool on)
 	int ret;
 
 	mutex_lock(&sdev->core.lock);
-	ret = simgpu_vram_track(&sdev->core.vram, on);
+	ret = simgpu_vram_track(&sdev->vram, on);
 	mutex_unlock(&sdev->core.lock);
 	return ret;
 }
@@ -70,7 +70,7 @@ static int simgpu_be_vram_track(void *priv, bool on)
 static long simgpu_be_vram_next_dirty(void *priv, unsigned long from, bool *zero)
 {
 	struct simgpu_dev *sdev = priv;
-	struct simgpu_vram *v = &sdev->core.vram;
+	struct simgpu_vram *v = &sdev->vram;
 	long ret = -ENOENT;
 	unsigned long b;
 
@@ -91,7 +91,7 @@ static void simgpu_be_vram_dirty_count(void *priv, unsigned long *nonzero,
 				       unsigned long *zero)
 {
 	struct simgpu_dev *sdev = priv;
-	struct simgpu_vram *v = &sdev->core.vram;
+	struct simgpu_vram *v = &sdev->vram;
 	unsigned long b;
 
 	*nonzero = 0;
@@ -114,7 +114,7 @@ static int simgpu_be_vram_read(void *priv, u64 off, void *buf, u32 len)
 	int ret;
 
 	mutex_lock(&sdev->core.lock);
-	ret = simgpu_vram_rw(&sdev->core.vram, off, buf, len, false);
+	ret = simgpu_vram_rw(&sdev->vram, off, buf, len, false);
 	mutex_unlock(&sdev->core.lock);
 	return ret;
 }
@@ -126,9 +126,9 @@ static int simgpu_be_vram_write(void *priv, u64 off, const void *buf, u32 len)
 
 	mutex_lock(&sdev->core.lock);
 	if (buf)
-		ret = simgpu_vram_rw(&sdev->core.vram, off, (void *)buf, len, true);
+		ret = simgpu_vram_rw(&sdev->vram, off, (void *)buf, len, true);
 	else
-		simgpu_vram_zero(&sdev->core.vram, off, len);
+		simgpu_vram_zero(&sdev->vram, off, len);
 	mutex_unlock(&sdev->core.lock);
 	return ret;
 }
@@ -157,7 +157,7 @@ static int simgpu_be_teardown(void *priv, char *why, size_t len)
 {
 	struct simgpu_dev *sdev = priv;
 
-	simgpu_core_stop(&sdev->core);
+	simgpu_proc_stop(&sdev->proc);
 	if (!simgpu_tlb_empty(&sdev->core)) {
 		snprintf(why, len, "translations still cached: invalidation was not acknowledged");
 		return -EBUSY;
@@ -172,7 +172,7 @@ static void simgpu_be_scrub(void *priv)
 
 	simgpu_reset(sdev);
 	mutex_lock(&sdev->core.lock);
-	simgpu_vram_scrub(&sdev->core.vram);
+	simgpu_vram_scrub(&sdev->vram);
 	mutex_unlock(&sdev->core.lock);
 }
 

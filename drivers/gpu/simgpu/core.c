@@ -358,6 +358,20 @@ static bool simgpu_has_work_locked(struct simgpu_core *core)
 	return false;
 }
 
+/* A drain is done when nothing is in flight: the device is stopped. */
+static void simgpu_drain_done(struct simgpu_core *core)
+{
+	u32 i;
+
+	lockdep_assert_held(&core->lock);
+	if (core->run_state != SIMGPU_DRAIN)
+		return;
+	for (i = 0; i < core->nr_queues; i++)
+		if (core->q[i].active)
+			return;
+	WRITE_ONCE(core->run_state, SIMGPU_STOPPED);
+}
+
 /**
  * simgpu_core_run() - one pass of the command processor
  * @core: device
@@ -381,9 +395,10 @@ bool simgpu_core_run(struct simgpu_core *core, unsigned int budget)
 			simgpu_queue_step(core, qi);
 		}
 	}
+	simgpu_drain_done(core);
 	more = simgpu_has_work_locked(core);
 	mutex_unlock(&core->lock);
-	wake_up_all(&core->step_wq);
+	core->env->stepped(core->ctx);
 	return more;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_run);
@@ -427,7 +442,7 @@ static void simgpu_reset_locked(struct simgpu_core *core)
 	core->dirty_count = 0;
 	core->dirty_done = 0;
 	core->rr = 0;
-	core->run_state = SIMGPU_RUN;
+	WRITE_ONCE(core->run_state, SIMGPU_RUN);
 	memset(core->q, 0, sizeof(core->q));
 	simgpu_mmu_flush(core);
 }
@@ -492,7 +507,7 @@ static void simgpu_qreg_write(struct simgpu_core *core, struct simgpu_queue *q,
 		break;
 	case SIMGPU_QREG_TAIL:
 		q->tail = val;
-		simgpu_kick(core);
+		core->env->kick(core->ctx);
 		break;
 	case SIMGPU_QREG_CONTROL:
 		if (val & SIMGPU_QCTRL_RESET) {
@@ -502,7 +517,7 @@ static void simgpu_qreg_write(struct simgpu_core *core, struct simgpu_queue *q,
 			q->active = false;
 		}
 		q->ctrl = val & SIMGPU_QCTRL_ENABLE;
-		simgpu_kick(core);
+		core->env->kick(core->ctx);
 		break;
 	}
 }
@@ -541,10 +556,10 @@ u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset)
 		val = core->nr_queues;
 		break;
 	case SIMGPU_REG_VRAM_SIZE_LO:
-		val = lower_32_bits(core->vram.size);
+		val = lower_32_bits(core->vram_size);
 		break;
 	case SIMGPU_REG_VRAM_SIZE_HI:
-		val = upper_32_bits(core->vram.size);
+		val = upper_32_bits(core->vram_size);
 		break;
 	case SIMGPU_REG_STATUS: {
 		u32 i;
@@ -641,7 +656,7 @@ void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
 		core->control = val & SIMGPU_CTRL_ENABLE;
 		core->dirty_start = ktime_get();
 		core->dirty_done = 0;
-		simgpu_kick(core);
+		core->env->kick(core->ctx);
 		break;
 	case SIMGPU_REG_INT_STATUS:
 		core->int_status &= ~val;
@@ -665,7 +680,7 @@ void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
 		core->inval_pending = true;
 		core->inval_at = ktime_add_ms(ktime_get(),
 					      READ_ONCE(core->knobs.ack_delay_ms));
-		simgpu_kick(core);
+		core->env->kick(core->ctx);
 		break;
 	case SIMGPU_REG_DIRTY_BASE_LO:
 		core->dirty_base = (core->dirty_base & GENMASK_ULL(63, 32)) | val;
@@ -681,7 +696,7 @@ void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
 			core->err_code = 0;
 			core->err_queue = 0;
 		}
-		simgpu_kick(core);
+		core->env->kick(core->ctx);
 		break;
 	}
 out:
@@ -717,27 +732,152 @@ int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 	core->ctx = ctx;
 	core->nr_queues = nr_queues;
 	core->knobs.preempt = true;
+	core->vram_size = vram_size;
 	mutex_init(&core->lock);
-	init_waitqueue_head(&core->wq);
-	init_waitqueue_head(&core->step_wq);
-	simgpu_vram_init(&core->vram, vram_size, &core->lock);
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_init);
 
 /**
- * simgpu_core_destroy() - free everything, VRAM included
- * @core: device, stopped
+ * simgpu_core_destroy() - free the model
+ * @core: device, no longer run
  */
 void simgpu_core_destroy(struct simgpu_core *core)
 {
-	WARN_ON(core->thread);
-	mutex_lock(&core->lock);
-	simgpu_vram_track(&core->vram, false);
-	simgpu_vram_scrub(&core->vram);
-	mutex_unlock(&core->lock);
 	kvfree(core->scratch);
 	kfree(core->bounce);
 	mutex_destroy(&core->lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_destroy);
+
+/* ---- what a host drives for migration --------------------------------- */
+
+/**
+ * simgpu_core_pause() - stop scheduling work
+ * @core: device
+ * @drain: let commands already started finish first (preemption off);
+ *	otherwise stop at the current step boundary, each command in flight
+ *	keeping its progress for the architectural state
+ *
+ * A drain completes when the processor finds nothing in flight; the host
+ * waits for simgpu_core_paused() (or its racy form in a wait condition)
+ * and calls simgpu_core_resume() if it gives up.
+ *
+ * Return: true when the device is stopped already.
+ */
+bool simgpu_core_pause(struct simgpu_core *core, bool drain)
+{
+	bool stopped;
+
+	mutex_lock(&core->lock);
+	WRITE_ONCE(core->run_state, drain ? SIMGPU_DRAIN : SIMGPU_STOPPED);
+	simgpu_drain_done(core);
+	stopped = core->run_state == SIMGPU_STOPPED;
+	mutex_unlock(&core->lock);
+	if (!stopped)
+		core->env->kick(core->ctx);
+	return stopped;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_pause);
+
+/**
+ * simgpu_core_paused() - is the device stopped?
+ * @core: device
+ *
+ * Return: true once a pause completed.
+ */
+bool simgpu_core_paused(struct simgpu_core *core)
+{
+	bool stopped;
+
+	mutex_lock(&core->lock);
+	stopped = core->run_state == SIMGPU_STOPPED;
+	mutex_unlock(&core->lock);
+	return stopped;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_paused);
+
+/**
+ * simgpu_core_paused_racy() - simgpu_core_paused() for a wait condition
+ * @core: device
+ *
+ * Return: what the state looked like; recheck with simgpu_core_paused().
+ */
+bool simgpu_core_paused_racy(struct simgpu_core *core)
+{
+	return READ_ONCE(core->run_state) == SIMGPU_STOPPED;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_paused_racy);
+
+/**
+ * simgpu_core_resume() - schedule work again
+ * @core: device
+ */
+void simgpu_core_resume(struct simgpu_core *core)
+{
+	mutex_lock(&core->lock);
+	WRITE_ONCE(core->run_state, SIMGPU_RUN);
+	core->dirty_start = ktime_get();
+	core->dirty_done = 0;
+	mutex_unlock(&core->lock);
+	core->env->kick(core->ctx);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_resume);
+
+/**
+ * simgpu_core_host_inval() - ask the device to invalidate every translation
+ * @core: device
+ *
+ * The request goes through the device like a guest's (the fault knobs
+ * delay or lose it); it is acknowledged by a processor pass, even while
+ * the device is paused.
+ *
+ * Return: the request's sequence number.
+ */
+u32 simgpu_core_host_inval(struct simgpu_core *core)
+{
+	u32 seq;
+
+	mutex_lock(&core->lock);
+	seq = ++core->host_inval_seq;
+	core->host_inval_pending = true;
+	core->host_inval_at = ktime_add_ms(ktime_get(), READ_ONCE(core->knobs.ack_delay_ms));
+	mutex_unlock(&core->lock);
+	core->env->kick(core->ctx);
+	return seq;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_host_inval);
+
+/**
+ * simgpu_core_host_inval_acked_racy() - for a wait condition
+ * @core: device
+ * @seq: the request
+ *
+ * Return: whether the acknowledgment looked there.
+ */
+bool simgpu_core_host_inval_acked_racy(struct simgpu_core *core, u32 seq)
+{
+	return READ_ONCE(core->host_inval_ack) == seq;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_host_inval_acked_racy);
+
+/**
+ * simgpu_core_host_inval_end() - the host stops waiting for a request
+ * @core: device
+ * @seq: the request
+ *
+ * A late acknowledgment is no use: the request is withdrawn.
+ *
+ * Return: true when the device acknowledged @seq.
+ */
+bool simgpu_core_host_inval_end(struct simgpu_core *core, u32 seq)
+{
+	bool acked;
+
+	mutex_lock(&core->lock);
+	acked = core->host_inval_ack == seq;
+	core->host_inval_pending = false;
+	mutex_unlock(&core->lock);
+	return acked;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_host_inval_end);

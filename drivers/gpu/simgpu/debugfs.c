@@ -25,7 +25,7 @@ static int simgpu_stats_show(struct seq_file *m, void *v)
 
 	mutex_lock(&sdev->core.lock);
 	s = sdev->core.stats;
-	present = sdev->core.vram.present;
+	present = sdev->vram.present;
 	mutex_unlock(&sdev->core.lock);
 	gpumig_mig_status(sdev->mig, &st);
 	seq_printf(m, "commands %llu\nbytes %llu\nkernel_steps %llu\nfaults %llu\n",

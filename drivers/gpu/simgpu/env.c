@@ -3,7 +3,8 @@
  * The outside world of an mdev's device model: DMA goes through the mdev's
  * emulated IOMMU (vfio_dma_rw), so the guest can never make the device
  * touch memory it did not map, and every write that landed is marked in
- * the DMA log; the interrupt is the MSI eventfd.
+ * the DMA log; VRAM is the instance's pages; the interrupt is the MSI
+ * eventfd; the processor is the instance's thread.
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -25,12 +26,36 @@ static int simgpu_env_dma_rw(void *ctx, u64 iova, void *buf, size_t len, bool wr
 	return ret;
 }
 
+static int simgpu_env_vram_rw(void *ctx, u64 off, void *buf, size_t len, bool write)
+{
+	struct simgpu_dev *sdev = ctx;
+
+	return simgpu_vram_rw(&sdev->vram, off, buf, len, write);
+}
+
 static void simgpu_env_raise_irq(void *ctx)
 {
 	simgpu_irq_signal(ctx);
 }
 
+static void simgpu_env_kick(void *ctx)
+{
+	struct simgpu_dev *sdev = ctx;
+
+	simgpu_proc_kick(&sdev->proc);
+}
+
+static void simgpu_env_stepped(void *ctx)
+{
+	struct simgpu_dev *sdev = ctx;
+
+	simgpu_proc_stepped(&sdev->proc);
+}
+
 const struct simgpu_env_ops simgpu_mdev_env = {
 	.dma_rw = simgpu_env_dma_rw,
+	.vram_rw = simgpu_env_vram_rw,
 	.raise_irq = simgpu_env_raise_irq,
+	.kick = simgpu_env_kick,
+	.stepped = simgpu_env_stepped,
 };

@@ -48,6 +48,7 @@ bool simgpu_tlb_empty(struct simgpu_core *core)
 	mutex_unlock(&core->lock);
 	return empty;
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_tlb_empty);
 
 static u32 simgpu_mmu_walk(struct simgpu_core *core, u64 va, u64 *pte)
 {
@@ -147,7 +148,7 @@ u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 			return err;
 		addr = (pte & SIMGPU_PTE_ADDR_MASK) + off;
 		if (pte & SIMGPU_PTE_VRAM) {
-			ret = simgpu_vram_rw(&core->vram, addr, p, n, write);
+			ret = core->env->vram_rw(core->ctx, addr, p, n, write);
 			if (ret) {
 				core->fault_addr = va;
 				return ret == -ERANGE ? SIMGPU_ERR_VRAM_RANGE :

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * simgpu's device model: registers and commands (core.c), the GPU MMU
- * (mmu.c), VRAM (vram.c), the architectural state (arch.c), and the
- * processor thread that runs it (proc.c).  It knows nothing of VFIO; the
- * mdev front end (simgpu_mdev.h) stands around it.
+ * (mmu.c) and the architectural state (arch.c).  It knows nothing of VFIO
+ * or of where it runs: guest memory, VRAM, the interrupt and the
+ * processor that runs it are its host's (struct simgpu_env_ops); in the
+ * kernel that is simgpu_host.h.
  *
  * The model reaches guest memory and the interrupt line only through
  * struct simgpu_env_ops, so that the VFIO front end (vfio_dma_rw and an
@@ -17,11 +18,7 @@
 #include <linux/ktime.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
-#include <linux/wait.h>
-#include <linux/xarray.h>
 #include <uapi/linux/simgpu.h>
-
-struct task_struct;
 
 /**
  * enum simgpu_run_state - what the command processor may do
@@ -55,11 +52,22 @@ enum simgpu_run_state {
  * struct simgpu_env_ops - how the model reaches the outside world
  * @dma_rw: read or write guest memory at a device address (IOVA); returns
  *	0 or a negative errno when the address is not mapped
+ * @vram_rw: read or write device memory at a VRAM offset; returns 0,
+ *	-ERANGE outside VRAM, or another negative errno (the host could not
+ *	back it).  Called with the core's lock held.
  * @raise_irq: signal the device's interrupt
+ * @kick: work arrived (a doorbell, a request): run the processor soon
+ * @stepped: a processor pass ended; whoever waits on the device may look
+ *
+ * Every op may be called with the core's lock held and must not sleep on
+ * it; @dma_rw and @vram_rw may sleep otherwise.
  */
 struct simgpu_env_ops {
 	int (*dma_rw)(void *ctx, u64 iova, void *buf, size_t len, bool write);
+	int (*vram_rw)(void *ctx, u64 off, void *buf, size_t len, bool write);
 	void (*raise_irq)(void *ctx);
+	void (*kick)(void *ctx);
+	void (*stepped)(void *ctx);
 };
 
 /**
@@ -107,32 +115,6 @@ struct simgpu_tlb_entry {
 	u64 pte;
 	bool valid;
 };
-
-/**
- * struct simgpu_vram - device memory, backed lazily page by page
- * @lock: the lock that guards everything below (the core's), held by every
- *	simgpu_vram_*() call after init
- * @pages: page index -> struct page; an absent page reads as zeroes
- * @size: bytes (fixed)
- * @present: pages currently backed
- * @dirty: while migration tracks it, one bit per VRAM block written
- * @nr_blocks: blocks in VRAM (fixed)
- */
-struct simgpu_vram {
-	struct mutex *lock;		/* the core's; see above */
-	struct xarray pages;
-	u64 size;
-	unsigned long present;
-	unsigned long *dirty;
-	unsigned long nr_blocks;
-};
-
-/*
- * VRAM dirty tracking grain: 64 KiB blocks.  The migration engine moves
- * VRAM in blocks of the same size (GPUMIG_BLOCK_SHIFT); backend.c checks
- * at build time that the two agree.
- */
-#define SIMGPU_VRAM_BLOCK_SHIFT		16
 
 /**
  * struct simgpu_knobs - test and demo controls (debugfs)
@@ -206,13 +188,14 @@ struct simgpu_stats {
  * @q: queues (@q[i].active is also read racily by wait conditions, which
  *	recheck under @lock)
  * @tlb: translation cache
- * @vram: device memory
+ * @vram_size: device memory, bytes (fixed)
  * @scratch: kernel buffer, SIMGPU_MAX_KERNEL_BUF bytes (little endian words)
  * @bounce: copy buffer, SIMGPU_XFER_STEP bytes
  * @rr: next queue to look at
  * @fault_addr: address of the last failed access (for error registers)
  * @stats: counters
- * @run_state: what the processor may do (migration quiesce)
+ * @run_state: what the processor may do (migration quiesce); also read
+ *	racily by wait conditions, which recheck under @lock
  * @host_inval_seq: last host (migration) invalidation requested
  * @host_inval_ack: last host invalidation acknowledged (also read racily
  *	by the waiter's condition, rechecked under @lock)
@@ -220,11 +203,6 @@ struct simgpu_stats {
  * @host_inval_at: when it may be acknowledged
  * @knobs: test controls; no lock: each is one word, written by debugfs
  *	and read with READ_ONCE()
- * @step_wq: woken after every processor pass (quiesce, host invalidation)
- * @wq: the processor waits here
- * @kick: set by doorbells and control writes, cleared by the processor
- * @thread: the processor, while the device is open; set and cleared only
- *	by the front end's open and close, which the VFIO core serialises
  */
 struct simgpu_core {
 	const struct simgpu_env_ops *env;
@@ -250,7 +228,7 @@ struct simgpu_core {
 	u64 dirty_done;
 	struct simgpu_queue q[SIMGPU_MAX_QUEUES];
 	struct simgpu_tlb_entry tlb[SIMGPU_TLB_ENTRIES];
-	struct simgpu_vram vram;
+	u64 vram_size;
 	__le32 *scratch;
 	u8 *bounce;
 	u32 rr;
@@ -264,13 +242,9 @@ struct simgpu_core {
 	ktime_t host_inval_at;
 
 	struct simgpu_knobs knobs;
-	wait_queue_head_t step_wq;
-	wait_queue_head_t wq;
-	atomic_t kick;
-	struct task_struct *thread;
 };
 
-/* core.c: the model */
+/* core.c: registers, commands, and what a host drives for migration */
 int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 		     void *ctx, u32 nr_queues, u64 vram_size);
 void simgpu_core_destroy(struct simgpu_core *core);
@@ -281,6 +255,13 @@ bool simgpu_core_run(struct simgpu_core *core, unsigned int budget);
 bool simgpu_core_idle(struct simgpu_core *core);
 u32 simgpu_cmd_check(const struct simgpu_cmd_state *c);
 u32 simgpu_kernel_word(u32 w, u32 key, u32 iteration);
+bool simgpu_core_pause(struct simgpu_core *core, bool drain);
+bool simgpu_core_paused(struct simgpu_core *core);
+bool simgpu_core_paused_racy(struct simgpu_core *core);
+void simgpu_core_resume(struct simgpu_core *core);
+u32 simgpu_core_host_inval(struct simgpu_core *core);
+bool simgpu_core_host_inval_acked_racy(struct simgpu_core *core, u32 seq);
+bool simgpu_core_host_inval_end(struct simgpu_core *core, u32 seq);
 
 /* mmu.c */
 u32 simgpu_mmu_translate(struct simgpu_core *core, u64 va, bool write, u64 *pte);
@@ -293,22 +274,5 @@ u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 size_t simgpu_arch_size(void);
 ssize_t simgpu_arch_save(struct simgpu_core *core, void *buf, size_t len);
 int simgpu_arch_restore(struct simgpu_core *core, const void *buf, size_t len);
-
-/* proc.c: the processor thread and what waits on it */
-int simgpu_core_start(struct simgpu_core *core, const char *name);
-void simgpu_core_stop(struct simgpu_core *core);
-void simgpu_kick(struct simgpu_core *core);
-int simgpu_quiesce(struct simgpu_core *core, unsigned int timeout_ms);
-void simgpu_unquiesce(struct simgpu_core *core);
-int simgpu_host_invalidate(struct simgpu_core *core, unsigned int timeout_ms);
-
-/* vram.c */
-int simgpu_vram_track(struct simgpu_vram *vram, bool on);
-bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk);
-void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len);
-void simgpu_vram_init(struct simgpu_vram *vram, u64 size, struct mutex *lock);
-int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
-		   bool write);
-void simgpu_vram_scrub(struct simgpu_vram *vram);
 
 #endif /* _SIMGPU_H */

@@ -16,6 +16,9 @@
  *   irq.c       VFIO interrupts: MSI and request eventfds
  *   types.c     mdev types, the VRAM budget, compat descriptors
  *
+ * Below them, the kernel host of the model (simgpu_host.h: vram.c,
+ * proc.c) and the model itself (simgpu.h: core.c, mmu.c, arch.c).
+ *
  * Copyright (C) 2026 The gpumig authors
  */
 #ifndef _SIMGPU_MDEV_H
@@ -28,7 +31,7 @@
 
 #include <gpumig/migration.h>
 
-#include "simgpu.h"
+#include "simgpu_host.h"
 
 struct dentry;
 struct eventfd_ctx;
@@ -52,6 +55,8 @@ struct simgpu_type {
  * struct simgpu_dev - one simgpu mediated device
  * @vdev: the VFIO device
  * @core: the device model (its own lock guards it)
+ * @vram: its device memory (the core's lock guards it)
+ * @proc: the thread that runs the model while the device is open
  * @type: its type (fixed)
  * @mig: migration state, the engine's (fixed after init)
  * @dirty: the backend's tracker of guest pages the device writes (fixed
@@ -67,6 +72,8 @@ struct simgpu_type {
 struct simgpu_dev {
 	struct vfio_device vdev;
 	struct simgpu_core core;
+	struct simgpu_vram vram;
+	struct simgpu_proc proc;
 	const struct simgpu_type *type;
 	struct gpumig_mig *mig;
 	struct gpumig_dirty *dirty;

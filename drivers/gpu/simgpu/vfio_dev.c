@@ -83,7 +83,7 @@ static int simgpu_open_device(struct vfio_device *vdev)
 	mutex_lock(&sdev->core.lock);
 	memset(&sdev->core.stats, 0, sizeof(sdev->core.stats));
 	mutex_unlock(&sdev->core.lock);
-	return simgpu_core_start(&sdev->core, dev_name(vdev->dev));
+	return simgpu_proc_start(&sdev->proc, dev_name(vdev->dev));
 }
 
 /*
@@ -129,6 +129,8 @@ static int simgpu_init_dev(struct vfio_device *vdev)
 			       type->vram);
 	if (ret)
 		goto err_budget;
+	simgpu_vram_init(&sdev->vram, type->vram, &sdev->core.lock);
+	simgpu_proc_init(&sdev->proc, &sdev->core);
 	sdev->type = type;
 	mutex_init(&sdev->cfg_lock);
 	spin_lock_init(&sdev->irq_lock);
@@ -162,6 +164,11 @@ static void simgpu_release_dev(struct vfio_device *vdev)
 
 	gpumig_mig_destroy(sdev->mig);
 	gpumig_dirty_destroy(sdev->dirty);
+	WARN_ON(simgpu_proc_running(&sdev->proc));
+	mutex_lock(&sdev->core.lock);
+	simgpu_vram_track(&sdev->vram, false);
+	simgpu_vram_scrub(&sdev->vram);
+	mutex_unlock(&sdev->core.lock);
 	simgpu_core_destroy(&sdev->core);
 	mutex_destroy(&sdev->cfg_lock);
 	simgpu_budget_put(sdev->type->vram);

@@ -17,7 +17,7 @@
 
 #include <kunit/visibility.h>
 
-#include "simgpu.h"
+#include "simgpu_host.h"
 
 /**
  * simgpu_vram_init() - empty VRAM of @size bytes

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel host of simgpu's device model (simgpu.h): VRAM backed by
+ * pages as it is written (vram.c) and the processor thread that runs the
+ * model while the device is open, with what waits on it (proc.c).
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#ifndef _SIMGPU_HOST_H
+#define _SIMGPU_HOST_H
+
+#include <linux/atomic.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include "simgpu.h"
+
+struct task_struct;
+
+/*
+ * VRAM dirty tracking grain: 64 KiB blocks.  The migration engine moves
+ * VRAM in blocks of the same size (GPUMIG_BLOCK_SHIFT); backend.c checks
+ * at build time that the two agree.
+ */
+#define SIMGPU_VRAM_BLOCK_SHIFT		16
+
+/**
+ * struct simgpu_vram - device memory, backed lazily page by page
+ * @lock: the lock that guards everything below (the core's), held by every
+ *	simgpu_vram_*() call after init
+ * @pages: page index -> struct page; an absent page reads as zeroes
+ * @size: bytes (fixed)
+ * @present: pages currently backed
+ * @dirty: while migration tracks it, one bit per VRAM block written
+ * @nr_blocks: blocks in VRAM (fixed)
+ */
+struct simgpu_vram {
+	struct mutex *lock;		/* the core's; see above */
+	struct xarray pages;
+	u64 size;
+	unsigned long present;
+	unsigned long *dirty;
+	unsigned long nr_blocks;
+};
+
+/**
+ * struct simgpu_proc - the thread that runs a device model
+ * @core: the model (fixed)
+ * @wq: the thread waits here for work
+ * @step_wq: woken after every pass (quiesce and host invalidation wait)
+ * @kick: set by simgpu_proc_kick(), cleared by the thread
+ * @thread: the thread, while the device is open; set and cleared only by
+ *	the front end's open and close, which the VFIO core serialises
+ */
+struct simgpu_proc {
+	struct simgpu_core *core;
+	wait_queue_head_t wq;
+	wait_queue_head_t step_wq;
+	atomic_t kick;
+	struct task_struct *thread;
+};
+
+/* vram.c */
+void simgpu_vram_init(struct simgpu_vram *vram, u64 size, struct mutex *lock);
+int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
+		   bool write);
+int simgpu_vram_track(struct simgpu_vram *vram, bool on);
+bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk);
+void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len);
+void simgpu_vram_scrub(struct simgpu_vram *vram);
+
+/* proc.c */
+void simgpu_proc_init(struct simgpu_proc *p, struct simgpu_core *core);
+int simgpu_proc_start(struct simgpu_proc *p, const char *name);
+void simgpu_proc_stop(struct simgpu_proc *p);
+bool simgpu_proc_running(struct simgpu_proc *p);
+void simgpu_proc_kick(struct simgpu_proc *p);
+void simgpu_proc_stepped(struct simgpu_proc *p);
+int simgpu_quiesce(struct simgpu_proc *p, unsigned int timeout_ms);
+void simgpu_unquiesce(struct simgpu_proc *p);
+int simgpu_host_invalidate(struct simgpu_proc *p, unsigned int timeout_ms);
+
+#endif /* _SIMGPU_HOST_H */

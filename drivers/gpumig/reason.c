@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig: a device's reason, the quarantine's or the last refusal's, which
+ * reports show.  The state machine (under the state mutex) and a resuming
+ * file (under its own lock) both write it, so it has a lock of its own.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/spinlock.h>
+#include <linux/string.h>
+
+#include "engine.h"
+
+/**
+ * gpumig_set_why() - record the quarantine reason or the last refusal
+ * @m: device
+ * @fmt: message format; an empty message clears it
+ *
+ * Any context that may sleep; the reason has its own lock because the
+ * state machine and a resuming file both write it.
+ */
+void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...)
+{
+	char why[GPUMIG_MSG_LEN];
+	va_list args;
+
+	va_start(args, fmt);
+	vsnprintf(why, sizeof(why), fmt, args);
+	va_end(args);
+	spin_lock(&m->why_lock);
+	strscpy(m->why, why, sizeof(m->why));
+	spin_unlock(&m->why_lock);
+}
+
+/**
+ * gpumig_get_why() - copy the reason out
+ * @m: device
+ * @buf: where
+ * @len: its size
+ */
+void gpumig_get_why(struct gpumig_mig *m, char *buf, size_t len)
+{
+	spin_lock(&m->why_lock);
+	strscpy(buf, m->why, len);
+	spin_unlock(&m->why_lock);
+}
