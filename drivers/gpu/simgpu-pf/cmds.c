@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu-pf: the mailbox and every service a VF's driver may ask for
+ * (include/gpumig/simgpu_pf.h).  One command at a time per VF, under its
+ * command lock: arguments into the VF's window, the opcode, then a wait
+ * for STATUS to leave BUSY (the PF's interrupt wakes it).  Data moves by
+ * the PF's DMA through the VF's coherent buffer.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/bitmap.h>
+#include <linux/dma-mapping.h>
+#include <linux/io.h>
+#include <linux/lockdep.h>
+#include <linux/module.h>
+#include <linux/sched.h>
+#include <linux/sizes.h>
+
+#include "simgpu_pf.h"
+
+#define SIMGPU_PF_CMD_MS	2000	/* commands that do not wait on the VF */
+#define SIMGPU_PF_GRACE_MS	1000	/* beyond a command's own bound */
+
+const char *const simgpu_pf_profile_names[SIMGPU_PF_NR_PROFILES] = {
+	[SIMGPU_PF_PROFILE_64M] = "64M",
+	[SIMGPU_PF_PROFILE_256M] = "256M",
+	[SIMGPU_PF_PROFILE_1G] = "1G",
+};
+
+/**
+ * simgpu_pf_read() - a PF register
+ * @pf: PF, bound
+ * @reg: offset
+ *
+ * Return: the register.
+ */
+u32 simgpu_pf_read(struct simgpu_pf *pf, u32 reg)
+{
+	return readl(pf->regs + reg);
+}
+
+/**
+ * simgpu_pf_write() - write a PF register
+ * @pf: PF, bound
+ * @reg: offset
+ * @val: value
+ */
+void simgpu_pf_write(struct simgpu_pf *pf, u32 reg, u32 val)
+{
+	writel(val, pf->regs + reg);
+}
+
+static u32 simgpu_pf_vf_off(struct simgpu_pf_vf *vf, u32 reg)
+{
+	return SIMGPU_PF_VF_BASE + vf->n * SIMGPU_PF_VF_STRIDE + reg;
+}
+
+/**
+ * simgpu_pf_vf_reg() - a register of a VF's window
+ * @vf: VF, its PF bound
+ * @reg: SIMGPU_PF_VF_*
+ *
+ * Return: the register.
+ */
+u32 simgpu_pf_vf_reg(struct simgpu_pf_vf *vf, u32 reg)
+{
+	return simgpu_pf_read(vf->pf, simgpu_pf_vf_off(vf, reg));
+}
+
+/**
+ * simgpu_pf_vf_set_reg() - write a register of a VF's window
+ * @vf: VF, its PF bound
+ * @reg: SIMGPU_PF_VF_*
+ * @val: value
+ */
+void simgpu_pf_vf_set_reg(struct simgpu_pf_vf *vf, u32 reg, u32 val)
+{
+	simgpu_pf_write(vf->pf, simgpu_pf_vf_off(vf, reg), val);
+}
+
+/**
+ * simgpu_pf_vf_stat() - one of a VF's counters
+ * @vf: VF, its PF bound
+ * @s: SIMGPU_PF_STAT_*
+ *
+ * Return: the counter.
+ */
+u64 simgpu_pf_vf_stat(struct simgpu_pf_vf *vf, unsigned int s)
+{
+	u32 lo = simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_STAT(s));
+
+	return lo | (u64)simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_STAT(s) + 4) << 32;
+}
+
+static int simgpu_pf_errno(u32 status)
+{
+	switch (status) {
+	case SIMGPU_PF_OK:
+		return 0;
+	case SIMGPU_PF_ERR_OPCODE:
+		return -EOPNOTSUPP;
+	case SIMGPU_PF_ERR_BUSY:
+		return -EBUSY;
+	case SIMGPU_PF_ERR_TIMEOUT:
+		return -ETIMEDOUT;
+	case SIMGPU_PF_ERR_DMA:
+		return -EIO;
+	case SIMGPU_PF_ERR_DISABLED:
+		return -ENODEV;
+	case SIMGPU_PF_ERR_RESET:
+		return -EAGAIN;
+	default:	/* ARGS, STATE, ORDER, or nonsense */
+		return -EINVAL;
+	}
+}
+
+static bool simgpu_pf_idle(struct simgpu_pf_vf *vf)
+{
+	return !(simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_STATUS) & SIMGPU_PF_STATUS_BUSY);
+}
+
+/*
+ * Run one command: @args into ARG0.., the opcode, the wait.  @bound_ms is
+ * how long the device itself may take; a device that does not answer
+ * beyond it is not asked again.
+ */
+static int simgpu_pf_cmd(struct simgpu_pf_vf *vf, u32 op, const u64 *args,
+			 unsigned int nargs, unsigned int bound_ms, u64 *result)
+{
+	unsigned int i;
+	long left;
+
+	lockdep_assert_held(&vf->cmd_lock);
+	if (vf->gone || !vf->buf)
+		return -ENODEV;
+	if (vf->wedged)
+		return -EIO;
+	for (i = 0; i < nargs; i++) {
+		simgpu_pf_vf_set_reg(vf, SIMGPU_PF_VF_ARG0_LO + i * 8, lower_32_bits(args[i]));
+		simgpu_pf_vf_set_reg(vf, SIMGPU_PF_VF_ARG0_HI + i * 8, upper_32_bits(args[i]));
+	}
+	simgpu_pf_vf_set_reg(vf, SIMGPU_PF_VF_CMD, op);
+	left = wait_event_timeout(vf->wq, simgpu_pf_idle(vf),
+				  msecs_to_jiffies(bound_ms + SIMGPU_PF_GRACE_MS));
+	if (!left && !simgpu_pf_idle(vf)) {
+		vf->wedged = true;
+		pci_err(vf->pf->pdev, "VF %u: command %u never completed; mailbox abandoned\n",
+			vf->n, op);
+		return -EIO;
+	}
+	if (result)
+		*result = simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_RESULT_LO) |
+			  (u64)simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_RESULT_HI) << 32;
+	return simgpu_pf_errno(simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_STATUS));
+}
+
+static int simgpu_pf_simple(struct simgpu_pf_vf *vf, u32 op, u64 arg, unsigned int bound_ms)
+{
+	int ret;
+
+	mutex_lock(&vf->cmd_lock);
+	ret = simgpu_pf_cmd(vf, op, &arg, 1, bound_ms, NULL);
+	mutex_unlock(&vf->cmd_lock);
+	return ret;
+}
+
+/**
+ * simgpu_pf_vf_pause() - stop the VF, verified
+ * @vf: claimed VF
+ * @timeout_ms: how long a drain may take (preemption off)
+ *
+ * Return: 0 when the VF is stopped; -EBUSY when it did not quiesce in
+ * time (it runs as before); -ENODEV, -EIO.
+ */
+int simgpu_pf_vf_pause(struct simgpu_pf_vf *vf, unsigned int timeout_ms)
+{
+	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_PAUSE, timeout_ms, timeout_ms);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_pause);
+
+/**
+ * simgpu_pf_vf_resume() - let the VF run again
+ * @vf: claimed VF
+ *
+ * Return: 0 or a negative errno.
+ */
+int simgpu_pf_vf_resume(struct simgpu_pf_vf *vf)
+{
+	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_RESUME, 0, SIMGPU_PF_CMD_MS);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_resume);
+
+/**
+ * simgpu_pf_vf_invalidate() - invalidate the VF's translations, acknowledged
+ * @vf: claimed VF
+ * @timeout_ms: how long the acknowledgment may take
+ *
+ * Return: 0 once the VF acknowledged; -ETIMEDOUT when it did not.
+ */
+int simgpu_pf_vf_invalidate(struct simgpu_pf_vf *vf, unsigned int timeout_ms)
+{
+	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_INVALIDATE, timeout_ms, timeout_ms);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_invalidate);
+
+/**
+ * simgpu_pf_vf_save_state() - the paused VF's architectural state
+ * @vf: claimed VF, paused
+ * @buf: where
+ * @len: its size, at least the state's (struct simgpu_pf_vf_info)
+ *
+ * Return: the state's length, or a negative errno (-EINVAL if not paused).
+ */
+ssize_t simgpu_pf_vf_save_state(struct simgpu_pf_vf *vf, void *buf, size_t len)
+{
+	u64 args[2], n;
+	int ret;
+
+	mutex_lock(&vf->cmd_lock);
+	args[0] = vf->buf_dma;
+	args[1] = min_t(size_t, len, SIMGPU_PF_BUF_SIZE);
+	ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_SAVE_STATE, args, 2, SIMGPU_PF_CMD_MS, &n);
+	if (!ret && (n > len || n > SIMGPU_PF_BUF_SIZE))
+		ret = -EIO;
+	if (!ret)
+		memcpy(buf, vf->buf, n);
+	mutex_unlock(&vf->cmd_lock);
+	return ret ? ret : n;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_save_state);
+
+/**
+ * simgpu_pf_vf_restore_state() - check and install an architectural state
+ * @vf: claimed VF, paused
+ * @buf: the state (hostile until the device checked it)
+ * @len: its length
+ *
+ * Return: 0, or -EINVAL when the device refused it.
+ */
+int simgpu_pf_vf_restore_state(struct simgpu_pf_vf *vf, const void *buf, size_t len)
+{
+	u64 args[2] = { 0, len };
+	int ret;
+
+	if (!len || len > SIMGPU_PF_BUF_SIZE)
+		return -EINVAL;
+	mutex_lock(&vf->cmd_lock);
+	args[0] = vf->buf_dma;
+	if (vf->buf)
+		memcpy(vf->buf, buf, len);
+	ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_RESTORE_STATE, args, 2, SIMGPU_PF_CMD_MS, NULL);
+	mutex_unlock(&vf->cmd_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_restore_state);
+
+static int simgpu_pf_vram_xfer(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len,
+			       bool read)
+{
+	u32 step = min_t(u32, SIMGPU_PF_BUF_SIZE, vf->pf->info.xfer_max);
+	int ret = 0;
+
+	mutex_lock(&vf->cmd_lock);
+	while (len && !ret) {
+		u32 n = min(len, step);
+		u64 args[3] = { off, buf || read ? vf->buf_dma : 0, n };
+
+		if (!read && buf && vf->buf)
+			memcpy(vf->buf, buf, n);
+		ret = simgpu_pf_cmd(vf, read ? SIMGPU_PF_CMD_VRAM_READ : SIMGPU_PF_CMD_VRAM_WRITE,
+				    args, 3, SIMGPU_PF_CMD_MS, NULL);
+		if (!ret && read)
+			memcpy(buf, vf->buf, n);
+		off += n;
+		len -= n;
+		if (buf)
+			buf += n;
+	}
+	mutex_unlock(&vf->cmd_lock);
+	return ret;
+}
+
+/**
+ * simgpu_pf_vf_vram_read() - copy VRAM out
+ * @vf: claimed VF
+ * @off: VRAM offset
+ * @buf: where
+ * @len: bytes
+ *
+ * Return: 0, -EINVAL outside VRAM, or another negative errno.
+ */
+int simgpu_pf_vf_vram_read(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len)
+{
+	return simgpu_pf_vram_xfer(vf, off, buf, len, true);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_read);
+
+/**
+ * simgpu_pf_vf_vram_write() - copy into VRAM
+ * @vf: claimed VF
+ * @off: VRAM offset
+ * @buf: the data, or NULL for zeroes
+ * @len: bytes
+ *
+ * Return: 0, -EINVAL outside VRAM, or another negative errno.
+ */
+int simgpu_pf_vf_vram_write(struct simgpu_pf_vf *vf, u64 off, const void *buf, u32 len)
+{
+	return simgpu_pf_vram_xfer(vf, off, (void *)buf, len, false);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_write);
+
+/**
+ * simgpu_pf_vf_vram_track() - per-block VRAM dirty tracking on or off
+ * @vf: claimed VF
+ * @on: start (every block dirty) or stop
+ *
+ * Return: 0 or a negative errno.
+ */
+int simgpu_pf_vf_vram_track(struct simgpu_pf_vf *vf, bool on)
+{
+	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_VRAM_TRACK, on, SIMGPU_PF_CMD_MS);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_track);
+
+/**
+ * simgpu_pf_vf_vram_dirty() - the VRAM blocks written, and cleared
+ * @vf: claimed VF, tracking
+ * @dirty: OR-ed with the blocks written since the last call (by the VF or
+ *	through the aperture); one bit per block of VRAM
+ * @populated: set to the blocks written since the last scrub (others read
+ *	as zeroes); may be NULL
+ *
+ * Return: 0, -EINVAL when tracking is off, or another negative errno.
+ */
+int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
+			    unsigned long *populated)
+{
+	u64 args[2], n, blocks, bytes;
+	int ret;
+
+	mutex_lock(&vf->cmd_lock);
+	if (vf->gone) {
+		mutex_unlock(&vf->cmd_lock);
+		return -ENODEV;
+	}
+	blocks = DIV_ROUND_UP(simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_VRAM_LO) |
+			      (u64)simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_VRAM_HI) << 32,
+			      1ULL << vf->pf->info.block_shift);
+	bytes = BITS_TO_LONGS(blocks) * sizeof(unsigned long);
+	args[0] = vf->buf_dma;
+	args[1] = bytes;
+	ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_VRAM_DIRTY, args, 2, SIMGPU_PF_CMD_MS, &n);
+	if (!ret && n != blocks)
+		ret = -EIO;
+	if (!ret) {
+		bitmap_or(dirty, dirty, vf->buf, blocks);
+		if (populated)
+			bitmap_copy(populated, vf->buf + bytes, blocks);
+	}
+	mutex_unlock(&vf->cmd_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_dirty);
+
+/**
+ * simgpu_pf_vf_scrub() - VRAM zeroed and the VF reset, for a new tenant
+ * @vf: claimed VF
+ *
+ * Return: 0 or a negative errno.
+ */
+int simgpu_pf_vf_scrub(struct simgpu_pf_vf *vf)
+{
+	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_SCRUB, 0, SIMGPU_PF_CMD_MS);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_scrub);
+
+/**
+ * simgpu_pf_vf_dma_log_start() - track guest pages the VF writes by DMA
+ * @vf: claimed VF
+ * @ranges: sorted, apart, page aligned
+ * @nr: how many (at most the PF's log_ranges)
+ * @page_size: 4096
+ *
+ * Return: 0, -E2BIG over the device's limits, -EINVAL, or another errno.
+ */
+int simgpu_pf_vf_dma_log_start(struct simgpu_pf_vf *vf,
+			       const struct simgpu_pf_iova_range *ranges, unsigned int nr,
+			       u64 page_size)
+{
+	struct simgpu_pf_range *r;
+	u64 args[3], pages = 0;
+	unsigned int i;
+	int ret;
+
+	if (!nr || nr > vf->pf->info.log_ranges ||
+	    nr * sizeof(*r) > SIMGPU_PF_BUF_SIZE)
+		return -E2BIG;
+	for (i = 0; i < nr; i++)
+		pages += ranges[i].length / page_size;
+	if (pages > vf->pf->info.log_pages)
+		return -E2BIG;
+	mutex_lock(&vf->cmd_lock);
+	r = vf->buf;
+	for (i = 0; r && i < nr; i++) {
+		r[i].iova = cpu_to_le64(ranges[i].iova);
+		r[i].length = cpu_to_le64(ranges[i].length);
+	}
+	args[0] = vf->buf_dma;
+	args[1] = nr;
+	args[2] = page_size;
+	ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_DMA_LOG_START, args, 3, SIMGPU_PF_CMD_MS, NULL);
+	mutex_unlock(&vf->cmd_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_dma_log_start);
+
+/**
+ * simgpu_pf_vf_dma_log_stop() - stop tracking guest pages
+ * @vf: claimed VF
+ *
+ * Return: 0 or a negative errno.
+ */
+int simgpu_pf_vf_dma_log_stop(struct simgpu_pf_vf *vf)
+{
+	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_DMA_LOG_STOP, 0, SIMGPU_PF_CMD_MS);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_dma_log_stop);
+
+/**
+ * simgpu_pf_vf_dma_log_report() - guest pages written, and cleared
+ * @vf: claimed VF, logging
+ * @iova: start, page aligned
+ * @len: bytes, a page multiple
+ * @bitmap: bit i set when page @iova + i pages was written since the last
+ *	report; only pages inside [@iova, @iova + @len) are cleared
+ *
+ * Return: 0, -EINVAL when logging is off, or another negative errno.
+ */
+int simgpu_pf_vf_dma_log_report(struct simgpu_pf_vf *vf, u64 iova, u64 len,
+				unsigned long *bitmap)
+{
+	const u64 chunk = (u64)SIMGPU_PF_BUF_SIZE * BITS_PER_BYTE;	/* pages */
+	u64 pages = len / PAGE_SIZE, done = 0;
+	int ret = 0;
+
+	if (!len || (iova | len) & ~PAGE_MASK)
+		return -EINVAL;
+	mutex_lock(&vf->cmd_lock);
+	while (done < pages && !ret) {
+		u64 n = min(pages - done, chunk);
+		u64 args[4] = { iova + done * PAGE_SIZE, n * PAGE_SIZE, vf->buf_dma,
+				DIV_ROUND_UP(n, BITS_PER_BYTE) };
+
+		ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_DMA_LOG_REPORT, args, 4, SIMGPU_PF_CMD_MS,
+				    NULL);
+		if (!ret) {
+			/* @chunk is a multiple of BITS_PER_LONG: whole words. */
+			memset((u8 *)vf->buf + args[3], 0,
+			       BITS_TO_LONGS(n) * sizeof(long) - args[3]);
+			bitmap_copy(bitmap + done / BITS_PER_LONG, vf->buf, n);
+		}
+		done += n;
+		cond_resched();
+	}
+	mutex_unlock(&vf->cmd_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_dma_log_report);
+
+/**
+ * simgpu_pf_vf_info() - the VF's profile and the PF's limits
+ * @vf: claimed VF
+ * @info: filled
+ */
+void simgpu_pf_vf_info(struct simgpu_pf_vf *vf, struct simgpu_pf_vf_info *info)
+{
+	struct simgpu_pf *pf = vf->pf;
+
+	*info = pf->info;
+	mutex_lock(&pf->lock);
+	info->profile = pf->profile[vf->n];
+	mutex_unlock(&pf->lock);
+	info->name = simgpu_pf_profile_names[info->profile];
+	mutex_lock(&vf->cmd_lock);
+	if (!vf->gone) {
+		info->vram_size = simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_VRAM_LO) |
+				  (u64)simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_VRAM_HI) << 32;
+		info->nr_queues = simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_QUEUES);
+	}
+	mutex_unlock(&vf->cmd_lock);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_info);
+
+/**
+ * simgpu_pf_vf_resets() - function-level resets of the VF since it was enabled
+ * @vf: claimed VF
+ *
+ * Return: the count, or 0 once the PF is gone.
+ */
+u32 simgpu_pf_vf_resets(struct simgpu_pf_vf *vf)
+{
+	u32 n = 0;
+
+	mutex_lock(&vf->cmd_lock);
+	if (!vf->gone)
+		n = simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_RESETS);
+	mutex_unlock(&vf->cmd_lock);
+	return n;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_resets);
+
+/* ---- claims --------------------------------------------------------------- */
+
+/**
+ * simgpu_pf_vf_get() - claim a VF's services
+ * @vf_pdev: a simgpu-pci VF whose PF is bound to this driver
+ * @ops: callbacks, or NULL
+ * @priv: their argument
+ *
+ * One claimer at a time.  While claimed, SR-IOV cannot be disabled.
+ *
+ * Return: the VF, -ENODEV when it is not a simgpu-pci VF of a bound PF,
+ * or -EBUSY when someone else claimed it.
+ */
+struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf_pdev,
+				      const struct simgpu_pf_vf_ops *ops, void *priv)
+{
+	static const struct simgpu_pf_vf_ops none;
+	struct simgpu_pf_vf *vf = ERR_PTR(-ENODEV);
+	struct simgpu_pf *pf;
+	int id;
+
+	pf = pci_iov_get_pf_drvdata(vf_pdev, &simgpu_pf_driver);
+	if (IS_ERR(pf))
+		return ERR_CAST(pf);
+	id = pci_iov_vf_id(vf_pdev);
+	mutex_lock(&pf->lock);
+	if (id >= 0 && id < pf->num_vfs && pf->vf[id].pdev == vf_pdev) {
+		vf = &pf->vf[id];
+		if (vf->ops) {
+			vf = ERR_PTR(-EBUSY);
+		} else {
+			vf->ops = ops ? ops : &none;
+			vf->priv = priv;
+			kref_get(&pf->ref);
+		}
+	}
+	mutex_unlock(&pf->lock);
+	return vf;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_get);
+
+/**
+ * simgpu_pf_vf_put() - release a claim
+ * @vf: claimed VF; may be used after its PF's driver went away
+ */
+void simgpu_pf_vf_put(struct simgpu_pf_vf *vf)
+{
+	struct simgpu_pf *pf = vf->pf;
+
+	mutex_lock(&pf->lock);
+	vf->ops = NULL;
+	vf->priv = NULL;
+	mutex_unlock(&pf->lock);
+	kref_put(&pf->ref, simgpu_pf_free);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_put);
+
+/* ---- the driver's side ------------------------------------------------- */
+
+/**
+ * simgpu_pf_vf_enable() - SR-IOV enabled the VF: its buffer and device
+ * @vf: VF
+ * @pdev: its PCI device
+ *
+ * Context: the PF's lock held.
+ * Return: 0 or -ENOMEM.
+ */
+int simgpu_pf_vf_enable(struct simgpu_pf_vf *vf, struct pci_dev *pdev)
+{
+	void *buf;
+
+	lockdep_assert_held(&vf->pf->lock);
+	buf = dma_alloc_coherent(&vf->pf->pdev->dev, SIMGPU_PF_BUF_SIZE, &vf->buf_dma,
+				 GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	mutex_lock(&vf->cmd_lock);
+	vf->buf = buf;
+	vf->wedged = false;
+	mutex_unlock(&vf->cmd_lock);
+	vf->pdev = pdev;
+	return 0;
+}
+
+/**
+ * simgpu_pf_vf_disable() - SR-IOV is disabling the VF
+ * @vf: VF, unclaimed
+ *
+ * Context: the PF's lock held.
+ */
+void simgpu_pf_vf_disable(struct simgpu_pf_vf *vf)
+{
+	lockdep_assert_held(&vf->pf->lock);
+	mutex_lock(&vf->cmd_lock);
+	if (vf->buf)
+		dma_free_coherent(&vf->pf->pdev->dev, SIMGPU_PF_BUF_SIZE, vf->buf, vf->buf_dma);
+	vf->buf = NULL;
+	mutex_unlock(&vf->cmd_lock);
+	vf->pdev = NULL;
+}
+
+/**
+ * simgpu_pf_vf_set_gone() - the PF's driver is going: no more services
+ * @vf: VF
+ *
+ * Waits for a command in flight to finish (it is bounded).
+ */
+void simgpu_pf_vf_set_gone(struct simgpu_pf_vf *vf)
+{
+	mutex_lock(&vf->cmd_lock);
+	vf->gone = true;
+	mutex_unlock(&vf->cmd_lock);
+}

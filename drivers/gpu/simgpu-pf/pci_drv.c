@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu-pf: the driver of simgpu-pci's physical function.  It enables
+ * SR-IOV with the VF profiles chosen in sysfs, refuses to disable it while
+ * a VF is in use, and serves each VF's migration driver through the PF's
+ * mailbox (cmds.c, include/gpumig/simgpu_pf.h).
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+
+#include "simgpu_pf.h"
+
+/* The PF's interrupt: which VFs' commands completed. */
+static irqreturn_t simgpu_pf_irq(int irq, void *data)
+{
+	struct simgpu_pf *pf = data;
+	unsigned long done = simgpu_pf_read(pf, SIMGPU_PF_REG_INT_STATUS);
+	unsigned int n;
+
+	if (!done)
+		return IRQ_NONE;
+	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_STATUS, done);
+	for_each_set_bit(n, &done, SIMGPU_PF_MAX_VFS)
+		wake_up(&pf->vf[n].wq);
+	return IRQ_HANDLED;
+}
+
+/* Why SR-IOV may not be disabled now, or NULL.  The PF's lock held. */
+static const char *simgpu_pf_vfs_busy(struct simgpu_pf *pf, unsigned int *n)
+{
+	for (*n = 0; *n < pf->num_vfs; (*n)++) {
+		struct simgpu_pf_vf *vf = &pf->vf[*n];
+
+		if (vf->ops)
+			return "claimed by its migration driver";
+		if (vf->pdev && vf->pdev->dev.driver)
+			return "bound to a driver (unbind it first)";
+	}
+	return NULL;
+}
+
+static void simgpu_pf_disable_vfs(struct simgpu_pf *pf)
+{
+	unsigned int n;
+
+	lockdep_assert_held(&pf->lock);
+	for (n = 0; n < pf->num_vfs; n++)
+		simgpu_pf_debugfs_remove(&pf->vf[n]);
+	pci_disable_sriov(pf->pdev);
+	for (n = 0; n < pf->num_vfs; n++) {
+		struct pci_dev *vf_pdev = pf->vf[n].pdev;
+
+		simgpu_pf_vf_disable(&pf->vf[n]);
+		pci_dev_put(vf_pdev);
+	}
+	pf->num_vfs = 0;
+}
+
+/* VF @n of @pdev, with a reference. */
+static struct pci_dev *simgpu_pf_find_vf(struct pci_dev *pdev, unsigned int n)
+{
+	struct pci_dev *vf = NULL;
+
+	while ((vf = pci_get_device(pdev->vendor, PCI_ANY_ID, vf)))
+		if (vf->is_virtfn && pci_physfn(vf) == pdev && pci_iov_vf_id(vf) == n)
+			return vf;
+	return NULL;
+}
+
+static int simgpu_pf_enable_vfs(struct simgpu_pf *pf, unsigned int num)
+{
+	struct pci_dev *pdev = pf->pdev;
+	unsigned int n;
+	int ret;
+
+	lockdep_assert_held(&pf->lock);
+	for (n = 0; n < num; n++)
+		simgpu_pf_vf_set_reg(&pf->vf[n], SIMGPU_PF_VF_PROFILE, pf->profile[n]);
+	ret = pci_enable_sriov(pdev, num);
+	if (ret)
+		return ret;
+	for (n = 0; n < num; n++) {
+		struct pci_dev *vf_pdev = simgpu_pf_find_vf(pdev, n);
+
+		ret = vf_pdev ? simgpu_pf_vf_enable(&pf->vf[n], vf_pdev) : -ENODEV;
+		if (ret) {
+			pci_dev_put(vf_pdev);
+			pf->num_vfs = n;
+			simgpu_pf_disable_vfs(pf);
+			return ret;
+		}
+		simgpu_pf_debugfs_add(&pf->vf[n]);
+	}
+	pf->num_vfs = num;
+	return num;
+}
+
+/* sriov_numvfs: enable @num VFs with their profiles, or disable them all. */
+static int simgpu_pf_sriov_configure(struct pci_dev *pdev, int num)
+{
+	struct simgpu_pf *pf = pci_get_drvdata(pdev);
+	const char *why;
+	unsigned int n;
+	int ret = 0;
+
+	mutex_lock(&pf->lock);
+	if (num) {
+		ret = simgpu_pf_enable_vfs(pf, num);
+	} else {
+		why = simgpu_pf_vfs_busy(pf, &n);
+		if (why) {
+			pci_warn(pdev, "SR-IOV stays enabled: VF %u is in use, %s\n", n, why);
+			ret = -EBUSY;
+		} else {
+			simgpu_pf_disable_vfs(pf);
+		}
+	}
+	mutex_unlock(&pf->lock);
+	return ret;
+}
+
+/**
+ * simgpu_pf_free() - the last reference to a PF's state is gone
+ * @ref: its kref
+ */
+void simgpu_pf_free(struct kref *ref)
+{
+	struct simgpu_pf *pf = container_of(ref, struct simgpu_pf, ref);
+	unsigned int n;
+
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
+		mutex_destroy(&pf->vf[n].cmd_lock);
+	mutex_destroy(&pf->lock);
+	kfree(pf);
+}
+
+static struct simgpu_pf *simgpu_pf_alloc(struct pci_dev *pdev)
+{
+	struct simgpu_pf *pf = kzalloc(sizeof(*pf), GFP_KERNEL);
+	unsigned int n;
+
+	if (!pf)
+		return NULL;
+	kref_init(&pf->ref);
+	mutex_init(&pf->lock);
+	pf->pdev = pdev;
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
+		pf->vf[n].pf = pf;
+		pf->vf[n].n = n;
+		init_waitqueue_head(&pf->vf[n].wq);
+		mutex_init(&pf->vf[n].cmd_lock);
+	}
+	return pf;
+}
+
+/* What the device says it is and offers. */
+static int simgpu_pf_identify(struct simgpu_pf *pf)
+{
+	struct simgpu_pf_vf_info *info = &pf->info;
+	u32 id = simgpu_pf_read(pf, SIMGPU_PF_REG_ID);
+	u32 ver = simgpu_pf_read(pf, SIMGPU_PF_REG_VERSION);
+	unsigned int n;
+
+	if (id != SIMGPU_PF_ID_MAGIC || ver != SIMGPU_PF_ABI_VERSION) {
+		pci_err(pf->pdev, "not a simgpu-pci PF of ABI %u (id 0x%x, version %u)\n",
+			SIMGPU_PF_ABI_VERSION, id, ver);
+		return -ENODEV;
+	}
+	pf->total_vfs = min3(simgpu_pf_read(pf, SIMGPU_PF_REG_TOTAL_VFS),
+			     (u32)pci_sriov_get_totalvfs(pf->pdev), (u32)SIMGPU_PF_MAX_VFS);
+	pf->offered = simgpu_pf_read(pf, SIMGPU_PF_REG_PROFILES) &
+		      GENMASK(SIMGPU_PF_NR_PROFILES - 1, 0);
+	if (!pf->offered) {
+		pci_err(pf->pdev, "the PF offers no VF profile\n");
+		return -ENODEV;
+	}
+	info->block_shift = simgpu_pf_read(pf, SIMGPU_PF_REG_BLOCK_SHIFT);
+	info->arch_version = simgpu_pf_read(pf, SIMGPU_PF_REG_ARCH_VERSION);
+	info->arch_size = simgpu_pf_read(pf, SIMGPU_PF_REG_ARCH_SIZE);
+	info->xfer_max = simgpu_pf_read(pf, SIMGPU_PF_REG_XFER_MAX);
+	info->log_ranges = simgpu_pf_read(pf, SIMGPU_PF_REG_LOG_RANGES);
+	info->log_pages = simgpu_pf_read(pf, SIMGPU_PF_REG_LOG_PAGES);
+	if (!info->xfer_max || !info->log_ranges || info->block_shift < PAGE_SHIFT ||
+	    info->block_shift > 30) {
+		pci_err(pf->pdev, "the PF reports nonsense limits\n");
+		return -ENODEV;
+	}
+	/* Every VF starts with the smallest profile offered. */
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
+		pf->profile[n] = __ffs(pf->offered);
+	return 0;
+}
+
+static int simgpu_pf_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct simgpu_pf *pf = simgpu_pf_alloc(pdev);
+	int ret;
+
+	if (!pf)
+		return -ENOMEM;
+	ret = pci_enable_device_mem(pdev);
+	if (ret)
+		goto err_free;
+	ret = pci_request_regions(pdev, KBUILD_MODNAME);
+	if (ret)
+		goto err_disable;
+	pf->regs = pci_iomap(pdev, 0, SIMGPU_PF_BAR0_SIZE);
+	ret = -ENOMEM;
+	if (!pf->regs)
+		goto err_regions;
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (!ret)
+		ret = simgpu_pf_identify(pf);
+	if (ret)
+		goto err_unmap;
+	ret = pci_alloc_irq_vectors(pdev, 1, 1, PCI_IRQ_MSI);
+	if (ret < 0)
+		goto err_unmap;
+	ret = request_irq(pci_irq_vector(pdev, 0), simgpu_pf_irq, 0, "simgpu-pf", pf);
+	if (ret)
+		goto err_vectors;
+	pci_set_drvdata(pdev, pf);
+	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_STATUS, ~0U);
+	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, GENMASK(pf->total_vfs - 1, 0));
+	pci_info(pdev, "simgpu-pci PF: %u VFs, profiles 0x%x, aperture %llu MiB\n",
+		 pf->total_vfs, pf->offered,
+		 (simgpu_pf_read(pf, SIMGPU_PF_REG_APERTURE_LO) |
+		  (u64)simgpu_pf_read(pf, SIMGPU_PF_REG_APERTURE_HI) << 32) >> 20);
+	return 0;
+
+err_vectors:
+	pci_free_irq_vectors(pdev);
+err_unmap:
+	pci_iounmap(pdev, pf->regs);
+err_regions:
+	pci_release_regions(pdev);
+err_disable:
+	pci_disable_device(pdev);
+err_free:
+	kref_put(&pf->ref, simgpu_pf_free);
+	return ret;
+}
+
+/*
+ * The driver goes away, which cannot be refused: every claimer hears so
+ * first and every service fails from then on; then SR-IOV ends (the VFs'
+ * own drivers see their devices removed).
+ */
+static void simgpu_pf_remove(struct pci_dev *pdev)
+{
+	struct simgpu_pf *pf = pci_get_drvdata(pdev);
+	const struct simgpu_pf_vf_ops *ops[SIMGPU_PF_MAX_VFS] = {};
+	void *priv[SIMGPU_PF_MAX_VFS];
+	unsigned int n;
+
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
+		simgpu_pf_vf_set_gone(&pf->vf[n]);
+	mutex_lock(&pf->lock);
+	for (n = 0; n < pf->num_vfs; n++) {
+		ops[n] = pf->vf[n].ops;
+		priv[n] = pf->vf[n].priv;
+	}
+	mutex_unlock(&pf->lock);
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
+		if (ops[n] && ops[n]->pf_gone) {
+			pci_warn(pdev, "VF %u in use while its PF's driver goes away\n", n);
+			ops[n]->pf_gone(priv[n]);
+		}
+	}
+	mutex_lock(&pf->lock);
+	if (pf->num_vfs)
+		simgpu_pf_disable_vfs(pf);
+	mutex_unlock(&pf->lock);
+	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, 0);
+	free_irq(pci_irq_vector(pdev, 0), pf);
+	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, pf->regs);
+	pci_release_regions(pdev);
+	pci_disable_device(pdev);
+	kref_put(&pf->ref, simgpu_pf_free);
+}
+
+static const struct pci_device_id simgpu_pf_ids[] = {
+	{ PCI_DEVICE(SIMGPU_PF_VENDOR_ID, SIMGPU_PF_DEVICE_ID) },
+	{}
+};
+MODULE_DEVICE_TABLE(pci, simgpu_pf_ids);
+
+struct pci_driver simgpu_pf_driver = {
+	.name = "simgpu-pf",
+	.id_table = simgpu_pf_ids,
+	.probe = simgpu_pf_probe,
+	.remove = simgpu_pf_remove,
+	.sriov_configure = simgpu_pf_sriov_configure,
+	.driver.dev_groups = simgpu_pf_groups,
+};
+
+static int __init simgpu_pf_init(void)
+{
+	int ret;
+
+	simgpu_pf_debugfs_init();
+	ret = pci_register_driver(&simgpu_pf_driver);
+	if (ret)
+		simgpu_pf_debugfs_exit();
+	return ret;
+}
+
+static void __exit simgpu_pf_exit(void)
+{
+	pci_unregister_driver(&simgpu_pf_driver);
+	simgpu_pf_debugfs_exit();
+}
+
+module_init(simgpu_pf_init);
+module_exit(simgpu_pf_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("The gpumig authors");
+MODULE_DESCRIPTION("simgpu-pf: the physical function of simgpu-pci (gpumig test hardware)");
+MODULE_VERSION("0.1");

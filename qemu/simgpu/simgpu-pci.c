@@ -1,0 +1,1012 @@
+/*
+ * simgpu-pci: gpumig's simulated GPU as SR-IOV PCIe hardware.
+ *
+ * The physical function ("simgpu-pf") provisions up to seven virtual
+ * functions ("simgpu-vf").  Each VF is a simgpu, run by the same device
+ * model as the kernel's mdev simgpu (drivers/gpu/simgpu, built here with a
+ * shim behind simgpu-model.h): BAR0 registers, BAR1 MSI-X, BAR2 a VRAM
+ * aperture backed by RAM so a VMM can map it.  The VF's DMA goes through
+ * the platform IOMMU (pci_dma_rw), so it reaches only what is mapped.  The
+ * PF's BAR0 holds a mailbox per VF through which its driver asks for the
+ * services a migration needs (pause, acknowledged invalidation, state
+ * save/restore, VRAM transfer and dirty bits, DMA logging, scrub); the
+ * PF's own DMA carries their data.  <linux/simgpu_pf.h> is the ABI and
+ * Documentation/gpumig/simgpu-pci.rst explains it.
+ *
+ * Everything runs under QEMU's big lock: MMIO, the VF processors (a bottom
+ * half and a timer each) and the PF's commands.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ * This work is licensed under the terms of the GNU GPL, version 2.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bitmap.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "hw/pci/msi.h"
+#include "hw/pci/msix.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/pcie_sriov.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "exec/memory.h"
+#include "exec/cpu-common.h"
+#include "system/dma.h"
+
+#include "simgpu-model.h"
+#include "abi/simgpu.h"
+#include "abi/simgpu_pf.h"
+
+#define TYPE_SIMGPU_PF "simgpu-pf"
+#define TYPE_SIMGPU_VF "simgpu-vf"
+OBJECT_DECLARE_SIMPLE_TYPE(SimgpuPfState, SIMGPU_PF)
+OBJECT_DECLARE_SIMPLE_TYPE(SimgpuVfState, SIMGPU_VF)
+
+#define SIMGPU_VF_OFFSET	1	/* VFs are functions 1.. of the PF's slot */
+#define SIMGPU_VF_STRIDE	1
+#define SIMGPU_VFS_NOARI	7
+#define SIMGPU_SRIOV_CAP	0x100
+#define SIMGPU_BLOCK_SHIFT	16
+#define SIMGPU_BLOCK_SIZE	(1ULL << SIMGPU_BLOCK_SHIFT)
+#define SIMGPU_LOG_RANGES	16
+#define SIMGPU_LOG_PAGES	(16ULL << 20)	/* 64 GiB of 4 KiB pages */
+#define SIMGPU_LOG_PAGE		4096
+#define SIMGPU_XFER_MAX		(1U << 20)
+#define SIMGPU_ARCH_MAX		(64 * KiB)
+
+static const struct {
+	uint64_t vram;
+	uint32_t queues;
+} simgpu_profiles[SIMGPU_PF_NR_PROFILES] = {
+	[SIMGPU_PF_PROFILE_64M] = { 64 * MiB, 2 },
+	[SIMGPU_PF_PROFILE_256M] = { 256 * MiB, 4 },
+	[SIMGPU_PF_PROFILE_1G] = { 1 * GiB, 8 },
+};
+
+/* One VF's DMA log: a bitmap per range of guest pages it wrote. */
+typedef struct SimgpuLog {
+	bool active;
+	unsigned int nr;
+	uint64_t iova[SIMGPU_LOG_RANGES];
+	uint64_t pages[SIMGPU_LOG_RANGES];
+	unsigned long *bits[SIMGPU_LOG_RANGES];
+} SimgpuLog;
+
+/* A VF's mailbox in the PF, with the state of a command that waits. */
+typedef struct SimgpuSlot {
+	uint32_t profile;
+	uint32_t cmd;
+	uint32_t status;
+	uint64_t args[4];
+	uint64_t result;
+	int64_t deadline;
+	uint32_t inval_seq;
+	QEMUTimer *timer;	/* the deadline of PAUSE and INVALIDATE */
+	struct SimgpuPfState *pf;
+	unsigned int n;
+} SimgpuSlot;
+
+struct SimgpuVfState {
+	PCIDevice parent_obj;
+	MemoryRegion regs;
+	MemoryRegion msix;
+	MemoryRegion vram;
+	struct simgpu_model *model;	/* while enabled */
+	uint64_t vram_size;
+	uint32_t queues;
+	uint32_t resets;
+	QEMUBH *bh;
+	QEMUTimer *timer;
+	bool tracking;
+	uint64_t nr_blocks;
+	unsigned long *vdirty;		/* blocks written since the last VRAM_DIRTY */
+	unsigned long *populated;	/* blocks written since the last scrub */
+	SimgpuLog log;
+};
+
+struct SimgpuPfState {
+	PCIDevice parent_obj;
+	MemoryRegion regs;
+	uint64_t aperture;
+	uint32_t total_vfs;
+	uint32_t int_status;
+	uint32_t int_mask;
+	SimgpuSlot slot[SIMGPU_PF_MAX_VFS];
+};
+
+static SimgpuPfState *simgpu_vf_pf(SimgpuVfState *vf)
+{
+	return SIMGPU_PF(pcie_sriov_get_pf(PCI_DEVICE(vf)));
+}
+
+static unsigned int simgpu_vf_index(SimgpuVfState *vf)
+{
+	return pcie_sriov_vf_number(PCI_DEVICE(vf));
+}
+
+/* An enabled VF n of @pf, or NULL. */
+static SimgpuVfState *simgpu_pf_vf(SimgpuPfState *pf, unsigned int n)
+{
+	PCIDevice *d = pcie_sriov_get_vf_at_index(PCI_DEVICE(pf), n);
+
+	return d && d->enabled ? SIMGPU_VF(d) : NULL;
+}
+
+/* ---- the model's environment ------------------------------------------ */
+
+int64_t simgpu_qemu_now_ns(void);
+int64_t simgpu_qemu_now_ns(void)
+{
+	return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
+static void simgpu_log_mark(SimgpuLog *log, uint64_t iova, uint64_t len)
+{
+	uint64_t first = iova / SIMGPU_LOG_PAGE;
+	uint64_t last = (iova + len - 1) / SIMGPU_LOG_PAGE;
+	unsigned int i;
+
+	for (i = 0; i < log->nr; i++) {
+		uint64_t base = log->iova[i] / SIMGPU_LOG_PAGE;
+		uint64_t end = base + log->pages[i] - 1;
+		uint64_t a = MAX(first, base), b = MIN(last, end);
+
+		if (a <= b)
+			bitmap_set(log->bits[i], a - base, b - a + 1);
+	}
+}
+
+static int simgpu_env_dma_rw(void *ctx, uint64_t iova, void *buf, size_t len, bool write)
+{
+	SimgpuVfState *vf = ctx;
+	MemTxResult r;
+
+	r = pci_dma_rw(PCI_DEVICE(vf), iova, buf, len,
+		       write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
+		       MEMTXATTRS_UNSPECIFIED);
+	if (r != MEMTX_OK)
+		return -EFAULT;
+	/* Marked after the write landed, as the kernel's tracker is. */
+	if (write && vf->log.active && len)
+		simgpu_log_mark(&vf->log, iova, len);
+	return 0;
+}
+
+static int simgpu_env_vram_rw(void *ctx, uint64_t off, void *buf, size_t len, bool write)
+{
+	SimgpuVfState *vf = ctx;
+	uint8_t *p = memory_region_get_ram_ptr(&vf->vram);
+
+	if (off > vf->vram_size || len > vf->vram_size - off)
+		return -ERANGE;
+	if (write) {
+		memcpy(p + off, buf, len);
+		memory_region_set_dirty(&vf->vram, off, len);
+	} else {
+		memcpy(buf, p + off, len);
+	}
+	return 0;
+}
+
+static void simgpu_env_raise_irq(void *ctx)
+{
+	PCIDevice *d = PCI_DEVICE(ctx);
+
+	if (msix_enabled(d))
+		msix_notify(d, 0);
+}
+
+static void simgpu_env_kick(void *ctx)
+{
+	SimgpuVfState *vf = ctx;
+
+	qemu_bh_schedule(vf->bh);
+}
+
+static void simgpu_pf_poll(SimgpuPfState *pf, unsigned int n);
+
+static void simgpu_env_stepped(void *ctx)
+{
+	SimgpuVfState *vf = ctx;
+
+	simgpu_pf_poll(simgpu_vf_pf(vf), simgpu_vf_index(vf));
+}
+
+static const struct simgpu_model_env simgpu_env = {
+	.dma_rw = simgpu_env_dma_rw,
+	.vram_rw = simgpu_env_vram_rw,
+	.raise_irq = simgpu_env_raise_irq,
+	.kick = simgpu_env_kick,
+	.stepped = simgpu_env_stepped,
+};
+
+/* The processor: a pass per bottom half or timer, as long as work remains. */
+static void simgpu_vf_run(void *opaque)
+{
+	SimgpuVfState *vf = opaque;
+	uint32_t throttle;
+	int64_t delay_ns;
+
+	if (!vf->model)
+		return;
+	throttle = simgpu_model_knob(vf->model, SIMGPU_PF_KNOB_THROTTLE_US);
+	if (!simgpu_model_run(vf->model, throttle ? 1 : 16))
+		return;
+	if (throttle)
+		delay_ns = throttle * 1000LL;
+	else if (simgpu_model_timed_work(vf->model))
+		delay_ns = 500 * 1000LL;	/* a timed step: do not spin */
+	else
+		delay_ns = 10 * 1000LL;
+	timer_mod(vf->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns);
+}
+
+/* ---- VRAM ----------------------------------------------------------------- */
+
+/*
+ * Fold the aperture's dirty log (CPU writes through the BAR, and the
+ * model's writes, which mark it too) into the per-block bits.  The log
+ * is always on, so no write since the last scrub escapes populated.
+ */
+static void simgpu_vf_sync_vram(SimgpuVfState *vf)
+{
+	DirtyBitmapSnapshot *snap;
+	uint64_t b;
+
+	snap = memory_region_snapshot_and_clear_dirty(&vf->vram, 0, vf->vram_size,
+						      DIRTY_MEMORY_VGA);
+	for (b = 0; b < vf->nr_blocks; b++) {
+		if (!memory_region_snapshot_get_dirty(&vf->vram, snap, b * SIMGPU_BLOCK_SIZE,
+						      SIMGPU_BLOCK_SIZE))
+			continue;
+		set_bit(b, vf->populated);
+		if (vf->tracking)
+			set_bit(b, vf->vdirty);
+	}
+	g_free(snap);
+}
+
+static void simgpu_log_stop(SimgpuLog *log)
+{
+	unsigned int i;
+
+	for (i = 0; i < log->nr; i++)
+		g_free(log->bits[i]);
+	memset(log, 0, sizeof(*log));
+}
+
+static void simgpu_vf_scrub(SimgpuVfState *vf)
+{
+	ram_block_discard_range(vf->vram.ram_block, 0, memory_region_size(&vf->vram));
+	simgpu_vf_sync_vram(vf);
+	bitmap_zero(vf->populated, vf->nr_blocks);
+	bitmap_zero(vf->vdirty, vf->nr_blocks);
+	vf->tracking = false;
+	simgpu_log_stop(&vf->log);
+	if (vf->model)
+		simgpu_model_reset(vf->model);
+}
+
+/* ---- PF commands ------------------------------------------------------- */
+
+static void simgpu_pf_irq(SimgpuPfState *pf)
+{
+	PCIDevice *d = PCI_DEVICE(pf);
+
+	if ((pf->int_status & pf->int_mask) && msi_enabled(d))
+		msi_notify(d, 0);
+}
+
+static void simgpu_pf_done(SimgpuPfState *pf, unsigned int n, uint32_t status)
+{
+	SimgpuSlot *s = &pf->slot[n];
+
+	timer_del(s->timer);
+	s->status = status;
+	pf->int_status |= 1U << n;
+	simgpu_pf_irq(pf);
+}
+
+static bool simgpu_pf_dma(SimgpuPfState *pf, uint64_t addr, void *buf, uint64_t len,
+			  bool to_host)
+{
+	return pci_dma_rw(PCI_DEVICE(pf), addr, buf, len,
+			  to_host ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
+			  MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
+}
+
+/* A waiting PAUSE or INVALIDATE: done, failed at its deadline, or still waiting. */
+static void simgpu_pf_poll(SimgpuPfState *pf, unsigned int n)
+{
+	SimgpuSlot *s = &pf->slot[n];
+	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
+	bool late = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) >= s->deadline;
+
+	if (!(s->status & SIMGPU_PF_STATUS_BUSY) || !vf)
+		return;
+	if (s->cmd == SIMGPU_PF_CMD_PAUSE) {
+		if (simgpu_model_paused(vf->model)) {
+			simgpu_pf_done(pf, n, SIMGPU_PF_OK);
+		} else if (late) {
+			simgpu_model_resume(vf->model);
+			simgpu_pf_done(pf, n, SIMGPU_PF_ERR_BUSY);
+		}
+	} else if (s->cmd == SIMGPU_PF_CMD_INVALIDATE) {
+		if (simgpu_model_host_inval_acked(vf->model, s->inval_seq) || late)
+			simgpu_pf_done(pf, n, simgpu_model_host_inval_end(vf->model, s->inval_seq) ?
+				       SIMGPU_PF_OK : SIMGPU_PF_ERR_TIMEOUT);
+	}
+}
+
+static void simgpu_pf_deadline(void *opaque)
+{
+	SimgpuSlot *s = opaque;
+
+	simgpu_pf_poll(s->pf, s->n);
+}
+
+/* Start a command that completes later; @timeout_ms bounds it. */
+static void simgpu_pf_wait(SimgpuPfState *pf, unsigned int n, uint64_t timeout_ms)
+{
+	SimgpuSlot *s = &pf->slot[n];
+
+	s->deadline = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+		      MIN(timeout_ms, 60000) * SCALE_MS;
+	timer_mod(s->timer, s->deadline);
+	simgpu_pf_poll(pf, n);
+}
+
+static uint32_t simgpu_cmd_state(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s,
+				 bool save)
+{
+	size_t len = simgpu_model_arch_size();
+	g_autofree uint8_t *buf = NULL;
+	long n;
+
+	if (!simgpu_model_paused(vf->model))
+		return SIMGPU_PF_ERR_ORDER;
+	if (save) {
+		if (s->args[1] < len)
+			return SIMGPU_PF_ERR_ARGS;
+		buf = g_malloc(len);
+		n = simgpu_model_arch_save(vf->model, buf, len);
+		if (n < 0)
+			return SIMGPU_PF_ERR_STATE;
+		if (!simgpu_pf_dma(pf, s->args[0], buf, n, true))
+			return SIMGPU_PF_ERR_DMA;
+		s->result = n;
+		return SIMGPU_PF_OK;
+	}
+	if (!s->args[1] || s->args[1] > SIMGPU_ARCH_MAX)
+		return SIMGPU_PF_ERR_ARGS;
+	buf = g_malloc(s->args[1]);
+	if (!simgpu_pf_dma(pf, s->args[0], buf, s->args[1], false))
+		return SIMGPU_PF_ERR_DMA;
+	return simgpu_model_arch_restore(vf->model, buf, s->args[1]) ?
+	       SIMGPU_PF_ERR_STATE : SIMGPU_PF_OK;
+}
+
+static uint32_t simgpu_cmd_vram(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s,
+				bool read)
+{
+	uint64_t off = s->args[0], addr = s->args[1], len = s->args[2];
+	uint8_t *p = memory_region_get_ram_ptr(&vf->vram);
+
+	if (!len || len > SIMGPU_XFER_MAX || off > vf->vram_size ||
+	    len > vf->vram_size - off)
+		return SIMGPU_PF_ERR_ARGS;
+	if (read)
+		return simgpu_pf_dma(pf, addr, p + off, len, true) ?
+		       SIMGPU_PF_OK : SIMGPU_PF_ERR_DMA;
+	if (!addr)
+		memset(p + off, 0, len);
+	else if (!simgpu_pf_dma(pf, addr, p + off, len, false))
+		return SIMGPU_PF_ERR_DMA;
+	memory_region_set_dirty(&vf->vram, off, len);
+	return SIMGPU_PF_OK;
+}
+
+static uint32_t simgpu_cmd_vram_dirty(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
+{
+	uint64_t bytes = BITS_TO_LONGS(vf->nr_blocks) * sizeof(unsigned long);
+
+	if (!vf->tracking)
+		return SIMGPU_PF_ERR_ORDER;
+	if (s->args[1] < bytes || s->args[1] % 8)
+		return SIMGPU_PF_ERR_ARGS;
+	simgpu_vf_sync_vram(vf);
+	if (!simgpu_pf_dma(pf, s->args[0], vf->vdirty, bytes, true) ||
+	    !simgpu_pf_dma(pf, s->args[0] + s->args[1], vf->populated, bytes, true))
+		return SIMGPU_PF_ERR_DMA;
+	bitmap_zero(vf->vdirty, vf->nr_blocks);
+	s->result = vf->nr_blocks;
+	return SIMGPU_PF_OK;
+}
+
+static uint32_t simgpu_cmd_log_start(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
+{
+	struct simgpu_pf_range r[SIMGPU_LOG_RANGES];
+	uint64_t n = s->args[1], total = 0, prev_end = 0;
+	SimgpuLog *log = &vf->log;
+	unsigned int i;
+
+	if (log->active)
+		return SIMGPU_PF_ERR_ORDER;
+	if (!n || n > SIMGPU_LOG_RANGES || s->args[2] != SIMGPU_LOG_PAGE)
+		return SIMGPU_PF_ERR_ARGS;
+	if (!simgpu_pf_dma(pf, s->args[0], r, n * sizeof(r[0]), false))
+		return SIMGPU_PF_ERR_DMA;
+	for (i = 0; i < n; i++) {
+		uint64_t iova = le64_to_cpu(r[i].iova), len = le64_to_cpu(r[i].length);
+
+		if (!len || (iova | len) % SIMGPU_LOG_PAGE || iova + len < iova ||
+		    (i && iova < prev_end) || len / SIMGPU_LOG_PAGE > SIMGPU_LOG_PAGES - total)
+			return SIMGPU_PF_ERR_ARGS;
+		prev_end = iova + len;
+		total += len / SIMGPU_LOG_PAGE;
+	}
+	for (i = 0; i < n; i++) {
+		log->iova[i] = le64_to_cpu(r[i].iova);
+		log->pages[i] = le64_to_cpu(r[i].length) / SIMGPU_LOG_PAGE;
+		log->bits[i] = bitmap_new(log->pages[i]);
+	}
+	log->nr = n;
+	log->active = true;
+	return SIMGPU_PF_OK;
+}
+
+/* Report [iova, iova + len) and clear exactly what was reported. */
+static uint32_t simgpu_cmd_log_report(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
+{
+	uint64_t iova = s->args[0], len = s->args[1], pages = len / SIMGPU_LOG_PAGE;
+	SimgpuLog *log = &vf->log;
+	g_autofree unsigned long *out = NULL;
+	uint64_t bytes = DIV_ROUND_UP(pages, 8), p;
+	unsigned int i;
+
+	if (!log->active)
+		return SIMGPU_PF_ERR_ORDER;
+	if (!len || (iova | len) % SIMGPU_LOG_PAGE || iova + len < iova ||
+	    pages > SIMGPU_LOG_PAGES || s->args[3] < bytes)
+		return SIMGPU_PF_ERR_ARGS;
+	out = bitmap_new(pages);
+	for (i = 0; i < log->nr; i++) {
+		uint64_t base = log->iova[i] / SIMGPU_LOG_PAGE, first = iova / SIMGPU_LOG_PAGE;
+		uint64_t a = MAX(first, base);
+		uint64_t b = MIN(first + pages, base + log->pages[i]);
+
+		for (p = a; p < b; p++)
+			if (test_and_clear_bit(p - base, log->bits[i]))
+				set_bit(p - first, out);
+	}
+	if (!simgpu_pf_dma(pf, s->args[2], out, bytes, true))
+		return SIMGPU_PF_ERR_DMA;
+	return SIMGPU_PF_OK;
+}
+
+/* A command that completes at once: its status. */
+static uint32_t simgpu_cmd_now(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
+{
+	switch (s->cmd) {
+	case SIMGPU_PF_CMD_NOP:
+		return SIMGPU_PF_OK;
+	case SIMGPU_PF_CMD_RESUME:
+		simgpu_model_resume(vf->model);
+		return SIMGPU_PF_OK;
+	case SIMGPU_PF_CMD_SAVE_STATE:
+	case SIMGPU_PF_CMD_RESTORE_STATE:
+		return simgpu_cmd_state(pf, vf, s, s->cmd == SIMGPU_PF_CMD_SAVE_STATE);
+	case SIMGPU_PF_CMD_VRAM_READ:
+	case SIMGPU_PF_CMD_VRAM_WRITE:
+		return simgpu_cmd_vram(pf, vf, s, s->cmd == SIMGPU_PF_CMD_VRAM_READ);
+	case SIMGPU_PF_CMD_VRAM_TRACK:
+		if (s->args[0] > 1)
+			return SIMGPU_PF_ERR_ARGS;
+		simgpu_vf_sync_vram(vf);
+		vf->tracking = s->args[0];
+		bitmap_fill(vf->vdirty, vf->nr_blocks);
+		return SIMGPU_PF_OK;
+	case SIMGPU_PF_CMD_VRAM_DIRTY:
+		return simgpu_cmd_vram_dirty(pf, vf, s);
+	case SIMGPU_PF_CMD_SCRUB:
+		simgpu_vf_scrub(vf);
+		return SIMGPU_PF_OK;
+	case SIMGPU_PF_CMD_DMA_LOG_START:
+		return simgpu_cmd_log_start(pf, vf, s);
+	case SIMGPU_PF_CMD_DMA_LOG_STOP:
+		simgpu_log_stop(&vf->log);
+		return SIMGPU_PF_OK;
+	case SIMGPU_PF_CMD_DMA_LOG_REPORT:
+		return simgpu_cmd_log_report(pf, vf, s);
+	default:
+		return SIMGPU_PF_ERR_OPCODE;
+	}
+}
+
+static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
+{
+	SimgpuSlot *s = &pf->slot[n];
+	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
+
+	if (s->status & SIMGPU_PF_STATUS_BUSY)
+		return;		/* one command at a time: ignored */
+	s->cmd = op;
+	s->result = 0;
+	s->status = SIMGPU_PF_STATUS_BUSY;
+	if (!vf || !vf->model) {
+		simgpu_pf_done(pf, n, SIMGPU_PF_ERR_DISABLED);
+		return;
+	}
+	switch (op) {
+	case SIMGPU_PF_CMD_PAUSE:
+		simgpu_model_pause(vf->model,
+				   !simgpu_model_knob(vf->model, SIMGPU_PF_KNOB_PREEMPT));
+		simgpu_pf_wait(pf, n, s->args[0]);
+		return;
+	case SIMGPU_PF_CMD_INVALIDATE:
+		s->inval_seq = simgpu_model_host_inval(vf->model);
+		simgpu_pf_wait(pf, n, s->args[0]);
+		return;
+	default:
+		simgpu_pf_done(pf, n, simgpu_cmd_now(pf, vf, s));
+	}
+}
+
+/* ---- PF registers --------------------------------------------------------- */
+
+static uint64_t simgpu_pf_vf_read(SimgpuPfState *pf, unsigned int n, hwaddr reg)
+{
+	SimgpuSlot *s = &pf->slot[n];
+	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
+	uint32_t p = s->profile;
+
+	if (reg >= SIMGPU_PF_VF_ARG0_LO && reg <= SIMGPU_PF_VF_ARG3_HI) {
+		uint64_t v = s->args[(reg - SIMGPU_PF_VF_ARG0_LO) / 8];
+
+		return reg & 4 ? v >> 32 : (uint32_t)v;
+	}
+	if (reg >= SIMGPU_PF_VF_KNOB(0) && reg < SIMGPU_PF_VF_KNOB(SIMGPU_PF_NR_KNOBS))
+		return vf ? simgpu_model_knob(vf->model, (reg - SIMGPU_PF_VF_KNOB(0)) / 4) : 0;
+	if (reg >= SIMGPU_PF_VF_STAT(0) && reg < SIMGPU_PF_VF_STAT(SIMGPU_PF_NR_STATS)) {
+		uint64_t v = vf ? simgpu_model_stat(vf->model, (reg - SIMGPU_PF_VF_STAT(0)) / 8) : 0;
+
+		return reg & 4 ? v >> 32 : (uint32_t)v;
+	}
+	switch (reg) {
+	case SIMGPU_PF_VF_CMD:
+		return s->cmd;
+	case SIMGPU_PF_VF_STATUS:
+		return s->status;
+	case SIMGPU_PF_VF_RESULT_LO:
+		return (uint32_t)s->result;
+	case SIMGPU_PF_VF_RESULT_HI:
+		return s->result >> 32;
+	case SIMGPU_PF_VF_PROFILE:
+		return p;
+	case SIMGPU_PF_VF_VRAM_LO:
+		return (uint32_t)simgpu_profiles[p].vram;
+	case SIMGPU_PF_VF_VRAM_HI:
+		return simgpu_profiles[p].vram >> 32;
+	case SIMGPU_PF_VF_QUEUES:
+		return simgpu_profiles[p].queues;
+	case SIMGPU_PF_VF_RESETS:
+		return vf ? vf->resets : 0;
+	case SIMGPU_PF_VF_STATE:
+		return !vf ? 0 : SIMGPU_PF_VF_STATE_ENABLED |
+		       (simgpu_model_paused(vf->model) ? SIMGPU_PF_VF_STATE_PAUSED : 0) |
+		       (vf->tracking ? SIMGPU_PF_VF_STATE_TRACKING : 0) |
+		       (vf->log.active ? SIMGPU_PF_VF_STATE_LOGGING : 0);
+	default:
+		return 0;
+	}
+}
+
+static uint32_t simgpu_pf_profiles(SimgpuPfState *pf)
+{
+	uint32_t p, mask = 0;
+
+	for (p = 0; p < SIMGPU_PF_NR_PROFILES; p++)
+		if (simgpu_profiles[p].vram <= pf->aperture)
+			mask |= 1U << p;
+	return mask;
+}
+
+static bool simgpu_pf_vfs_enabled(SimgpuPfState *pf)
+{
+	return pcie_sriov_num_vfs(PCI_DEVICE(pf)) &&
+	       (pci_get_word(PCI_DEVICE(pf)->config + SIMGPU_SRIOV_CAP + PCI_SRIOV_CTRL) &
+		PCI_SRIOV_CTRL_VFE);
+}
+
+static void simgpu_pf_vf_write(SimgpuPfState *pf, unsigned int n, hwaddr reg, uint32_t val)
+{
+	SimgpuSlot *s = &pf->slot[n];
+	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
+
+	if (reg >= SIMGPU_PF_VF_ARG0_LO && reg <= SIMGPU_PF_VF_ARG3_HI) {
+		uint64_t *a = &s->args[(reg - SIMGPU_PF_VF_ARG0_LO) / 8];
+
+		*a = reg & 4 ? deposit64(*a, 32, 32, val) : deposit64(*a, 0, 32, val);
+		return;
+	}
+	if (reg >= SIMGPU_PF_VF_KNOB(0) && reg < SIMGPU_PF_VF_KNOB(SIMGPU_PF_NR_KNOBS)) {
+		if (vf) {
+			simgpu_model_set_knob(vf->model, (reg - SIMGPU_PF_VF_KNOB(0)) / 4, val);
+			qemu_bh_schedule(vf->bh);
+		}
+		return;
+	}
+	if (reg == SIMGPU_PF_VF_CMD)
+		simgpu_pf_cmd(pf, n, val);
+	else if (reg == SIMGPU_PF_VF_PROFILE && !simgpu_pf_vfs_enabled(pf) &&
+		 val < SIMGPU_PF_NR_PROFILES && (simgpu_pf_profiles(pf) & (1U << val)))
+		s->profile = val;	/* anything else is ignored, as hardware does */
+}
+
+static uint64_t simgpu_pf_read(void *opaque, hwaddr addr, unsigned size)
+{
+	SimgpuPfState *pf = opaque;
+
+	if (addr >= SIMGPU_PF_VF_BASE) {
+		unsigned int n = (addr - SIMGPU_PF_VF_BASE) / SIMGPU_PF_VF_STRIDE;
+
+		return n < pf->total_vfs ?
+		       simgpu_pf_vf_read(pf, n, (addr - SIMGPU_PF_VF_BASE) % SIMGPU_PF_VF_STRIDE) : 0;
+	}
+	switch (addr) {
+	case SIMGPU_PF_REG_ID:
+		return SIMGPU_PF_ID_MAGIC;
+	case SIMGPU_PF_REG_VERSION:
+		return SIMGPU_PF_ABI_VERSION;
+	case SIMGPU_PF_REG_TOTAL_VFS:
+		return pf->total_vfs;
+	case SIMGPU_PF_REG_PROFILES:
+		return simgpu_pf_profiles(pf);
+	case SIMGPU_PF_REG_APERTURE_LO:
+		return (uint32_t)pf->aperture;
+	case SIMGPU_PF_REG_APERTURE_HI:
+		return pf->aperture >> 32;
+	case SIMGPU_PF_REG_INT_STATUS:
+		return pf->int_status;
+	case SIMGPU_PF_REG_INT_MASK:
+		return pf->int_mask;
+	case SIMGPU_PF_REG_BLOCK_SHIFT:
+		return SIMGPU_BLOCK_SHIFT;
+	case SIMGPU_PF_REG_ARCH_VERSION:
+		return simgpu_model_arch_version();
+	case SIMGPU_PF_REG_ARCH_SIZE:
+		return simgpu_model_arch_size();
+	case SIMGPU_PF_REG_LOG_RANGES:
+		return SIMGPU_LOG_RANGES;
+	case SIMGPU_PF_REG_LOG_PAGES:
+		return SIMGPU_LOG_PAGES;
+	case SIMGPU_PF_REG_XFER_MAX:
+		return SIMGPU_XFER_MAX;
+	default:
+		return 0;
+	}
+}
+
+static void simgpu_pf_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+{
+	SimgpuPfState *pf = opaque;
+
+	if (addr >= SIMGPU_PF_VF_BASE) {
+		unsigned int n = (addr - SIMGPU_PF_VF_BASE) / SIMGPU_PF_VF_STRIDE;
+
+		if (n < pf->total_vfs)
+			simgpu_pf_vf_write(pf, n, (addr - SIMGPU_PF_VF_BASE) % SIMGPU_PF_VF_STRIDE,
+					   val);
+		return;
+	}
+	if (addr == SIMGPU_PF_REG_INT_STATUS) {
+		pf->int_status &= ~val;
+	} else if (addr == SIMGPU_PF_REG_INT_MASK) {
+		pf->int_mask = val;
+		simgpu_pf_irq(pf);
+	}
+}
+
+static const MemoryRegionOps simgpu_pf_ops = {
+	.read = simgpu_pf_read,
+	.write = simgpu_pf_write,
+	.endianness = DEVICE_LITTLE_ENDIAN,
+	.valid = { .min_access_size = 4, .max_access_size = 4 },
+	.impl = { .min_access_size = 4, .max_access_size = 4 },
+};
+
+/* ---- the VF ------------------------------------------------------------- */
+
+static uint64_t simgpu_vf_read(void *opaque, hwaddr addr, unsigned size)
+{
+	SimgpuVfState *vf = opaque;
+
+	return vf->model ? simgpu_model_mmio_read(vf->model, addr) : 0;
+}
+
+static void simgpu_vf_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+{
+	SimgpuVfState *vf = opaque;
+
+	if (vf->model)
+		simgpu_model_mmio_write(vf->model, addr, val);
+}
+
+static const MemoryRegionOps simgpu_vf_ops = {
+	.read = simgpu_vf_read,
+	.write = simgpu_vf_write,
+	.endianness = DEVICE_LITTLE_ENDIAN,
+	.valid = { .min_access_size = 4, .max_access_size = 4 },
+	.impl = { .min_access_size = 4, .max_access_size = 4 },
+};
+
+/* SR-IOV enabled the VF: it gets the profile its PF slot holds. */
+static void simgpu_vf_enable(SimgpuVfState *vf)
+{
+	SimgpuPfState *pf = simgpu_vf_pf(vf);
+	uint32_t p = pf->slot[simgpu_vf_index(vf)].profile;
+
+	vf->vram_size = simgpu_profiles[p].vram;
+	vf->queues = simgpu_profiles[p].queues;
+	vf->nr_blocks = DIV_ROUND_UP(vf->vram_size, SIMGPU_BLOCK_SIZE);
+	vf->vdirty = bitmap_new(vf->nr_blocks);
+	vf->populated = bitmap_new(vf->nr_blocks);
+	vf->model = simgpu_model_new(&simgpu_env, vf, vf->queues, vf->vram_size);
+	vf->resets = 0;
+	simgpu_vf_scrub(vf);
+}
+
+static void simgpu_vf_disable(SimgpuVfState *vf)
+{
+	SimgpuPfState *pf = simgpu_vf_pf(vf);
+	SimgpuSlot *s = &pf->slot[simgpu_vf_index(vf)];
+
+	if (!vf->model)
+		return;
+	if (s->status & SIMGPU_PF_STATUS_BUSY)
+		simgpu_pf_done(pf, simgpu_vf_index(vf), SIMGPU_PF_ERR_DISABLED);
+	qemu_bh_cancel(vf->bh);
+	timer_del(vf->timer);
+	simgpu_log_stop(&vf->log);
+	simgpu_model_free(vf->model);
+	vf->model = NULL;
+	g_free(vf->vdirty);
+	g_free(vf->populated);
+	vf->vdirty = NULL;
+	vf->populated = NULL;
+	ram_block_discard_range(vf->vram.ram_block, 0, memory_region_size(&vf->vram));
+}
+
+/*
+ * Reset: SR-IOV enabling or disabling the VF, or a function-level reset.
+ * An FLR resets the function (registers, queues, translations) and ends
+ * its pending PF command; VRAM, its dirty bits and the DMA log belong to
+ * the PF and survive, so a migration driver loses nothing it tracked.
+ */
+static void simgpu_vf_reset_hold(Object *obj, ResetType type)
+{
+	SimgpuVfState *vf = SIMGPU_VF(obj);
+	PCIDevice *d = PCI_DEVICE(obj);
+	SimgpuPfState *pf = simgpu_vf_pf(vf);
+	unsigned int n = simgpu_vf_index(vf);
+
+	if (!d->enabled) {
+		simgpu_vf_disable(vf);
+		return;
+	}
+	if (!vf->model) {
+		simgpu_vf_enable(vf);
+		return;
+	}
+	vf->resets++;
+	if (pf->slot[n].status & SIMGPU_PF_STATUS_BUSY) {
+		simgpu_model_host_inval_end(vf->model, pf->slot[n].inval_seq);
+		simgpu_pf_done(pf, n, SIMGPU_PF_ERR_RESET);
+	}
+	qemu_bh_cancel(vf->bh);
+	timer_del(vf->timer);
+	simgpu_model_reset(vf->model);
+}
+
+static void simgpu_vf_write_config(PCIDevice *d, uint32_t addr, uint32_t val, int len)
+{
+	pci_default_write_config(d, addr, val, len);
+	pcie_cap_flr_write_config(d, addr, val, len);
+}
+
+static void simgpu_vf_realize(PCIDevice *d, Error **errp)
+{
+	SimgpuVfState *vf = SIMGPU_VF(d);
+	SimgpuPfState *pf = SIMGPU_PF(pcie_sriov_get_pf(d));
+
+	d->config_write = simgpu_vf_write_config;
+	pci_config_set_revision(d->config, SIMGPU_ABI_VERSION);
+	memory_region_init_io(&vf->regs, OBJECT(vf), &simgpu_vf_ops, vf, "simgpu-vf-regs",
+			      SIMGPU_BAR0_SIZE);
+	pcie_sriov_vf_register_bar(d, SIMGPU_VF_BAR_REGS, &vf->regs);
+	memory_region_init(&vf->msix, OBJECT(vf), "simgpu-vf-msix", SIMGPU_VF_MSIX_SIZE);
+	pcie_sriov_vf_register_bar(d, SIMGPU_VF_BAR_MSIX, &vf->msix);
+	if (!memory_region_init_ram(&vf->vram, OBJECT(vf), "simgpu-vf-vram", pf->aperture,
+				    errp))
+		return;
+	pcie_sriov_vf_register_bar(d, SIMGPU_VF_BAR_VRAM, &vf->vram);
+	/* Always logged, so no write to VRAM goes unseen (simgpu_vf_sync_vram()). */
+	memory_region_set_log(&vf->vram, true, DIRTY_MEMORY_VGA);
+	if (msix_init(d, SIMGPU_VF_MSIX_VECTORS, &vf->msix, SIMGPU_VF_BAR_MSIX, 0, &vf->msix,
+		      SIMGPU_VF_BAR_MSIX, SIMGPU_VF_MSIX_PBA, 0x70, errp))
+		return;
+	msix_vector_use(d, 0);
+	if (pcie_endpoint_cap_init(d, 0x80) < 0) {
+		error_setg(errp, "simgpu-vf: no room for the PCIe capability");
+		return;
+	}
+	pcie_cap_flr_init(d);
+	vf->bh = qemu_bh_new_guarded(simgpu_vf_run, vf, &DEVICE(vf)->mem_reentrancy_guard);
+	vf->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, simgpu_vf_run, vf);
+}
+
+static void simgpu_vf_exit(PCIDevice *d)
+{
+	SimgpuVfState *vf = SIMGPU_VF(d);
+
+	simgpu_vf_disable(vf);
+	qemu_bh_delete(vf->bh);
+	timer_free(vf->timer);
+	msix_unuse_all_vectors(d);
+	msix_uninit(d, &vf->msix, &vf->msix);
+	pcie_cap_exit(d);
+}
+
+/* ---- the PF --------------------------------------------------------------- */
+
+static void simgpu_pf_realize(PCIDevice *d, Error **errp)
+{
+	SimgpuPfState *pf = SIMGPU_PF(d);
+	unsigned int n;
+
+	if (!pf->total_vfs || pf->total_vfs > SIMGPU_VFS_NOARI) {
+		error_setg(errp, "simgpu-pf: total-vfs must be 1..%d", SIMGPU_VFS_NOARI);
+		return;
+	}
+	if (pf->aperture < simgpu_profiles[0].vram || !is_power_of_2(pf->aperture)) {
+		error_setg(errp, "simgpu-pf: aperture must be a power of 2, at least 64M");
+		return;
+	}
+	pci_config_set_revision(d->config, SIMGPU_PF_ABI_VERSION);
+	memory_region_init_io(&pf->regs, OBJECT(pf), &simgpu_pf_ops, pf, "simgpu-pf-regs",
+			      SIMGPU_PF_BAR0_SIZE);
+	pci_register_bar(d, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &pf->regs);
+	if (msi_init(d, 0x50, 1, true, false, errp))
+		return;
+	if (pcie_endpoint_cap_init(d, 0x80) < 0) {
+		error_setg(errp, "simgpu-pf: no room for the PCIe capability");
+		return;
+	}
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
+		pf->slot[n].pf = pf;
+		pf->slot[n].n = n;
+		pf->slot[n].timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, simgpu_pf_deadline,
+						 &pf->slot[n]);
+	}
+	/*
+	 * QEMU 10 realizes the VFs inside pcie_sriov_pf_init(), and they read
+	 * their BAR types from here: set before, or a 64-bit BAR is registered
+	 * as 32-bit and truncated.
+	 */
+	d->exp.sriov_pf.vf_bar_type[SIMGPU_VF_BAR_REGS] = PCI_BASE_ADDRESS_SPACE_MEMORY;
+	d->exp.sriov_pf.vf_bar_type[SIMGPU_VF_BAR_MSIX] = PCI_BASE_ADDRESS_SPACE_MEMORY;
+	d->exp.sriov_pf.vf_bar_type[SIMGPU_VF_BAR_VRAM] = PCI_BASE_ADDRESS_SPACE_MEMORY |
+							  PCI_BASE_ADDRESS_MEM_TYPE_64 |
+							  PCI_BASE_ADDRESS_MEM_PREFETCH;
+	if (!pcie_sriov_pf_init(d, SIMGPU_SRIOV_CAP, TYPE_SIMGPU_VF, SIMGPU_PCI_DEVICE_ID,
+				pf->total_vfs, pf->total_vfs, SIMGPU_VF_OFFSET,
+				SIMGPU_VF_STRIDE, errp))
+		return;
+	pcie_sriov_pf_init_vf_bar(d, SIMGPU_VF_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+				  SIMGPU_BAR0_SIZE);
+	pcie_sriov_pf_init_vf_bar(d, SIMGPU_VF_BAR_MSIX, PCI_BASE_ADDRESS_SPACE_MEMORY,
+				  SIMGPU_VF_MSIX_SIZE);
+	pcie_sriov_pf_init_vf_bar(d, SIMGPU_VF_BAR_VRAM,
+				  d->exp.sriov_pf.vf_bar_type[SIMGPU_VF_BAR_VRAM], pf->aperture);
+}
+
+static void simgpu_pf_exit(PCIDevice *d)
+{
+	SimgpuPfState *pf = SIMGPU_PF(d);
+	unsigned int n;
+
+	pcie_sriov_pf_exit(d);
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
+		timer_free(pf->slot[n].timer);
+	pcie_cap_exit(d);
+	msi_uninit(d);
+}
+
+static void simgpu_pf_reset_hold(Object *obj, ResetType type)
+{
+	SimgpuPfState *pf = SIMGPU_PF(obj);
+	unsigned int n;
+
+	pcie_sriov_pf_reset(PCI_DEVICE(obj));
+	pf->int_status = 0;
+	pf->int_mask = 0;
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
+		timer_del(pf->slot[n].timer);
+		pf->slot[n].status = 0;
+		pf->slot[n].cmd = 0;
+	}
+}
+
+/* This hardware exists for tests: the VM it lives in does not migrate. */
+static const VMStateDescription simgpu_vmstate = {
+	.name = "simgpu-pci",
+	.unmigratable = 1,
+};
+
+static const Property simgpu_pf_props[] = {
+	DEFINE_PROP_UINT32("total-vfs", SimgpuPfState, total_vfs, 4),
+	DEFINE_PROP_SIZE("aperture", SimgpuPfState, aperture, 256 * MiB),
+};
+
+static void simgpu_pf_class_init(ObjectClass *klass, void *data)
+{
+	DeviceClass *dc = DEVICE_CLASS(klass);
+	PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+	ResettableClass *rc = RESETTABLE_CLASS(klass);
+
+	k->realize = simgpu_pf_realize;
+	k->exit = simgpu_pf_exit;
+	k->vendor_id = SIMGPU_PF_VENDOR_ID;
+	k->device_id = SIMGPU_PF_DEVICE_ID;
+	k->class_id = SIMGPU_PF_CLASS >> 8;
+	k->subsystem_vendor_id = SIMGPU_PF_VENDOR_ID;
+	k->subsystem_id = SIMGPU_PF_DEVICE_ID;
+	rc->phases.hold = simgpu_pf_reset_hold;
+	dc->desc = "simgpu-pci physical function (gpumig test hardware)";
+	dc->vmsd = &simgpu_vmstate;
+	device_class_set_props(dc, simgpu_pf_props);
+	set_bit(DEVICE_CATEGORY_DISPLAY, dc->categories);
+}
+
+static void simgpu_vf_class_init(ObjectClass *klass, void *data)
+{
+	DeviceClass *dc = DEVICE_CLASS(klass);
+	PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+	ResettableClass *rc = RESETTABLE_CLASS(klass);
+
+	k->realize = simgpu_vf_realize;
+	k->exit = simgpu_vf_exit;
+	k->vendor_id = SIMGPU_PCI_VENDOR_ID;
+	k->device_id = SIMGPU_PCI_DEVICE_ID;
+	k->class_id = SIMGPU_PCI_CLASS >> 8;
+	k->subsystem_vendor_id = SIMGPU_PCI_VENDOR_ID;
+	k->subsystem_id = SIMGPU_PCI_DEVICE_ID;
+	rc->phases.hold = simgpu_vf_reset_hold;
+	dc->desc = "simgpu-pci virtual function (gpumig test hardware)";
+	dc->vmsd = &simgpu_vmstate;
+	dc->user_creatable = false;
+	set_bit(DEVICE_CATEGORY_DISPLAY, dc->categories);
+}
+
+static const TypeInfo simgpu_types[] = {
+	{
+		.name = TYPE_SIMGPU_PF,
+		.parent = TYPE_PCI_DEVICE,
+		.instance_size = sizeof(SimgpuPfState),
+		.class_init = simgpu_pf_class_init,
+		.interfaces = (InterfaceInfo[]) { { INTERFACE_PCIE_DEVICE }, { } },
+	},
+	{
+		.name = TYPE_SIMGPU_VF,
+		.parent = TYPE_PCI_DEVICE,
+		.instance_size = sizeof(SimgpuVfState),
+		.class_init = simgpu_vf_class_init,
+		.interfaces = (InterfaceInfo[]) { { INTERFACE_PCIE_DEVICE }, { } },
+	},
+};
+
+DEFINE_TYPES(simgpu_types)
