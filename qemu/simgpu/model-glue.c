@@ -50,6 +50,11 @@ void simgpu_model_reset(struct simgpu_model *m)
 	simgpu_core_reset(&m->core);
 }
 
+void simgpu_model_clear_stats(struct simgpu_model *m)
+{
+	simgpu_core_clear_stats(&m->core);
+}
+
 uint32_t simgpu_model_mmio_read(struct simgpu_model *m, uint32_t offset)
 {
 	return simgpu_mmio_read(&m->core, offset);
@@ -182,10 +187,7 @@ uint64_t simgpu_model_stat(struct simgpu_model *m, unsigned int i)
 	return i < SIMGPU_PF_NR_STATS ? v[i] : 0;
 }
 
-/* Work that becomes runnable with time rather than with a doorbell. */
 bool simgpu_model_timed_work(struct simgpu_model *m)
 {
-	const struct simgpu_knobs *k = &m->core.knobs;
-
-	return k->kernel_step_us || k->ack_delay_ms || k->dirty_rate;
+	return simgpu_core_timed_work(&m->core);
 }

@@ -810,6 +810,8 @@ static void simgpu_vf_reset_hold(Object *obj, ResetType type)
 	qemu_bh_cancel(vf->bh);
 	timer_del(vf->timer);
 	simgpu_model_reset(vf->model);
+	/* A VMM resets the function when a tenant opens it: a new session. */
+	simgpu_model_clear_stats(vf->model);
 }
 
 static void simgpu_vf_write_config(PCIDevice *d, uint32_t addr, uint32_t val, int len)

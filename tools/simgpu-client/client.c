@@ -77,9 +77,13 @@ void *sysbuf(struct gpu *g, uint64_t va, size_t len, uint64_t *iova)
 /*
  * The scenarios, in the order they run.  Flags: RUN_DEFAULT, run when no
  * -s list is given; NEEDS_DST, needs a second instance (-d) of the same
- * type, or of another type for "incompatible".
+ * type, or of another type for "incompatible"; NEEDS_MIGRATION, needs the
+ * device to offer VFIO migration (on one that does not, such as a VF on
+ * plain vfio-pci, the scenario checks that migration is refused and is
+ * skipped); NEEDS_SCRUB, needs a driver that scrubs the device between
+ * tenants (plain vfio-pci does not: skipped there).
  */
-enum { RUN_DEFAULT = 1, NEEDS_DST = 2 };
+enum { RUN_DEFAULT = 1, NEEDS_DST = 2, NEEDS_MIGRATION = 4, NEEDS_SCRUB = 8 };
 
 static const struct scenario {
 	const char *name;
@@ -96,24 +100,24 @@ static const struct scenario {
 	{ "bad_args", t_bad_args, RUN_DEFAULT },
 	{ "inval_storm", t_inval_storm, RUN_DEFAULT },
 	{ "reset_busy", t_reset_busy, RUN_DEFAULT },
-	{ "scrub", t_scrub, RUN_DEFAULT },
+	{ "scrub", t_scrub, RUN_DEFAULT | NEEDS_SCRUB },
 	{ "ack_knobs", t_ack_knobs, RUN_DEFAULT },
 	{ "preempt", t_preempt, RUN_DEFAULT },
 	{ "workload", t_workload, RUN_DEFAULT },
-	{ "dma_logging", t_dma_logging, RUN_DEFAULT },
-	{ "dma_log_race", t_dma_log_race, RUN_DEFAULT },
-	{ "dma_log_lifecycle", t_dma_log_lifecycle, RUN_DEFAULT },
-	{ "dirty_precopy", t_dirty_precopy, NEEDS_DST },
-	{ "migrate", t_migrate, NEEDS_DST },
-	{ "incompatible", t_incompatible, NEEDS_DST },
-	{ "stop_fails", t_stop_fails, RUN_DEFAULT },
-	{ "reset_precopy", t_reset_precopy, RUN_DEFAULT },
-	{ "close_mid_migration", t_close_mid_migration, RUN_DEFAULT },
-	{ "hostile", t_hostile, NEEDS_DST },
-	{ "pingpong", t_pingpong, NEEDS_DST },
-	{ "quarantine", t_quarantine, RUN_DEFAULT },
+	{ "dma_logging", t_dma_logging, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "dma_log_race", t_dma_log_race, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "dma_log_lifecycle", t_dma_log_lifecycle, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "dirty_precopy", t_dirty_precopy, NEEDS_DST | NEEDS_MIGRATION },
+	{ "migrate", t_migrate, NEEDS_DST | NEEDS_MIGRATION },
+	{ "incompatible", t_incompatible, NEEDS_DST | NEEDS_MIGRATION },
+	{ "stop_fails", t_stop_fails, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "reset_precopy", t_reset_precopy, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "close_mid_migration", t_close_mid_migration, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "hostile", t_hostile, NEEDS_DST | NEEDS_MIGRATION },
+	{ "pingpong", t_pingpong, NEEDS_DST | NEEDS_MIGRATION },
+	{ "quarantine", t_quarantine, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "remove_open", t_remove_open, 0 },	/* destroys the instance */
-	{ "bench_dirty", t_bench_dirty, 0 },	/* the benchmark, not a test */
+	{ "bench_dirty", t_bench_dirty, NEEDS_MIGRATION },	/* the benchmark, not a test */
 };
 
 #define NR_SCENARIOS ARRAY_SIZE(scenarios)
@@ -154,6 +158,20 @@ static void scenario_cleanup(const char *name, bool failed)
 		printf("    # %s: cleanup lifted a quarantine it caused\n", name);
 }
 
+#define SKIP 1
+
+/* A device that offers no migration refuses a state change, cleanly. */
+static int migration_refused(struct gpu *g)
+{
+	int ret = mig_set(g, VFIO_DEVICE_STATE_STOP, NULL);
+
+	CHECK(ret == -ENOTTY, "no migration offered, yet a state change gave %d", ret);
+	snprintf(fail_msg, sizeof(fail_msg), "the device offers no VFIO migration (%s), and refuses it",
+		 g->driver[0] ? g->driver : "mdev");
+	return SKIP;
+}
+
+/* 0 passed, SKIP skipped (fail_msg says why), else failed. */
 static int run(const struct scenario *sc, const char *dev)
 {
 	struct gpu g;
@@ -164,8 +182,17 @@ static int run(const struct scenario *sc, const char *dev)
 		return fail("needs a destination (-d)");
 	if (gpu_open(&g, dev))
 		return fail("cannot open %s", dev);
-	ret = sc->fn(&g);
-	scenario_cleanup(sc->name, ret);
+	if (sc->flags & NEEDS_MIGRATION && !g.migration) {
+		ret = migration_refused(&g);
+	} else if (sc->flags & NEEDS_SCRUB && !strcmp(g.driver, "vfio-pci")) {
+		snprintf(fail_msg, sizeof(fail_msg),
+			 "plain vfio-pci does not scrub a VF between tenants");
+		ret = SKIP;
+	} else {
+		ret = sc->fn(&g);
+	}
+	gpu_close(&g);
+	scenario_cleanup(sc->name, ret < 0);
 	return ret;
 }
 
@@ -179,7 +206,7 @@ int main(int argc, char **argv)
 {
 	const char *list = NULL, *suite = "simgpu";
 	unsigned int i, n = 0, failed = 0;
-	int opt;
+	int opt, ret;
 
 	while ((opt = getopt(argc, argv, "s:n:d:l")) != -1) {
 		switch (opt) {
@@ -213,7 +240,10 @@ int main(int argc, char **argv)
 		if (!selected(list, &scenarios[i]))
 			continue;
 		n++;
-		if (run(&scenarios[i], argv[optind])) {
+		ret = run(&scenarios[i], argv[optind]);
+		if (ret == SKIP) {
+			printf("    ok %u %s # SKIP %s\n", n, scenarios[i].name, fail_msg);
+		} else if (ret) {
 			failed++;
 			printf("    # %s: %s\n    not ok %u %s\n",
 			       scenarios[i].name, fail_msg, n,

@@ -216,6 +216,21 @@ const char *dev_sysdir(const char *name)
 	return NULL;
 }
 
+/* The driver a PCI function is bound to, or "". */
+void dev_driver(const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	ssize_t n;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", name);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n > 0) {
+		link[n] = 0;
+		snprintf(buf, len, "%s", strrchr(link, '/') + 1);
+	}
+}
+
 /* Test knobs: simgpu's debugfs for an mdev, the PF driver's for a VF. */
 const char *knob_dir(const char *name)
 {
@@ -277,6 +292,7 @@ static int regions_map(struct gpu *g)
 	if (ioctl(g->fd, VFIO_DEVICE_GET_REGION_INFO, &ri))
 		return -1;
 	g->cfg_off = ri.offset;
+	g->cfg_size = ri.size;
 	ri.index = VFIO_PCI_BAR0_REGION_INDEX;
 	ri.argsz = sizeof(ri);
 	if (ioctl(g->fd, VFIO_DEVICE_GET_REGION_INFO, &ri) || ri.size != SIMGPU_BAR0_SIZE)
@@ -338,6 +354,10 @@ int gpu_open(struct gpu *g, const char *name)
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	if (group_open(g) || regions_map(g) || irqs_wire(g))
 		goto err;
+	g->migration = !gpu_feature(g, VFIO_DEVICE_FEATURE_PROBE | VFIO_DEVICE_FEATURE_GET |
+				    VFIO_DEVICE_FEATURE_MIGRATION, NULL, 0);
+	if (g->pci)
+		dev_driver(name, g->driver, sizeof(g->driver));
 	g->nr_queues = rd(g, SIMGPU_REG_NUM_QUEUES);
 	g->vram = rd(g, SIMGPU_REG_VRAM_SIZE_LO) | (uint64_t)rd(g, SIMGPU_REG_VRAM_SIZE_HI) << 32;
 	if (!g->pci && (read_attr(name, "simgpu/queues", val, sizeof(val)) ||

@@ -26,10 +26,12 @@ struct gpu_queue {
 
 struct gpu {
 	char name[64];		/* mdev UUID or PCI address */
-	bool pci;		/* a PCI function bound to vfio-pci */
+	bool pci;		/* a PCI function, not an mdev */
+	char driver[32];	/* a PCI function's driver: vfio-pci or a variant */
+	bool migration;		/* the device offers VFIO migration */
 	uint32_t irq_index;	/* VFIO_PCI_MSI_IRQ_INDEX or _MSIX_ */
 	int container, group, fd;
-	uint64_t cfg_off, bar_off;
+	uint64_t cfg_off, cfg_size, bar_off;
 	int msi_efd, req_efd;
 	uint8_t *mem;		/* guest memory, GUEST_SIZE bytes at GUEST_IOVA */
 	uint64_t next;		/* bump allocator, IOVA */
@@ -48,6 +50,7 @@ void data_fds_close(void);
 void knobs_restore(void);
 int unquarantine_all(void);
 const char *dev_sysdir(const char *name);
+void dev_driver(const char *name, char *buf, size_t len);
 const char *knob_dir(const char *name);
 int read_attr(const char *name, const char *attr, char *buf, size_t len);
 uint32_t rd(struct gpu *g, uint32_t reg);

@@ -298,7 +298,7 @@ struct pci_driver simgpu_pf_driver = {
 	.probe = simgpu_pf_probe,
 	.remove = simgpu_pf_remove,
 	.sriov_configure = simgpu_pf_sriov_configure,
-	.driver.dev_groups = simgpu_pf_groups,
+	.dev_groups = simgpu_pf_groups,
 };
 
 static int __init simgpu_pf_init(void)

@@ -448,6 +448,17 @@ static void simgpu_reset_locked(struct simgpu_core *core)
 }
 
 /**
+ * simgpu_core_clear_stats() - counters start again, for a new session
+ * @core: device
+ */
+void simgpu_core_clear_stats(struct simgpu_core *core)
+{
+	mutex_lock(&core->lock);
+	memset(&core->stats, 0, sizeof(core->stats));
+	mutex_unlock(&core->lock);
+}
+
+/**
  * simgpu_core_reset() - function-level reset
  * @core: device
  *
@@ -749,6 +760,21 @@ void simgpu_core_destroy(struct simgpu_core *core)
 	mutex_destroy(&core->lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_destroy);
+
+/**
+ * simgpu_core_timed_work() - will work become runnable with time alone?
+ * @core: device
+ *
+ * Return: true when a knob makes steps wait for a clock (kernel steps,
+ * late acknowledgments, the background writer), so the processor's host
+ * should come back on a timer rather than wait for a kick.
+ */
+bool simgpu_core_timed_work(struct simgpu_core *core)
+{
+	return READ_ONCE(core->knobs.kernel_step_us) ||
+	       READ_ONCE(core->knobs.ack_delay_ms) ||
+	       READ_ONCE(core->knobs.dirty_rate);
+}
 
 /* ---- what a host drives for migration --------------------------------- */
 

@@ -108,14 +108,6 @@ static bool simgpu_woken(struct simgpu_proc *p)
 	return atomic_read(&p->kick) || kthread_should_stop();
 }
 
-/* Work that becomes runnable with time rather than with a doorbell. */
-static bool simgpu_timed_work(struct simgpu_core *core)
-{
-	return READ_ONCE(core->knobs.kernel_step_us) ||
-	       READ_ONCE(core->knobs.ack_delay_ms) ||
-	       READ_ONCE(core->knobs.dirty_rate);
-}
-
 static int simgpu_thread(void *data)
 {
 	struct simgpu_proc *p = data;
@@ -131,7 +123,7 @@ static int simgpu_thread(void *data)
 			usleep_range(throttle, throttle + throttle / 8 + 1);
 		if (more) {
 			/* Waiting for a timed step: do not spin. */
-			if (simgpu_timed_work(core))
+			if (simgpu_core_timed_work(core))
 				wait_event_interruptible_timeout(p->wq, simgpu_woken(p),
 								 usecs_to_jiffies(500));
 			cond_resched();

@@ -249,10 +249,12 @@ int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 		     void *ctx, u32 nr_queues, u64 vram_size);
 void simgpu_core_destroy(struct simgpu_core *core);
 void simgpu_core_reset(struct simgpu_core *core);
+void simgpu_core_clear_stats(struct simgpu_core *core);
 u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset);
 void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val);
 bool simgpu_core_run(struct simgpu_core *core, unsigned int budget);
 bool simgpu_core_idle(struct simgpu_core *core);
+bool simgpu_core_timed_work(struct simgpu_core *core);
 u32 simgpu_cmd_check(const struct simgpu_cmd_state *c);
 u32 simgpu_kernel_word(u32 w, u32 key, u32 iteration);
 bool simgpu_core_pause(struct simgpu_core *core, bool drain);

@@ -80,9 +80,7 @@ static int simgpu_open_device(struct vfio_device *vdev)
 		return ret;
 	simgpu_reset(sdev);
 	/* Counters describe the current tenant's session. */
-	mutex_lock(&sdev->core.lock);
-	memset(&sdev->core.stats, 0, sizeof(sdev->core.stats));
-	mutex_unlock(&sdev->core.lock);
+	simgpu_core_clear_stats(&sdev->core);
 	return simgpu_proc_start(&sdev->proc, dev_name(vdev->dev));
 }
 
