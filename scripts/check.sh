@@ -5,7 +5,7 @@
 #
 #   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N]
 #
-# Steps: deps kernels static dkms debug-vm distro-vm fuzz; and, only when
+# Steps: deps kernels qemu static dkms debug-vm pci-vm distro-vm fuzz; and, only when
 # named, kunit: the KUnit suites alone in the debug kernel (all, or those
 # of KUNIT_MODULES, e.g. "gpumig_mig_kunit"; debug-vm runs them too).  Each result is a
 # line in build/results/checks.tsv or a KTAP file under build/results; the
@@ -125,7 +125,7 @@ if want deps; then
 fi
 
 DEBUG_KDIR="" NEWEST_KDIR=""
-if want kernels || want static || want debug-vm || want distro-vm || named kunit; then
+if want kernels || want static || want debug-vm || want distro-vm || want pci-vm || named kunit; then
 	t0=$(date +%s)
 	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
 		record "debug kernel 6.12 (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
@@ -144,6 +144,17 @@ if want kernels || want static; then
 	fi
 fi
 
+QEMU_BIN=""
+if want qemu || want pci-vm; then
+	t0=$(date +%s)
+	if QEMU_BIN=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$RES/qemu-build.log"); then
+		record "QEMU 10.0.2 with simgpu-pci built" pass $(($(date +%s) - t0))
+	else
+		record "QEMU 10.0.2 with simgpu-pci built" FAIL $(($(date +%s) - t0)) "see build/results/qemu-build.log"
+		QEMU_BIN=""
+	fi
+fi
+
 if want static; then
 	if [ -n "$DEBUG_KDIR" ]; then
 		run_check "checkpatch --strict" checkpatch "$DEBUG_KDIR"
@@ -156,7 +167,7 @@ if want static; then
 fi
 
 TOOLS=$BUILD/tools
-if (want debug-vm || want distro-vm) && [ -n "$DEBUG_KDIR" ]; then
+if (want debug-vm || want distro-vm || want pci-vm) && [ -n "$DEBUG_KDIR" ]; then
 	run_check "build the userspace VFIO client" client_build "$DEBUG_KDIR"
 fi
 
@@ -170,6 +181,19 @@ if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 		"$DEBUG_KDIR"
 	run_check "debug VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
 		log_clean "$RES/debug"
+fi
+
+if want pci-vm && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
+	# Built by the debug-vm step when it ran; otherwise build them here.
+	[ -f "$BUILD/debug/simgpu-pf.ko" ] ||
+		build_clean debug "$DEBUG_KDIR" >"$RES/build-pci-vm.log" 2>&1
+	VM_MEMORY=3G run_check "PCI VM (simgpu-pci): boot, PF, VFs, services, client on VFs" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/pci" --qemu "$QEMU_BIN" \
+		--append "intel_iommu=on" --qemu-opts "$SIMGPU_PCI_QEMU_OPTS" -- \
+		"$GPUMIG_TOP/scripts/guest/run.sh" pci "$RES/pci" "$BUILD/debug" "$TOOLS" \
+		"$DEBUG_KDIR"
+	run_check "PCI VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
+		log_clean "$RES/pci"
 fi
 
 if named kunit && [ -n "$DEBUG_KDIR" ]; then

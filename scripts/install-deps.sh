@@ -15,10 +15,11 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 stamp=/var/lib/gpumig-deps.stamp
-want_rev=4
+want_rev=5
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_rev" ] &&
    [ -d "/lib/modules/$KVER_DISTRO/build" ] && command -v vng >/dev/null &&
-   command -v sparse >/dev/null && ls /usr/src/linux-source-6.12.tar.* >/dev/null 2>&1; then
+   command -v sparse >/dev/null && command -v meson >/dev/null &&
+   ls /usr/src/linux-source-6.12.tar.* >/dev/null 2>&1; then
 	echo "install-deps: already done"
 	exit 0
 fi
@@ -35,6 +36,17 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 Types: deb
 URIs: http://deb.debian.org/debian
 Suites: trixie trixie-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+# QEMU's source (for simgpu-pci, scripts/qemu.sh): Debian's tarball.
+srcs=/etc/apt/sources.list.d/gpumig-src.sources
+if [ ! -f "$srcs" ]; then
+	$SUDO tee "$srcs" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
@@ -63,7 +75,10 @@ apt_install build-essential bc bison flex libelf-dev libssl-dev dwarves cpio \
 	gcc-multilib clang libclang-rt-14-dev lld xz-utils zstd \
 	"linux-image-${KVER_DISTRO}-unsigned" "linux-headers-${KVER_DISTRO}" \
 	linux-source-6.12
-apt_install -t bookworm-backports qemu-system-x86
+apt_install -t bookworm-backports qemu-system-x86 meson python3-pycotap
+# Building QEMU with simgpu-pci (scripts/qemu.sh).
+apt_install libglib2.0-dev libpixman-1-dev libslirp-dev ninja-build pkg-config \
+	zlib1g-dev libattr1-dev libcap-ng-dev dpkg-dev
 # virtme-ng (arch all); its dependencies all come from bookworm.
 apt_install virtme-ng/trixie
 apt_install linux-source-7.3/trixie-backports

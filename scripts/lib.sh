@@ -54,6 +54,12 @@ kernel_tree() {
 debug_kdir() { kernel_tree 6.12 "$GPUMIG_TOP/scripts/kconfig/debug.config" full; }
 newest_kdir() { kernel_tree 7.3 "$GPUMIG_TOP/scripts/kconfig/debug.config" prepare; }
 
+# The PCI test VM's hardware: an IOMMU with interrupt remapping and a
+# simgpu-pci PF behind a root port whose prefetchable window holds the VFs'
+# VRAM apertures (4 x 256 MiB); firmware comes from Debian's packages.
+SIMGPU_PCI_QEMU_OPTS="-L /usr/share/seabios -L /usr/share/qemu -device intel-iommu,intremap=on \
+-device pcie-root-port,id=rp1,chassis=1,pref64-reserve=2G -device simgpu-pf,bus=rp1"
+
 BUILD=$GPUMIG_TOP/build
 SRC_FILES="Kbuild Makefile dkms.conf include drivers kunit"
 

@@ -4,7 +4,7 @@
 # Boot KERNEL (a bzImage, or a built kernel tree) with virtme-ng under
 # emulation, run a command inside, and bring back what it wrote to OUT.
 #
-#   scripts/vm.sh KERNEL OUT [--append ARGS] [--qemu-opts OPTS] -- CMD...
+#   scripts/vm.sh KERNEL OUT [--append ARGS] [--qemu-opts OPTS] [--qemu PATH] -- CMD...
 #
 # The guest sees the host's root filesystem read-only (with throw-away
 # overlays on /etc, /tmp, /var...) and OUT writable.  OUT is given to vng as
@@ -17,11 +17,12 @@ set -euo pipefail
 
 kernel=$1 out=$2
 shift 2
-append="" qopts=""
+append="" qopts="" qemu=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--append) append=$2; shift 2 ;;
 	--qemu-opts) qopts=$2; shift 2 ;;
+	--qemu) qemu=$2; shift 2 ;;
 	--) shift; break ;;
 	*) die "vm.sh: unknown option $1" ;;
 	esac
@@ -35,6 +36,7 @@ args=(-r "$kernel" --disable-kvm --disable-microvm --memory "${VM_MEMORY:-2G}" -
       "--rwdir=$out=$out")
 [ -n "$append" ] && args+=(--append "$append")
 [ -n "$qopts" ] && args+=(--qemu-opts="$qopts")
+[ -n "$qemu" ] && args+=(--qemu "$qemu")
 
 log "vm: booting $(basename "$kernel") for: $*"
 set +e

@@ -101,6 +101,7 @@ struct SimgpuVfState {
 	uint32_t resets;
 	QEMUBH *bh;
 	QEMUTimer *timer;
+	int64_t not_before;		/* the throttle's pause ends */
 	bool tracking;
 	uint64_t nr_blocks;
 	unsigned long *vdirty;		/* blocks written since the last VRAM_DIRTY */
@@ -224,17 +225,28 @@ static const struct simgpu_model_env simgpu_env = {
 	.stepped = simgpu_env_stepped,
 };
 
-/* The processor: a pass per bottom half or timer, as long as work remains. */
+/*
+ * The processor: a pass per bottom half or timer, as long as work remains.
+ * With the throttle knob, a pause follows every pass, kick or not, as the
+ * kernel's processor thread sleeps after each.
+ */
 static void simgpu_vf_run(void *opaque)
 {
 	SimgpuVfState *vf = opaque;
+	int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), delay_ns;
 	uint32_t throttle;
-	int64_t delay_ns;
+	bool more;
 
 	if (!vf->model)
 		return;
+	if (now < vf->not_before) {
+		timer_mod(vf->timer, vf->not_before);
+		return;
+	}
 	throttle = simgpu_model_knob(vf->model, SIMGPU_PF_KNOB_THROTTLE_US);
-	if (!simgpu_model_run(vf->model, throttle ? 1 : 16))
+	more = simgpu_model_run(vf->model, throttle ? 1 : 16);
+	vf->not_before = now + throttle * 1000LL;
+	if (!more)
 		return;
 	if (throttle)
 		delay_ns = throttle * 1000LL;
@@ -242,7 +254,7 @@ static void simgpu_vf_run(void *opaque)
 		delay_ns = 500 * 1000LL;	/* a timed step: do not spin */
 	else
 		delay_ns = 10 * 1000LL;
-	timer_mod(vf->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns);
+	timer_mod(vf->timer, now + delay_ns);
 }
 
 /* ---- VRAM ----------------------------------------------------------------- */
@@ -287,8 +299,10 @@ static void simgpu_vf_scrub(SimgpuVfState *vf)
 	bitmap_zero(vf->vdirty, vf->nr_blocks);
 	vf->tracking = false;
 	simgpu_log_stop(&vf->log);
-	if (vf->model)
+	if (vf->model) {
 		simgpu_model_reset(vf->model);
+		simgpu_model_clear_stats(vf->model);
+	}
 }
 
 /* ---- PF commands ------------------------------------------------------- */

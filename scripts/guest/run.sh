@@ -9,6 +9,8 @@
 # KDIR: the debug kernel's build tree; its own modules (vfio, mdev, ...)
 # are loaded from there by path, in dependency order.
 # MODE "kunit": only the KUnit modules named (default: every suite).
+# MODE "pci": simgpu-pci hardware (QEMU's simgpu-pf): the PF driver, VFs,
+# the PF's services (KUnit) and the client on VFs bound to vfio-pci.
 # MODE "bench": the benchmarks only, output in OUT/bench.txt.
 # MODE "demo": one QEMU live migration, report in OUT/qemu/demo.txt.
 # MODE "debug": the debug kernel; modules are insmod-ed from MODDIR and the
@@ -23,11 +25,12 @@ vfio_stack() {
 	local m
 
 	if [ -z "$kdir" ]; then
-		modprobe -a vfio_iommu_type1 mdev
+		modprobe -a vfio_iommu_type1 mdev vfio-pci
 		return
 	fi
-	for m in drivers/iommu/iommufd/iommufd drivers/vfio/vfio \
-		 drivers/vfio/vfio_iommu_type1 drivers/vfio/mdev/mdev; do
+	for m in virt/lib/irqbypass drivers/iommu/iommufd/iommufd drivers/vfio/vfio \
+		 drivers/vfio/vfio_iommu_type1 drivers/vfio/mdev/mdev \
+		 drivers/vfio/pci/vfio-pci-core drivers/vfio/pci/vfio-pci; do
 		[ -f "$kdir/$m.ko" ] || continue
 		grep -q "^$(basename $m) " /proc/modules || insmod "$kdir/$m.ko" || return 1
 	done
@@ -176,7 +179,102 @@ simgpu_suite() {
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu"
 }
 
+
+# simgpu-pci: the PF driver, VF profiles, SR-IOV on and off, the PF's
+# services from the kernel (KUnit on an unbound VF), and the client's
+# scenarios on VFs of two profiles bound to plain vfio-pci.
+PFDRV=/sys/bus/pci/drivers/simgpu-pf
+
+pf_addr() {
+	basename "$(readlink -f "$PFDRV"/0000:*)" 2>/dev/null
+}
+
+vf_addr() {
+	basename "$(readlink -f "/sys/bus/pci/devices/$1/virtfn$2")"
+}
+
+# Each VF is a simgpu (1234:5347) in an IOMMU group of its own.
+vfs_check() {
+	local pf=$1 n=$2 i vf g
+	local -A groups=()
+
+	[ "$(ls -d /sys/bus/pci/devices/$pf/virtfn* | wc -l)" -eq "$n" ] || return 1
+	for ((i = 0; i < n; i++)); do
+		vf=$(vf_addr "$pf" $i)
+		[ "$(cat /sys/bus/pci/devices/$vf/vendor):$(cat /sys/bus/pci/devices/$vf/device)" = \
+		  "0x1234:0x5347" ] || return 1
+		g=$(basename "$(readlink /sys/bus/pci/devices/$vf/iommu_group)")
+		[ -n "$g" ] && [ -z "${groups[$g]:-}" ] || return 1
+		groups[$g]=1
+		[ "$(ls /sys/bus/pci/devices/$vf/iommu_group/devices | wc -l)" -eq 1 ] || return 1
+		[ -d "/sys/kernel/debug/simgpu-pf/$vf" ] || return 1
+	done
+}
+
+vf_bind() {
+	echo "$2" >"/sys/bus/pci/devices/$1/driver_override" &&
+		echo "$1" >/sys/bus/pci/drivers_probe &&
+		[ "$(basename "$(readlink "/sys/bus/pci/devices/$1/driver")")" = "$2" ]
+}
+
+vf_unbind() {
+	echo >"/sys/bus/pci/devices/$1/driver_override"
+	echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind"
+}
+
+pci_suite() {
+	local pf sys vf0 vf1 vf2
+
+	check "VFIO type1 and vfio-pci available" vfio_stack
+	check "load simgpu-pf.ko" $loadmod "$moddir_pf"
+	pf=$(pf_addr)
+	check "the PF probed ($pf)" test -n "$pf"
+	sys=/sys/bus/pci/devices/$pf/simgpu
+	check "the PF offers the profiles its aperture holds" \
+		sh -c "[ \"\$(cat $sys/profiles)\" = '64M 256M' ]"
+	check "a profile the PF does not offer is refused" \
+		sh -c "! echo 1G > $sys/vf1_profile && [ \$(cat $sys/vf1_profile) = 64M ]"
+	check "choose VF profiles before SR-IOV: 64M, 256M, 64M" \
+		sh -c "echo 256M > $sys/vf1_profile && [ \$(cat $sys/vf1_profile) = 256M ]"
+	check "enable 3 VFs" sh -c "echo 3 > /sys/bus/pci/devices/$pf/sriov_numvfs"
+	check "3 simgpu VFs, each in its own IOMMU group, with knobs" vfs_check "$pf" 3
+	check "profiles are fixed while VFs are enabled" \
+		sh -c "! echo 64M > $sys/vf1_profile 2>/dev/null"
+	vf0=$(vf_addr "$pf" 0)
+	vf1=$(vf_addr "$pf" 1)
+	vf2=$(vf_addr "$pf" 2)
+	# The PF's services, from the kernel, on the unbound VF 2.
+	KUNIT_MODULES="simgpu_pf_kunit" kunit_suites
+	check "bind VF 0 (64M) to vfio-pci" vf_bind "$vf0" vfio-pci
+	check "bind VF 1 (256M) to vfio-pci" vf_bind "$vf1" vfio-pci
+	check "VF 1 reports its profile's VRAM and queues" sh -c \
+		"[ \$(cat /sys/kernel/debug/simgpu-pf/$vf1/stats | wc -l) -gt 5 ]"
+	timeout 900 "$tooldir/simgpu-client" -n simgpu_vf_64M "$vf0" \
+		>"$out/client-vf-64M.ktap" 2>>"$out/guest.log"
+	echo "vm: client on VF 0 exited $?"
+	timeout 900 "$tooldir/simgpu-client" -n simgpu_vf_256M "$vf1" \
+		>"$out/client-vf-256M.ktap" 2>>"$out/guest.log"
+	echo "vm: client on VF 1 exited $?"
+	check "SR-IOV cannot be disabled while a VF is bound" \
+		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null && [ -e /sys/bus/pci/devices/$vf0 ]"
+	vf_unbind "$vf0"
+	vf_unbind "$vf1"
+	check "with every VF unbound, SR-IOV is disabled" \
+		sh -c "echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs && [ ! -e /sys/bus/pci/devices/$vf0 ] &&
+		       [ -z \"\$(ls /sys/kernel/debug/simgpu-pf)\" ]"
+	check "and enabled again, with the same profiles" sh -c \
+		"echo 2 > /sys/bus/pci/devices/$pf/sriov_numvfs && [ \$(cat $sys/vf1_profile) = 256M ] &&
+		 echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs"
+	check "unload simgpu-pf" rmmod simgpu_pf
+}
+
 case $mode in
+pci)
+	loadmod=insmod
+	moddir_pf=$moddir/simgpu-pf.ko
+	[ -n "$kdir" ] || { loadmod="modprobe"; moddir_pf=simgpu_pf; }
+	pci_suite
+	;;
 debug)
 	check "kmemleak is active" test -w "$kml"
 	check "load the VFIO stack" vfio_stack

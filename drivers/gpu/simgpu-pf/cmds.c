@@ -91,6 +91,36 @@ u64 simgpu_pf_vf_stat(struct simgpu_pf_vf *vf, unsigned int s)
 
 	return lo | (u64)simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_STAT(s) + 4) << 32;
 }
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_stat);
+
+/**
+ * simgpu_pf_vf_knob() - one of a VF's test knobs
+ * @vf: VF, its PF bound
+ * @k: SIMGPU_PF_KNOB_*
+ *
+ * Return: the knob's value.
+ */
+u32 simgpu_pf_vf_knob(struct simgpu_pf_vf *vf, unsigned int k)
+{
+	return simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_KNOB(k));
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_knob);
+
+/**
+ * simgpu_pf_vf_set_knob() - set one of a VF's test knobs
+ * @vf: VF, its PF bound
+ * @k: SIMGPU_PF_KNOB_*
+ * @val: value
+ *
+ * The knobs are the PF's test registers (lost or late acknowledgments, a
+ * kernel that will not preempt, the background writer...), for tests and
+ * demos; nothing else needs them.
+ */
+void simgpu_pf_vf_set_knob(struct simgpu_pf_vf *vf, unsigned int k, u32 val)
+{
+	simgpu_pf_vf_set_reg(vf, SIMGPU_PF_VF_KNOB(k), val);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_set_knob);
 
 static int simgpu_pf_errno(u32 status)
 {
@@ -531,9 +561,11 @@ struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf_pdev,
 	struct simgpu_pf *pf;
 	int id;
 
+	if (!vf_pdev->is_virtfn)
+		return ERR_PTR(-ENODEV);
 	pf = pci_iov_get_pf_drvdata(vf_pdev, &simgpu_pf_driver);
 	if (IS_ERR(pf))
-		return ERR_CAST(pf);
+		return ERR_PTR(-ENODEV);
 	id = pci_iov_vf_id(vf_pdev);
 	mutex_lock(&pf->lock);
 	if (id >= 0 && id < pf->num_vfs && pf->vf[id].pdev == vf_pdev) {

@@ -50,7 +50,7 @@ static int simgpu_pf_knob_get(void *data, u64 *val)
 {
 	u8 *knob = data;
 
-	*val = simgpu_pf_vf_reg(simgpu_pf_knob_vf(knob), SIMGPU_PF_VF_KNOB(*knob));
+	*val = simgpu_pf_vf_knob(simgpu_pf_knob_vf(knob), *knob);
 	return 0;
 }
 
@@ -60,7 +60,7 @@ static int simgpu_pf_knob_set(void *data, u64 val)
 
 	if (val > U32_MAX)
 		return -EINVAL;
-	simgpu_pf_vf_set_reg(simgpu_pf_knob_vf(knob), SIMGPU_PF_VF_KNOB(*knob), val);
+	simgpu_pf_vf_set_knob(simgpu_pf_knob_vf(knob), *knob, val);
 	return 0;
 }
 DEFINE_DEBUGFS_ATTRIBUTE(simgpu_pf_knob_fops, simgpu_pf_knob_get, simgpu_pf_knob_set,

@@ -108,7 +108,6 @@ u32 simgpu_pf_read(struct simgpu_pf *pf, u32 reg);
 void simgpu_pf_write(struct simgpu_pf *pf, u32 reg, u32 val);
 u32 simgpu_pf_vf_reg(struct simgpu_pf_vf *vf, u32 reg);
 void simgpu_pf_vf_set_reg(struct simgpu_pf_vf *vf, u32 reg, u32 val);
-u64 simgpu_pf_vf_stat(struct simgpu_pf_vf *vf, unsigned int s);
 int simgpu_pf_vf_enable(struct simgpu_pf_vf *vf, struct pci_dev *pdev);
 void simgpu_pf_vf_disable(struct simgpu_pf_vf *vf);
 void simgpu_pf_vf_set_gone(struct simgpu_pf_vf *vf);

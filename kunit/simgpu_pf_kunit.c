@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite for simgpu-pf's services (include/gpumig/simgpu_pf.h) on
+ * real simgpu-pci hardware: the QEMU device of qemu/simgpu, in a VM.  The
+ * test drives an unbound VF itself, as a tiny guest driver would (page
+ * tables, a ring and buffers in DMA memory through the platform IOMMU),
+ * and asks its PF for each service.  Without such a VF every case skips.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <kunit/test.h>
+#include <linux/bitmap.h>
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/io.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/sizes.h>
+#include <uapi/linux/simgpu.h>
+#include <uapi/linux/simgpu_pf.h>
+
+#include <gpumig/simgpu_pf.h>
+
+#define T_MEM		SZ_1M		/* DMA memory: tables, ring, buffers */
+#define T_ROOT		0		/* page-table pages in it */
+#define T_L1		SZ_4K
+#define T_L0_SYS	(2 * SZ_4K)
+#define T_L0_VRAM	(3 * SZ_4K)
+#define T_RING		(4 * SZ_4K)
+#define T_BUF		(64 * SZ_1K)	/* guest buffers from here */
+#define T_VA_SYS	0x10000000ULL	/* maps T_MEM */
+#define T_VA_VRAM	0x40000000ULL	/* maps the first 2 MiB of VRAM */
+#define T_RING_SIZE	64
+#define T_TMO_MS	5000
+
+/**
+ * struct vfenv - one VF driven by the test
+ * @pdev: the VF
+ * @vf: its PF's services, claimed
+ * @info: its profile and the PF's limits
+ * @regs: BAR0
+ * @vram: BAR2, the VRAM aperture
+ * @mem: DMA memory, @mem_dma its IOVA
+ * @mem_dma: see @mem
+ * @tail: ring tail of queue 0
+ */
+struct vfenv {
+	struct pci_dev *pdev;
+	struct simgpu_pf_vf *vf;
+	struct simgpu_pf_vf_info info;
+	void __iomem *regs;
+	void __iomem *vram;
+	void *mem;
+	dma_addr_t mem_dma;
+	u32 tail;
+};
+
+static struct pci_dev *simgpu_unbound_vf(void)
+{
+	struct pci_dev *p = NULL;
+
+	while ((p = pci_get_device(SIMGPU_PCI_VENDOR_ID, SIMGPU_PCI_DEVICE_ID, p)))
+		if (p->is_virtfn && !p->dev.driver)
+			return p;
+	return NULL;
+}
+
+static void vfenv_release(void *data)
+{
+	struct vfenv *e = data;
+
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_ACK_DROP, 0);
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_PREEMPT, 1);
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US, 0);
+	simgpu_pf_vf_dma_log_stop(e->vf);
+	simgpu_pf_vf_vram_track(e->vf, false);
+	simgpu_pf_vf_resume(e->vf);
+	simgpu_pf_vf_scrub(e->vf);
+	pci_clear_master(e->pdev);
+	if (e->mem)
+		dma_free_coherent(&e->pdev->dev, T_MEM, e->mem, e->mem_dma);
+	if (e->vram)
+		pci_iounmap(e->pdev, e->vram);
+	if (e->regs)
+		pci_iounmap(e->pdev, e->regs);
+	pci_disable_device(e->pdev);
+	simgpu_pf_vf_put(e->vf);
+	pci_dev_put(e->pdev);
+}
+
+static u32 rd(struct vfenv *e, u32 reg)
+{
+	return readl(e->regs + reg);
+}
+
+static void wr(struct vfenv *e, u32 reg, u32 val)
+{
+	writel(val, e->regs + reg);
+}
+
+static u64 *pte(struct vfenv *e, u32 table, u64 va)
+{
+	return (u64 *)(e->mem + table) + SIMGPU_PT_INDEX(va, 0);
+}
+
+/* Page tables: T_VA_SYS -> all of T_MEM, T_VA_VRAM -> VRAM [0, 2 MiB). */
+static void vfenv_map(struct vfenv *e)
+{
+	u64 *root = e->mem + T_ROOT, *l1 = e->mem + T_L1, off;
+
+	root[SIMGPU_PT_INDEX(T_VA_SYS, 2)] = (e->mem_dma + T_L1) | SIMGPU_PTE_VALID;
+	l1[SIMGPU_PT_INDEX(T_VA_SYS, 1)] = (e->mem_dma + T_L0_SYS) | SIMGPU_PTE_VALID;
+	root[SIMGPU_PT_INDEX(T_VA_VRAM, 2)] = (e->mem_dma + T_L1) | SIMGPU_PTE_VALID;
+	l1[SIMGPU_PT_INDEX(T_VA_VRAM, 1)] = (e->mem_dma + T_L0_VRAM) | SIMGPU_PTE_VALID;
+	for (off = 0; off < T_MEM; off += SZ_4K)
+		*pte(e, T_L0_SYS, T_VA_SYS + off) = (e->mem_dma + off) | SIMGPU_PTE_VALID |
+						    SIMGPU_PTE_WRITE;
+	for (off = 0; off < SZ_2M; off += SZ_4K)
+		*pte(e, T_L0_VRAM, T_VA_VRAM + off) = off | SIMGPU_PTE_VALID |
+						      SIMGPU_PTE_WRITE | SIMGPU_PTE_VRAM;
+}
+
+/* The VF set up as a guest driver would: tables, queue 0, processor on. */
+static void vfenv_setup(struct vfenv *e)
+{
+	u32 q = SIMGPU_QUEUE_BASE;
+
+	wr(e, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+	memset(e->mem, 0, T_BUF);
+	vfenv_map(e);
+	wr(e, SIMGPU_REG_PT_ROOT_LO, lower_32_bits(e->mem_dma + T_ROOT));
+	wr(e, SIMGPU_REG_PT_ROOT_HI, upper_32_bits(e->mem_dma + T_ROOT));
+	wr(e, q + SIMGPU_QREG_RING_LO, lower_32_bits(e->mem_dma + T_RING));
+	wr(e, q + SIMGPU_QREG_RING_HI, upper_32_bits(e->mem_dma + T_RING));
+	wr(e, q + SIMGPU_QREG_RING_SIZE, T_RING_SIZE);
+	wr(e, q + SIMGPU_QREG_CONTROL, SIMGPU_QCTRL_ENABLE);
+	wr(e, SIMGPU_REG_CONTROL, SIMGPU_CTRL_ENABLE);
+	e->tail = 0;
+}
+
+static struct vfenv *vfenv_new(struct kunit *test)
+{
+	struct vfenv *e = kunit_kzalloc(test, sizeof(*e), GFP_KERNEL);
+	struct pci_dev *pdev = simgpu_unbound_vf();
+
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	if (!pdev)
+		kunit_skip(test, "no unbound simgpu-pci VF (simgpu-pci hardware in a VM)");
+	e->pdev = pdev;
+	e->vf = simgpu_pf_vf_get(pdev, NULL, NULL);
+	if (IS_ERR(e->vf)) {
+		pci_dev_put(pdev);
+		KUNIT_FAIL_AND_ABORT(test, "claim: %ld", PTR_ERR(e->vf));
+	}
+	KUNIT_ASSERT_EQ(test, 0, pci_enable_device_mem(pdev));
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, vfenv_release, e));
+	pci_set_master(pdev);
+	KUNIT_ASSERT_EQ(test, 0, dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64)));
+	simgpu_pf_vf_info(e->vf, &e->info);
+	e->regs = pci_iomap(pdev, SIMGPU_VF_BAR_REGS, SIMGPU_BAR0_SIZE);
+	e->vram = pci_iomap_wc(pdev, SIMGPU_VF_BAR_VRAM, SZ_2M);
+	e->mem = dma_alloc_coherent(&pdev->dev, T_MEM, &e->mem_dma, GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, e->regs && e->vram && e->mem);
+	KUNIT_ASSERT_EQ(test, rd(e, SIMGPU_REG_ID), SIMGPU_ID_MAGIC);
+	vfenv_setup(e);
+	return e;
+}
+
+static void submit(struct vfenv *e, u32 op, u64 a0, u64 a1, u64 a2, u64 a3)
+{
+	struct simgpu_cmd *c = (struct simgpu_cmd *)(e->mem + T_RING) +
+			       (e->tail % T_RING_SIZE);
+
+	memset(c, 0, sizeof(*c));
+	c->opcode = cpu_to_le32(op);
+	c->args[0] = cpu_to_le64(a0);
+	c->args[1] = cpu_to_le64(a1);
+	c->args[2] = cpu_to_le64(a2);
+	c->args[3] = cpu_to_le64(a3);
+	dma_wmb();
+	wr(e, SIMGPU_QUEUE_BASE + SIMGPU_QREG_TAIL, ++e->tail);
+}
+
+static int wait_idle(struct vfenv *e)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(T_TMO_MS);
+	u32 st;
+
+	do {
+		st = rd(e, SIMGPU_QUEUE_BASE + SIMGPU_QREG_STATUS);
+		if (st & SIMGPU_QSTATUS_ERROR)
+			return -EIO;
+		if (!(st & SIMGPU_QSTATUS_BUSY))
+			return 0;
+		usleep_range(500, 1000);
+	} while (time_before(jiffies, end));
+	return -ETIMEDOUT;
+}
+
+static u64 kernel_steps(struct vfenv *e)
+{
+	return simgpu_pf_vf_stat(e->vf, SIMGPU_PF_STAT_KERNEL_STEPS);
+}
+
+static u32 kernel_word(u32 w, u32 key, u32 i)
+{
+	return (w ^ key) * 2654435761U + i;
+}
+
+/* Pause with a kernel in flight: it stops, keeps its progress, finishes right. */
+static void pf_pause_keeps_progress(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	__le32 *buf = e->mem + T_BUF;
+	u32 expect[16], i, it, key = 0x1234;
+	u64 s1, s2;
+
+	for (i = 0; i < 16; i++)
+		expect[i] = i;
+	for (it = 0; it < 400; it++)
+		for (i = 0; i < 16; i++)
+			expect[i] = kernel_word(expect[i], key, it);
+	for (i = 0; i < 16; i++)
+		buf[i] = cpu_to_le32(i);
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US, 2000);
+	s1 = kernel_steps(e);
+	submit(e, SIMGPU_OP_KERNEL, T_VA_SYS + T_BUF, 64, 400, key);
+	while (kernel_steps(e) < s1 + 5)
+		usleep_range(1000, 2000);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_pause(e->vf, 1000));
+	s1 = kernel_steps(e);
+	msleep(100);
+	s2 = kernel_steps(e);
+	KUNIT_EXPECT_EQ(test, s1, s2);		/* nothing runs */
+	KUNIT_EXPECT_GT(test, rd(e, SIMGPU_QUEUE_BASE + SIMGPU_QREG_STATUS) &
+			SIMGPU_QSTATUS_BUSY, 0U);	/* and it was in flight */
+	KUNIT_EXPECT_TRUE(test, simgpu_pf_vf_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_pf_vf_resume(e->vf));
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US, 0);
+	KUNIT_ASSERT_EQ(test, 0, wait_idle(e));
+	for (i = 0; i < 16; i++)
+		KUNIT_EXPECT_EQ(test, le32_to_cpu(buf[i]), expect[i]);
+}
+
+/* Preemption off and a kernel longer than the bound: -EBUSY, it runs on. */
+static void pf_pause_refused(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	u64 s1;
+
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_PREEMPT, 0);
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US, 10000);
+	s1 = kernel_steps(e);
+	submit(e, SIMGPU_OP_KERNEL, T_VA_SYS + T_BUF, 64, 1000, 1);
+	while (kernel_steps(e) < s1 + 2)
+		usleep_range(1000, 2000);
+	KUNIT_EXPECT_EQ(test, -EBUSY, simgpu_pf_vf_pause(e->vf, 200));
+	s1 = kernel_steps(e);
+	msleep(100);
+	KUNIT_EXPECT_GT(test, kernel_steps(e), s1);	/* it runs as before */
+	wr(e, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+}
+
+/* Invalidation completes only when acknowledged. */
+static void pf_invalidate(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+
+	submit(e, SIMGPU_OP_FENCE, T_VA_SYS + T_BUF, 7, 0, 0);	/* a translation */
+	KUNIT_ASSERT_EQ(test, 0, wait_idle(e));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_pf_vf_invalidate(e->vf, 1000));
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_ACK_DROP, 1);
+	KUNIT_EXPECT_EQ(test, -ETIMEDOUT, simgpu_pf_vf_invalidate(e->vf, 300));
+	simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_ACK_DROP, 0);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_pf_vf_invalidate(e->vf, 1000));
+	KUNIT_EXPECT_GE(test, simgpu_pf_vf_stat(e->vf, SIMGPU_PF_STAT_INVAL_DROPPED), 1ULL);
+}
+
+/* Save, restore, save again: the same state; nonsense is refused. */
+static void pf_state_round_trip(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	u8 *a = kunit_kzalloc(test, SZ_64K, GFP_KERNEL);
+	u8 *b = kunit_kzalloc(test, SZ_64K, GFP_KERNEL);
+	ssize_t n, m;
+
+	KUNIT_ASSERT_TRUE(test, a && b);
+	submit(e, SIMGPU_OP_FENCE, T_VA_SYS + T_BUF, 0x55, 0, 0);
+	KUNIT_ASSERT_EQ(test, 0, wait_idle(e));
+	KUNIT_EXPECT_EQ(test, -EINVAL, (int)simgpu_pf_vf_save_state(e->vf, a, SZ_64K));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_pause(e->vf, 1000));
+	n = simgpu_pf_vf_save_state(e->vf, a, SZ_64K);
+	KUNIT_ASSERT_EQ(test, n, (ssize_t)e->info.arch_size);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_pf_vf_restore_state(e->vf, a, n));
+	m = simgpu_pf_vf_save_state(e->vf, b, SZ_64K);
+	KUNIT_EXPECT_EQ(test, m, n);
+	KUNIT_EXPECT_EQ(test, 0, memcmp(a, b, n));
+	a[0] ^= 0xff;			/* the magic */
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_pf_vf_restore_state(e->vf, a, n));
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_pf_vf_restore_state(e->vf, b, n - 1));
+	KUNIT_EXPECT_EQ(test, -EINVAL, (int)simgpu_pf_vf_save_state(e->vf, a, 8));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_pf_vf_resume(e->vf));
+	KUNIT_EXPECT_EQ(test, rd(e, SIMGPU_QUEUE_BASE + SIMGPU_QREG_FENCE_LO), 0x55U);
+}
+
+/* The VRAM dirty bits see the PF's, the VF's and the CPU's writes. */
+static void pf_vram_dirty(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	u64 blocks = e->info.vram_size >> e->info.block_shift;
+	unsigned long *d = kunit_kcalloc(test, BITS_TO_LONGS(blocks), sizeof(long), GFP_KERNEL);
+	unsigned long *pop = kunit_kcalloc(test, BITS_TO_LONGS(blocks), sizeof(long),
+					   GFP_KERNEL);
+	u32 blk = 1U << e->info.block_shift, v = 0;
+	u8 *pat = kunit_kzalloc(test, 256, GFP_KERNEL);
+
+	KUNIT_ASSERT_TRUE(test, d && pop && pat);
+	KUNIT_ASSERT_EQ(test, SZ_64K, blk);
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_pf_vf_vram_dirty(e->vf, d, pop));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_track(e->vf, true));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_dirty(e->vf, d, pop));
+	KUNIT_EXPECT_EQ(test, bitmap_weight(d, blocks), (unsigned int)blocks);
+	KUNIT_EXPECT_EQ(test, bitmap_weight(pop, blocks), 0U);	/* scrubbed */
+	bitmap_zero(d, blocks);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_dirty(e->vf, d, NULL));
+	KUNIT_EXPECT_EQ(test, bitmap_weight(d, blocks), 0U);
+
+	memset(pat, 0x3c, 256);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_write(e->vf, 3 * blk + 100, pat, 256));
+	writel(0xc0ffee, e->vram + 7 * blk + 8);	/* the CPU, through the aperture */
+	wmb();
+	submit(e, SIMGPU_OP_FILL, T_VA_VRAM + 9 * blk, 4096, 0x99, 0);	/* the VF */
+	KUNIT_ASSERT_EQ(test, 0, wait_idle(e));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_dirty(e->vf, d, pop));
+	KUNIT_EXPECT_EQ(test, bitmap_weight(d, blocks), 3U);
+	KUNIT_EXPECT_TRUE(test, test_bit(3, d) && test_bit(7, d) && test_bit(9, d));
+	KUNIT_EXPECT_EQ(test, bitmap_weight(pop, blocks), 3U);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_read(e->vf, 7 * blk + 8, &v, 4));
+	KUNIT_EXPECT_EQ(test, v, 0xc0ffeeU);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_read(e->vf, 9 * blk, &v, 4));
+	KUNIT_EXPECT_EQ(test, v, 0x99U);
+	/* Outside VRAM: refused. */
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_pf_vf_vram_read(e->vf, e->info.vram_size - 2,
+							     &v, 4));
+	/* A scrub: zeroes, nothing populated. */
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_scrub(e->vf));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_read(e->vf, 7 * blk + 8, &v, 4));
+	KUNIT_EXPECT_EQ(test, v, 0U);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_track(e->vf, true));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_dirty(e->vf, d, pop));
+	KUNIT_EXPECT_EQ(test, bitmap_weight(pop, blocks), 0U);
+}
+
+/* The DMA log holds exactly the pages the VF wrote, inside the range. */
+static void pf_dma_log(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	struct simgpu_pf_iova_range r = { e->mem_dma + T_BUF, 32 * SZ_4K };
+	unsigned long *bm = kunit_kzalloc(test, SZ_4K, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, bm);
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_pf_vf_dma_log_report(e->vf, r.iova, r.length, bm));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_dma_log_start(e->vf, &r, 1, SZ_4K));
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_pf_vf_dma_log_start(e->vf, &r, 1, SZ_4K));
+	submit(e, SIMGPU_OP_FILL, T_VA_SYS + T_BUF + 5 * SZ_4K + 64, 8, 1, 0);
+	submit(e, SIMGPU_OP_FILL, T_VA_SYS + T_BUF + 6 * SZ_4K - 4, 8, 1, 0);	/* 5 and 6 */
+	submit(e, SIMGPU_OP_FILL, T_VA_SYS + T_BUF + 40 * SZ_4K, 8, 1, 0);	/* outside */
+	KUNIT_ASSERT_EQ(test, 0, wait_idle(e));
+	/* Half the range first: only its page is reported, and cleared. */
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_dma_log_report(e->vf, r.iova + 6 * SZ_4K,
+							     SZ_4K, bm));
+	KUNIT_EXPECT_EQ(test, bm[0] & 1, 1UL);
+	bitmap_zero(bm, 32);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_dma_log_report(e->vf, r.iova, r.length, bm));
+	KUNIT_EXPECT_EQ(test, bitmap_weight(bm, 32), 1U);
+	KUNIT_EXPECT_TRUE(test, test_bit(5, bm));
+	bitmap_zero(bm, 32);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_dma_log_report(e->vf, r.iova, r.length, bm));
+	KUNIT_EXPECT_EQ(test, bitmap_weight(bm, 32), 0U);
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_pf_vf_dma_log_report(e->vf, r.iova + 1, SZ_4K, bm));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_pf_vf_dma_log_stop(e->vf));
+}
+
+/* A function-level reset resets the VF and says so; its VRAM stays. */
+static void pf_flr(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	u32 before = simgpu_pf_vf_resets(e->vf), v = 0x77;
+
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_write(e->vf, 0, &v, 4));
+	KUNIT_EXPECT_TRUE(test, rd(e, SIMGPU_REG_CONTROL) & SIMGPU_CTRL_ENABLE);
+	KUNIT_ASSERT_EQ(test, 0, pcie_flr(e->pdev));
+	KUNIT_EXPECT_EQ(test, simgpu_pf_vf_resets(e->vf), before + 1);
+	pci_set_master(e->pdev);
+	KUNIT_EXPECT_EQ(test, rd(e, SIMGPU_REG_CONTROL), 0U);
+	KUNIT_EXPECT_EQ(test, rd(e, SIMGPU_REG_PT_ROOT_LO), 0U);
+	v = 0;
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_read(e->vf, 0, &v, 4));
+	KUNIT_EXPECT_EQ(test, v, 0x77U);
+}
+
+/* Only one claimer; the PF refuses to disable SR-IOV meanwhile. */
+static void pf_claims(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	struct pci_dev *pf = pci_physfn(e->pdev);
+	struct pci_driver *drv = to_pci_driver(pf->dev.driver);
+
+	KUNIT_EXPECT_EQ(test, PTR_ERR(simgpu_pf_vf_get(e->pdev, NULL, NULL)), -EBUSY);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(simgpu_pf_vf_get(pf, NULL, NULL)), -ENODEV);
+	KUNIT_ASSERT_NOT_NULL(test, drv->sriov_configure);
+	KUNIT_EXPECT_EQ(test, -EBUSY, drv->sriov_configure(pf, 0));
+	KUNIT_EXPECT_EQ(test, pci_num_vf(pf) > 0, true);
+}
+
+static struct kunit_case simgpu_pf_cases[] = {
+	KUNIT_CASE(pf_pause_keeps_progress),
+	KUNIT_CASE(pf_pause_refused),
+	KUNIT_CASE(pf_invalidate),
+	KUNIT_CASE(pf_state_round_trip),
+	KUNIT_CASE(pf_vram_dirty),
+	KUNIT_CASE(pf_dma_log),
+	KUNIT_CASE(pf_flr),
+	KUNIT_CASE(pf_claims),
+	{}
+};
+
+static struct kunit_suite simgpu_pf_suite = {
+	.name = "simgpu_pf",
+	.test_cases = simgpu_pf_cases,
+};
+
+kunit_test_suites(&simgpu_pf_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit suite simgpu_pf: the PF's services on simgpu-pci hardware");
