@@ -5,7 +5,7 @@
 #
 #   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N]
 #
-# Steps: deps kernels qemu static dkms debug-vm pci-vm distro-vm fuzz; and, only when
+# Steps: deps kernels qemu qtest static dkms debug-vm pci-vm distro-vm fuzz; and, only when
 # named, kunit: the KUnit suites alone in the debug kernel (all, or those
 # of KUNIT_MODULES, e.g. "gpumig_mig_kunit"; debug-vm runs them too).  Each result is a
 # line in build/results/checks.tsv or a KTAP file under build/results; the
@@ -145,7 +145,7 @@ if want kernels || want static; then
 fi
 
 QEMU_BIN=""
-if want qemu || want pci-vm; then
+if want qemu || want qtest || want pci-vm; then
 	t0=$(date +%s)
 	if QEMU_BIN=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$RES/qemu-build.log"); then
 		record "QEMU 10.0.2 with simgpu-pci built" pass $(($(date +%s) - t0))
@@ -153,6 +153,13 @@ if want qemu || want pci-vm; then
 		record "QEMU 10.0.2 with simgpu-pci built" FAIL $(($(date +%s) - t0)) "see build/results/qemu-build.log"
 		QEMU_BIN=""
 	fi
+fi
+
+if want qtest && [ -n "$QEMU_BIN" ]; then
+	# The device under QEMU's qtest accelerator: hostile registers and DMA.
+	run_check "simgpu-pci under qtest: hostile mailbox commands and registers" \
+		sh -c "python3 '$GPUMIG_TOP/tools/qtest/simgpu_qtest.py' '$QEMU_BIN' \
+			--ops ${QTEST_OPS:-2000} >'$RES/qtest.ktap'"
 fi
 
 if want static; then

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Hostile register and DMA tests of the simgpu-pci QEMU device, through
+QEMU's qtest accelerator: no guest code runs, this script is the guest.
+
+It enumerates the PF behind a PCIe root port itself (ECAM, bus numbers,
+windows, BARs), enables SR-IOV and the VFs, then throws nonsense at the
+PF's mailbox (unknown opcodes, lengths past everything, DMA to nowhere,
+broken DMA-log ranges, garbage architectural states) and at the VFs'
+registers (random writes, rings and page tables anywhere), advancing the
+virtual clock so the device runs.  After each phase the device must still
+answer and every command must end with a status, never BUSY forever; QEMU
+must still be alive.  Last, a VF does real work again, checked byte for
+byte.  Prints KTAP.
+
+    simgpu_qtest.py QEMU [--ops N] [--seed S]
+"""
+import argparse
+import os
+import random
+import struct
+import subprocess
+import sys
+
+# <linux/simgpu_pf.h> and <linux/simgpu.h>, as far as this script needs them.
+PF_ID, PF_VERSION, PF_TOTAL_VFS, PF_PROFILES = 0x000, 0x004, 0x008, 0x00c
+PF_APERTURE_LO, PF_INT_STATUS, PF_ARCH_SIZE, PF_XFER_MAX = 0x010, 0x018, 0x028, 0x034
+PF_VF_BASE, PF_VF_STRIDE = 0x1000, 0x100
+VF_CMD, VF_STATUS, VF_ARG0, VF_RESULT = 0x00, 0x04, 0x10, 0x30
+VF_PROFILE, VF_VRAM_LO, VF_QUEUES, VF_STATE = 0x40, 0x44, 0x4c, 0x54
+STATUS_BUSY = 1 << 31
+CMD_PAUSE, CMD_RESUME, CMD_INVALIDATE, CMD_SAVE, CMD_RESTORE = 1, 2, 3, 4, 5
+CMD_VRAM_READ, CMD_VRAM_WRITE, CMD_TRACK, CMD_DIRTY, CMD_SCRUB = 6, 7, 8, 9, 10
+CMD_LOG_START, CMD_LOG_STOP, CMD_LOG_REPORT = 11, 12, 13
+ERR_ARGS, ERR_DMA, ERR_STATE, ERR_ORDER = 2, 5, 6, 8
+SG_ID, SG_CONTROL, SG_PT_ROOT_LO = 0x000, 0x01c, 0x040
+SG_QBASE, SG_QSTRIDE = 0x100, 0x40
+Q_RING_LO, Q_RING_HI, Q_SIZE, Q_TAIL, Q_CTRL, Q_STATUS = 0x00, 0x04, 0x08, 0x10, 0x14, 0x18
+OP_FILL = 2
+
+ECAM = 0xb0000000
+PF_BAR = 0xc0000000
+VF_BAR0 = 0xc0100000
+VF_BAR1 = 0xc0200000
+VF_BAR2 = 0x800000000
+RAM_BUF = 0x01000000        # guest RAM this script uses for DMA
+NO_RAM = 0xfffffff000       # nothing there
+
+
+class Qtest:
+    def __init__(self, qemu):
+        self.p = subprocess.Popen(
+            [qemu, "-machine", "q35", "-accel", "qtest", "-qtest", "stdio", "-display", "none",
+             "-nodefaults", "-m", "512", "-qtest-log", "/dev/null",
+             "-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
+             "-device", "pcie-root-port,id=rp1,chassis=1,pref64-reserve=1G",
+             "-device", "simgpu-pf,bus=rp1,total-vfs=2,aperture=64M"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, bufsize=1)
+        self.cmds = 0
+
+    def cmd(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        self.cmds += 1
+        while True:
+            r = self.p.stdout.readline()
+            if not r:
+                raise RuntimeError("QEMU exited (status %s)" % self.p.poll())
+            if r.startswith("OK") or r.startswith("FAIL") or r.startswith("ERR"):
+                return r.split()
+
+    def readl(self, a):
+        return int(self.cmd("readl 0x%x" % a)[1], 16)
+
+    def writel(self, a, v):
+        self.cmd("writel 0x%x 0x%x" % (a, v & 0xffffffff))
+
+    def readw(self, a):
+        return int(self.cmd("readw 0x%x" % a)[1], 16)
+
+    def writew(self, a, v):
+        self.cmd("writew 0x%x 0x%x" % (a, v & 0xffff))
+
+    def outl(self, port, v):
+        self.cmd("outl 0x%x 0x%x" % (port, v))
+
+    def write(self, a, data):
+        self.cmd("write 0x%x 0x%x 0x%s" % (a, len(data), data.hex()))
+
+    def read(self, a, n):
+        return bytes.fromhex(self.cmd("read 0x%x 0x%x" % (a, n))[1][2:])
+
+    def step(self, ns):
+        self.cmd("clock_step %d" % ns)
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def close(self):
+        if self.alive():
+            self.p.terminate()
+            self.p.wait(timeout=30)
+
+
+def cfg(bus, dev, fn, reg):
+    return ECAM + (bus << 20 | dev << 15 | fn << 12 | reg)
+
+
+class Rig:
+    """The PF and its VFs, enumerated by hand."""
+
+    def __init__(self, q):
+        self.q = q
+        # Enable ECAM in the q35 host bridge (PCIEXBAR), then find the root port.
+        q.outl(0xcf8, 0x80000000 | 0x60)
+        q.outl(0xcfc, ECAM | 1)
+        q.outl(0xcf8, 0x80000000 | 0x64)
+        q.outl(0xcfc, 0)
+        rp = next(d for d in range(32) if q.readl(cfg(0, d, 0, 0)) == 0x000c1b36)
+        q.writel(cfg(0, rp, 0, 0x18), 0x00010100)               # buses 0/1/1
+        q.writel(cfg(0, rp, 0, 0x20), 0xc030c000)               # MMIO window
+        q.writel(cfg(0, rp, 0, 0x24), 0xfff10001)               # pref 64-bit
+        q.writel(cfg(0, rp, 0, 0x28), VF_BAR2 >> 32)
+        q.writel(cfg(0, rp, 0, 0x2c), (VF_BAR2 >> 32) + 1)
+        q.writew(cfg(0, rp, 0, 0x04), 0x6)
+        assert q.readl(cfg(1, 0, 0, 0)) == 0x53501234, "no simgpu-pf at 01:00.0"
+        q.writel(cfg(1, 0, 0, 0x10), PF_BAR)
+        q.writew(cfg(1, 0, 0, 0x04), 0x6)
+        assert q.readl(PF_BAR + PF_ID) == 0x46504753
+        self.nvfs = q.readl(PF_BAR + PF_TOTAL_VFS)
+        sriov = 0x100
+        assert q.readl(cfg(1, 0, 0, sriov)) & 0xffff == 0x10, "no SR-IOV capability"
+        q.writew(cfg(1, 0, 0, sriov + 0x10), self.nvfs)         # NumVFs
+        q.writel(cfg(1, 0, 0, sriov + 0x24), VF_BAR0)
+        q.writel(cfg(1, 0, 0, sriov + 0x28), VF_BAR1)
+        q.writel(cfg(1, 0, 0, sriov + 0x2c), VF_BAR2 & 0xffffffff)
+        q.writel(cfg(1, 0, 0, sriov + 0x30), VF_BAR2 >> 32)
+        q.writew(cfg(1, 0, 0, sriov + 0x08), 0x9)              # VFE | MSE
+        for n in range(self.nvfs):
+            q.writew(cfg(1, 0, 1 + n, 0x04), 0x6)
+        self.aperture = q.readl(PF_BAR + PF_APERTURE_LO)
+
+    def vfreg(self, n, reg):
+        return PF_BAR + PF_VF_BASE + n * PF_VF_STRIDE + reg
+
+    def vf_bar0(self, n):
+        return VF_BAR0 + n * 0x10000
+
+    def vf_vram(self, n):
+        return VF_BAR2 + n * self.aperture
+
+    def command(self, n, op, *args, steps=200):
+        """Run a PF command; return its status (never BUSY, or RuntimeError)."""
+        q = self.q
+        for i, a in enumerate(args):
+            q.writel(self.vfreg(n, VF_ARG0 + 8 * i), a & 0xffffffff)
+            q.writel(self.vfreg(n, VF_ARG0 + 8 * i + 4), (a >> 32) & 0xffffffff)
+        q.writel(self.vfreg(n, VF_CMD), op)
+        for _ in range(steps):
+            st = q.readl(self.vfreg(n, VF_STATUS))
+            if not st & STATUS_BUSY:
+                return st
+            q.step(10_000_000)
+        raise RuntimeError("VF %d: command %d stayed BUSY" % (n, op))
+
+
+def ktap(results):
+    print("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: simgpu_pci_qtest")
+    for i, (name, ok, why) in enumerate(results, 1):
+        if not ok:
+            print("    # %s: %s" % (name, why))
+        print("    %sok %d %s" % ("" if ok else "not ", i, name))
+    print("    1..%d" % len(results))
+    print("%sok 1 simgpu_pci_qtest" % ("" if all(r[1] for r in results) else "not "))
+
+
+def t_enumerate(r):
+    q = r.q
+    assert r.nvfs == 2
+    assert q.readl(PF_BAR + PF_PROFILES) == 1, "a 64M aperture offers only 64M"
+    for n in range(r.nvfs):
+        assert q.readl(r.vf_bar0(n) + SG_ID) == 0x55504753, "VF %d BAR0" % n
+    # Profiles are fixed while VFs are enabled, and only offered ones take.
+    q.writel(r.vfreg(0, VF_PROFILE), 1)
+    assert q.readl(r.vfreg(0, VF_PROFILE)) == 0
+
+
+def t_bad_commands(r, rnd, ops):
+    """Every opcode with nonsense arguments: each ends with a status."""
+    errors = 0
+    for _ in range(ops):
+        op = rnd.choice([rnd.randrange(0, 32), rnd.randrange(1, 14), 0xffffffff])
+        args = [rnd.choice([0, 1, 7, 4096, 65536, 1 << 20, (1 << 20) + 1, 1 << 40,
+                            (1 << 64) - 1, NO_RAM, RAM_BUF, rnd.getrandbits(64)])
+                for _ in range(4)]
+        st = r.command(rnd.randrange(r.nvfs), op, *args)
+        errors += st != 0
+    assert errors > ops // 4, "almost every nonsense command succeeded (%d errors)" % errors
+    return errors
+
+
+def t_limits(r):
+    """The edges: exact errors where the ABI promises them."""
+    q = r.q
+    vram = q.readl(r.vfreg(0, VF_VRAM_LO))
+    xfer = q.readl(PF_BAR + PF_XFER_MAX)
+    arch = q.readl(PF_BAR + PF_ARCH_SIZE)
+    checks = [
+        ((CMD_VRAM_READ, vram - 4, RAM_BUF, 8), ERR_ARGS),
+        ((CMD_VRAM_READ, 0, RAM_BUF, 0), ERR_ARGS),
+        ((CMD_VRAM_READ, 0, RAM_BUF, xfer + 1), ERR_ARGS),
+        ((CMD_VRAM_READ, (1 << 64) - 4, RAM_BUF, 8), ERR_ARGS),
+        ((CMD_VRAM_READ, 0, NO_RAM, 4096), ERR_DMA),
+        ((CMD_DIRTY, RAM_BUF, 4096), ERR_ORDER),
+        ((CMD_LOG_REPORT, 0, 4096, RAM_BUF, 1), ERR_ORDER),
+        ((CMD_LOG_START, RAM_BUF, 0, 4096), ERR_ARGS),
+        ((CMD_LOG_START, RAM_BUF, 17, 4096), ERR_ARGS),
+        ((CMD_LOG_START, RAM_BUF, 1, 8192), ERR_ARGS),
+        ((CMD_SAVE, RAM_BUF, arch), ERR_ORDER),
+        ((CMD_TRACK, 2), ERR_ARGS),
+    ]
+    for args, want in checks:
+        st = r.command(0, *args)
+        assert st == want, "%s: status %d, expected %d" % (args, st, want)
+    # DMA-log ranges that overlap, wrap or are not aligned.
+    for ranges in ([(0x1000, 0x2000), (0x2000, 0x1000)], [((1 << 64) - 4096, 8192)],
+                   [(0x1001, 4096)], [(0, 0)], [(0, (1 << 40))]):
+        q.write(RAM_BUF, b"".join(struct.pack("<QQ", a, n) for a, n in ranges))
+        st = r.command(0, CMD_LOG_START, RAM_BUF, len(ranges), 4096)
+        assert st == ERR_ARGS, "ranges %s: status %d" % (ranges, st)
+    # Paused: a state of garbage and a state with one flipped field.
+    assert r.command(0, CMD_PAUSE, 100) == 0
+    assert r.command(0, CMD_SAVE, RAM_BUF, arch) == 0
+    good = q.read(RAM_BUF, arch)
+    for bad in (os.urandom(arch), good[:-1], good[:8] + struct.pack("<I", 0xffff) + good[12:]):
+        q.write(RAM_BUF, bad)
+        st = r.command(0, CMD_RESTORE, RAM_BUF, len(bad))
+        assert st == ERR_STATE, "a broken state: status %d" % st
+    q.write(RAM_BUF, good)
+    assert r.command(0, CMD_RESTORE, RAM_BUF, arch) == 0
+    assert r.command(0, CMD_RESTORE, RAM_BUF, 1 << 20) == ERR_ARGS
+    assert r.command(0, CMD_RESUME) == 0
+
+
+def t_vf_registers(r, rnd, ops):
+    """Random writes to every VF register, the device running meanwhile."""
+    q = r.q
+    for i in range(ops):
+        n = rnd.randrange(r.nvfs)
+        reg = rnd.choice([rnd.randrange(0, 0x10000, 4), rnd.randrange(0, 0x300, 4)])
+        val = rnd.choice([0, 1, 0xffffffff, rnd.getrandbits(32), RAM_BUF, 0x80000000])
+        q.writel(r.vf_bar0(n) + reg, val)
+        q.readl(r.vf_bar0(n) + rnd.randrange(0, 0x300, 4))
+        if i % 50 == 0:
+            q.step(2_000_000)
+    q.step(100_000_000)
+
+
+def t_still_works(r):
+    """After all that: reset, and a VF fills guest memory exactly."""
+    q = r.q
+    for n in range(r.nvfs):
+        assert r.command(n, CMD_SCRUB) == 0
+    bar = r.vf_bar0(0)
+    q.writel(bar + SG_CONTROL, 2)                                   # reset
+    tables, ring, buf = RAM_BUF + 0x10000, RAM_BUF + 0x20000, RAM_BUF + 0x30000
+    va = 0x10000000
+    q.write(tables, bytes(0x3000))
+    q.write(tables, struct.pack("<Q", (tables + 0x1000) | 1))      # root[0]
+    q.write(tables + 0x1000 + 8 * ((va >> 21) & 511), struct.pack("<Q", (tables + 0x2000) | 1))
+    q.write(tables + 0x2000 + 8 * ((va >> 12) & 511), struct.pack("<Q", buf | 3))
+    q.write(buf, bytes(4096))
+    cmd = struct.pack("<II6QQ", OP_FILL, 0, va + 16, 64, 0x5a5a5a5a, 0, 0, 0, 0)
+    q.write(ring, cmd)
+    q.writel(bar + SG_PT_ROOT_LO, tables)
+    qb = bar + SG_QBASE
+    q.writel(qb + Q_RING_LO, ring)
+    q.writel(qb + Q_RING_HI, 0)
+    q.writel(qb + Q_SIZE, 16)
+    q.writel(qb + Q_CTRL, 1)
+    q.writel(bar + SG_CONTROL, 1)
+    q.writel(qb + Q_TAIL, 1)
+    for _ in range(100):
+        if not q.readl(qb + Q_STATUS) & 3:
+            break
+        q.step(1_000_000)
+    data = q.read(buf, 128)
+    assert data == bytes(16) + b"\x5a" * 64 + bytes(48), "FILL result %s" % data.hex()
+    assert q.readl(PF_BAR + PF_ID) == 0x46504753
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("qemu")
+    ap.add_argument("--ops", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    rnd = random.Random(a.seed)
+    q = Qtest(a.qemu)
+    results = []
+
+    def run(name, fn, *args):
+        try:
+            out = fn(*args)
+            ok = q.alive()
+            results.append((name, ok, "QEMU died" if not ok else ""))
+            return out
+        except Exception as e:      # noqa: BLE001 - every failure is a result
+            results.append((name, False, "%s: %s" % (type(e).__name__, e)))
+            return None
+
+    r = None
+    try:
+        r = Rig(q)
+        results.append(("enumerate the PF, enable SR-IOV and 2 VFs by hand", True, ""))
+    except Exception as e:          # noqa: BLE001
+        results.append(("enumerate the PF, enable SR-IOV and 2 VFs by hand", False, str(e)))
+    if r:
+        run("PF and VF identities; profiles fixed while enabled", t_enumerate, r)
+        errors = run("%d nonsense mailbox commands each end with a status" % a.ops,
+                     t_bad_commands, r, rnd, a.ops)
+        run("exact errors at the ABI's edges; broken states refused", t_limits, r)
+        run("%d random VF register writes while it runs" % a.ops, t_vf_registers, r, rnd,
+            a.ops)
+        run("the device still works afterwards, byte for byte", t_still_works, r)
+        print("# %d qtest commands; %s of the nonsense commands failed with a status"
+              % (q.cmds, errors))
+    q.close()
+    ktap(results)
+    return 0 if all(x[1] for x in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
