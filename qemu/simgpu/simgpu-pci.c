@@ -428,8 +428,6 @@ static uint32_t simgpu_cmd_vram_dirty(SimgpuPfState *pf, SimgpuVfState *vf, Simg
 {
 	uint64_t bytes = BITS_TO_LONGS(vf->nr_blocks) * sizeof(unsigned long);
 
-	if (!vf->tracking)
-		return SIMGPU_PF_ERR_ORDER;
 	if (s->args[1] < bytes || s->args[1] % 8)
 		return SIMGPU_PF_ERR_ARGS;
 	simgpu_vf_sync_vram(vf);

@@ -212,7 +212,7 @@ def t_limits(r):
         ((CMD_VRAM_READ, 0, RAM_BUF, xfer + 1), ERR_ARGS),
         ((CMD_VRAM_READ, (1 << 64) - 4, RAM_BUF, 8), ERR_ARGS),
         ((CMD_VRAM_READ, 0, NO_RAM, 4096), ERR_DMA),
-        ((CMD_DIRTY, RAM_BUF, 4096), ERR_ORDER),
+        ((CMD_DIRTY, RAM_BUF, 8), ERR_ARGS),
         ((CMD_LOG_REPORT, 0, 4096, RAM_BUF, 1), ERR_ORDER),
         ((CMD_LOG_START, RAM_BUF, 0, 4096), ERR_ARGS),
         ((CMD_LOG_START, RAM_BUF, 17, 4096), ERR_ARGS),

@@ -355,13 +355,14 @@ EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_track);
 
 /**
  * simgpu_pf_vf_vram_dirty() - the VRAM blocks written, and cleared
- * @vf: claimed VF, tracking
+ * @vf: claimed VF
  * @dirty: OR-ed with the blocks written since the last call (by the VF or
- *	through the aperture); one bit per block of VRAM
+ *	through the aperture; none while tracking is off); one bit per block
+ *	of VRAM
  * @populated: set to the blocks written since the last scrub (others read
  *	as zeroes); may be NULL
  *
- * Return: 0, -EINVAL when tracking is off, or another negative errno.
+ * Return: 0 or a negative errno.
  */
 int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
 			    unsigned long *populated)
@@ -521,6 +522,25 @@ void simgpu_pf_vf_info(struct simgpu_pf_vf *vf, struct simgpu_pf_vf_info *info)
 	mutex_unlock(&vf->cmd_lock);
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_info);
+
+/**
+ * simgpu_pf_vf_state() - what the PF says of the VF now
+ * @vf: claimed VF
+ *
+ * Return: SIMGPU_PF_VF_STATE_* bits (paused, tracking, logging...), or 0
+ * once the PF is gone.
+ */
+u32 simgpu_pf_vf_state(struct simgpu_pf_vf *vf)
+{
+	u32 st = 0;
+
+	mutex_lock(&vf->cmd_lock);
+	if (!vf->gone)
+		st = simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_STATE);
+	mutex_unlock(&vf->cmd_lock);
+	return st;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_state);
 
 /**
  * simgpu_pf_vf_resets() - function-level resets of the VF since it was enabled

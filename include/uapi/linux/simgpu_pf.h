@@ -151,9 +151,9 @@
 /*
  * ARG0 addr, ARG1 bytes per bitmap (a multiple of 8 covering every block):
  * at ARG0 the blocks written since the last VRAM_DIRTY (by the VF or by
- * CPU writes through the aperture), cleared; at ARG0 + ARG1 the blocks
- * written since the last scrub (the others read as zeroes).  RESULT: the
- * number of blocks.  Bit b of byte b / 8, little endian.
+ * CPU writes through the aperture), cleared, all zero while tracking is
+ * off; at ARG0 + ARG1 the blocks written since the last scrub (the others
+ * read as zeroes).  RESULT: the number of blocks.  Bit b of byte b / 8.
  */
 #define SIMGPU_PF_CMD_VRAM_DIRTY	9
 /* VRAM zeroed, the VF reset, logging and tracking off: for a new tenant. */
