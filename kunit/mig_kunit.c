@@ -20,7 +20,7 @@
 #define F_VRAM		(F_BLOCKS * GPUMIG_BLOCK_SIZE)
 
 enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
-		 FAIL_TEARDOWN, FAIL_VRAM_READ, FAIL_TRACK };
+		 FAIL_TEARDOWN, FAIL_VRAM_READ, FAIL_TRACK, FAIL_SCRUB };
 
 /**
  * struct fake_dev - a device behind the fake backend
@@ -219,12 +219,15 @@ static int f_teardown(void *priv, char *why, size_t len)
 	return 0;
 }
 
-static void f_scrub(void *priv)
+static int f_scrub(void *priv)
 {
 	struct fake_dev *f = priv;
 
 	flog(f, 'S');
+	if (f->fail == FAIL_SCRUB)
+		return -ENODEV;
 	memset(f->vram, 0, F_VRAM);
+	return 0;
 }
 
 static int f_log_start(void *priv, struct rb_root_cached *ranges, u32 nnodes,
@@ -684,6 +687,66 @@ static void mig_close_scrub_or_quarantine(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, strstr(st.why, "invalidation not acknowledged"));
 }
 
+/* A scrub that fails quarantines; lifting the quarantine needs a scrub. */
+static void mig_scrub_failure(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 2);
+
+	memset(f->vram, 0x5a, GPUMIG_BLOCK_SIZE);
+	f->fail = FAIL_SCRUB;
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_open(f->mig));
+	KUNIT_EXPECT_EQ(test, -EBUSY, gpumig_mig_close(f->mig));
+	KUNIT_EXPECT_STREQ(test, f->log, "lQICS");
+	KUNIT_EXPECT_NOT_NULL(test, strstr(reason(test, f),
+					   "quarantined: memory could not be scrubbed"));
+	KUNIT_EXPECT_EQ(test, -EBUSY, gpumig_mig_open(f->mig));
+	/* Still failing: the quarantine stays. */
+	KUNIT_EXPECT_EQ(test, -ENODEV, gpumig_mig_unquarantine(f->mig));
+	KUNIT_EXPECT_EQ(test, -EBUSY, gpumig_mig_open(f->mig));
+	KUNIT_EXPECT_EQ(test, f->vram[0], 0x5a);
+	f->fail = FAIL_NONE;
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_unquarantine(f->mig));
+	KUNIT_EXPECT_EQ(test, f->vram[0], 0);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_open(f->mig));
+}
+
+/*
+ * The backend's services end (a VF's PF driver went away): the streams in
+ * flight fail at once with the given error and the reason is reported; a
+ * cancel still works and a new migration fails where the backend fails.
+ */
+static void mig_abort(struct kunit *test)
+{
+	struct fake_dev *src = fake_new(test, 2), *dst = fake_new(test, 2);
+	struct file *sf, *rf;
+	loff_t pos = 0;
+	u8 b[64];
+
+	sf = go(test, src, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, b, 16, &pos), (ssize_t)16);
+	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+	rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+	KUNIT_ASSERT_NOT_NULL(test, rf);
+
+	gpumig_mig_abort(src->mig, -ENODEV, "the PF's driver was removed");
+	gpumig_mig_abort(dst->mig, -ENODEV, "the PF's driver was removed");
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, b, sizeof(b), &pos), (ssize_t)-ENODEV);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, kernel_write(rf, b, 16, &pos), (ssize_t)-ENODEV);
+	KUNIT_EXPECT_STREQ(test, reason(test, src),
+			   "migration aborted: the PF's driver was removed");
+	/* A half-restored device never runs. */
+	KUNIT_EXPECT_TRUE(test, IS_ERR(gpumig_mig_set_state(dst->mig, VFIO_DEVICE_STATE_STOP)));
+	KUNIT_EXPECT_FALSE(test, dst->arch_restored);
+	/* The source can be cancelled back to RUNNING. */
+	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_RUNNING));
+	KUNIT_EXPECT_TRUE(test, src->running);
+	fput(sf);
+	fput(rf);
+}
+
 /* Closing mid-migration ends the data fd before the teardown. */
 static void mig_close_mid_migration(struct kunit *test)
 {
@@ -881,6 +944,8 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_reset_during_status_read),
 	KUNIT_CASE(mig_backend_failures),
 	KUNIT_CASE(mig_close_scrub_or_quarantine),
+	KUNIT_CASE(mig_scrub_failure),
+	KUNIT_CASE(mig_abort),
 	KUNIT_CASE(mig_close_mid_migration),
 	KUNIT_CASE(mig_track_failure),
 	KUNIT_CASE(mig_status_pending),

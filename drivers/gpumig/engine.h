@@ -160,6 +160,7 @@ void gpumig_file_stop_copy(struct gpumig_mig_file *migf);
 bool gpumig_file_complete(struct gpumig_mig_file *migf);
 int gpumig_file_finish_resume(struct gpumig_mig_file *migf);
 void gpumig_file_disable(struct gpumig_mig_file *migf);
+bool gpumig_file_abort(struct gpumig_mig_file *migf, int err);
 u64 gpumig_file_pending(struct gpumig_mig_file *migf, bool stopped);
 u64 gpumig_stopcopy_size(struct gpumig_mig *m);
 

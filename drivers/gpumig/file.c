@@ -691,6 +691,36 @@ bool gpumig_file_complete(struct gpumig_mig_file *migf)
 }
 
 /**
+ * gpumig_file_abort() - the device can no longer serve the file
+ * @migf: file
+ * @err: what reads and writes return from now on
+ *
+ * A stream produced whole (COMPLETE) or restored (RESTORED) is kept: it
+ * needs nothing more from the device.
+ *
+ * Return: true when the file was aborted.
+ */
+bool gpumig_file_abort(struct gpumig_mig_file *migf, int err)
+{
+	bool abort;
+
+	mutex_lock(&migf->lock);
+	switch (migf->state) {
+	case GPUMIG_FILE_COMPLETE:
+	case GPUMIG_FILE_RESTORED:
+	case GPUMIG_FILE_ERROR:
+	case GPUMIG_FILE_DISABLED:
+		abort = false;
+		break;
+	default:
+		abort = true;
+		gpumig_file_fail(migf, err);
+	}
+	mutex_unlock(&migf->lock);
+	return abort;
+}
+
+/**
  * gpumig_file_disable() - the file's phase ended; drop the engine's reference
  * @migf: file
  *

@@ -291,6 +291,33 @@ void gpumig_mig_reset(struct gpumig_mig *m)
 EXPORT_SYMBOL_GPL(gpumig_mig_reset);
 
 /**
+ * gpumig_mig_abort() - the device can no longer serve its migration
+ * @m: device
+ * @err: what the data files' reads and writes return from now on
+ * @why: for reports ("the PF's driver was removed")
+ *
+ * For a front end that loses the services its backend needs (a VF whose
+ * PF's driver goes away).  A stream in flight ends at once with @err
+ * unless it was produced whole or restored; the state machine goes on,
+ * its transitions failing wherever the backend fails.  Sleeps.
+ */
+void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why)
+{
+	bool aborted = false;
+
+	gpumig_state_mutex_lock(m);
+	if (m->saving)
+		aborted |= gpumig_file_abort(m->saving, err);
+	if (m->resuming)
+		aborted |= gpumig_file_abort(m->resuming, err);
+	gpumig_set_why(m, "migration aborted: %s", why);
+	gpumig_state_mutex_unlock(m);
+	dev_warn(m->vdev->dev, "%s%s\n", why,
+		 aborted ? ": the migration in flight was aborted" : "");
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_abort);
+
+/**
  * gpumig_mig_open() - a tenant opens the device
  * @m: device
  *
@@ -356,13 +383,16 @@ int gpumig_mig_close(struct gpumig_mig *m)
 	if (m->ops->dma_log_stop)
 		m->ops->dma_log_stop(m->priv);
 	ret = gpumig_teardown_locked(m, why, sizeof(why));
+	if (!ret) {
+		ret = m->ops->scrub(m->priv);
+		if (ret)
+			snprintf(why, sizeof(why), "memory could not be scrubbed (%d)", ret);
+	}
 	if (ret) {
 		WRITE_ONCE(m->quarantined, true);
 		gpumig_set_why(m, "quarantined: %s", why);
 		dev_err(m->vdev->dev, "quarantined: %s%s\n", why,
 			m->migrated_away ? " (after migrating away)" : "");
-	} else {
-		m->ops->scrub(m->priv);
 	}
 	m->state = VFIO_DEVICE_STATE_RUNNING;
 	m->quiesced = false;
@@ -379,7 +409,8 @@ EXPORT_SYMBOL_GPL(gpumig_mig_close);
  * The backend scrubs the device (reset, memory erased) before it becomes
  * usable again, so no tenant can open it half cleaned.
  *
- * Return: 0, or -EINVAL when the device was not quarantined.
+ * Return: 0, -EINVAL when the device was not quarantined, or the scrub's
+ * error (the device stays quarantined).
  */
 int gpumig_mig_unquarantine(struct gpumig_mig *m)
 {
@@ -387,11 +418,14 @@ int gpumig_mig_unquarantine(struct gpumig_mig *m)
 
 	gpumig_state_mutex_lock(m);
 	if (m->quarantined) {
-		m->ops->scrub(m->priv);
-		gpumig_set_why(m, "%s", "");
-		WRITE_ONCE(m->quarantined, false);
-		dev_notice(m->vdev->dev, "quarantine lifted by the operator\n");
-		ret = 0;
+		ret = m->ops->scrub(m->priv);
+		if (ret) {
+			dev_err(m->vdev->dev, "quarantine stays: the scrub failed (%d)\n", ret);
+		} else {
+			gpumig_set_why(m, "%s", "");
+			WRITE_ONCE(m->quarantined, false);
+			dev_notice(m->vdev->dev, "quarantine lifted by the operator\n");
+		}
 	}
 	gpumig_state_mutex_unlock(m);
 	return ret;

@@ -99,7 +99,8 @@ struct rb_root_cached;
  *	verify the device is inert with no translation cached.  0, or an
  *	errno with @why saying what is wrong.  State mutex.
  * @scrub: make the device fit for the next tenant: reset it and erase its
- *	memory.  State mutex.
+ *	memory.  0, or an errno when the memory may not be erased (the
+ *	device is then quarantined).  State mutex.
  * @dma_log_start: start tracking guest pages the device writes, in the
  *	ranges given (vfio_log_ops.log_start).  Optional, with the next two:
  *	all three or none.  State mutex.
@@ -122,7 +123,7 @@ struct gpumig_backend_ops {
 	ssize_t (*arch_save)(void *priv, void *buf, size_t len);
 	int (*arch_restore)(void *priv, const void *buf, size_t len);
 	int (*teardown)(void *priv, char *why, size_t len);
-	void (*scrub)(void *priv);
+	int (*scrub)(void *priv);
 	int (*dma_log_start)(void *priv, struct rb_root_cached *ranges,
 			     u32 nnodes, u64 *page_size);
 	void (*dma_log_stop)(void *priv);
@@ -222,6 +223,7 @@ int gpumig_log_read_and_clear(struct gpumig_mig *m, unsigned long iova,
 int gpumig_mig_open(struct gpumig_mig *m);
 int gpumig_mig_close(struct gpumig_mig *m);
 void gpumig_mig_reset(struct gpumig_mig *m);
+void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why);
 int gpumig_mig_unquarantine(struct gpumig_mig *m);
 
 int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st);

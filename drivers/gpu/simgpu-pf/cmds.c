@@ -568,7 +568,9 @@ EXPORT_SYMBOL_GPL(simgpu_pf_vf_resets);
  * @ops: callbacks, or NULL
  * @priv: their argument
  *
- * One claimer at a time.  While claimed, SR-IOV cannot be disabled.
+ * One claimer at a time.  While claimed, SR-IOV cannot be disabled.  When
+ * the PF's driver goes away, @ops->pf_gone runs under the PF's lock: it
+ * may not claim or release a VF.
  *
  * Return: the VF, -ENODEV when it is not a simgpu-pci VF of a bound PF,
  * or -EBUSY when someone else claimed it.
@@ -588,7 +590,8 @@ struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf_pdev,
 		return ERR_PTR(-ENODEV);
 	id = pci_iov_vf_id(vf_pdev);
 	mutex_lock(&pf->lock);
-	if (id >= 0 && id < pf->num_vfs && pf->vf[id].pdev == vf_pdev) {
+	if (id >= 0 && id < pf->num_vfs && pf->vf[id].pdev == vf_pdev &&
+	    !READ_ONCE(pf->vf[id].gone)) {
 		vf = &pf->vf[id];
 		if (vf->ops) {
 			vf = ERR_PTR(-EBUSY);
@@ -672,6 +675,6 @@ void simgpu_pf_vf_disable(struct simgpu_pf_vf *vf)
 void simgpu_pf_vf_set_gone(struct simgpu_pf_vf *vf)
 {
 	mutex_lock(&vf->cmd_lock);
-	vf->gone = true;
+	WRITE_ONCE(vf->gone, true);	/* simgpu_pf_vf_get() reads it under the PF's lock */
 	mutex_unlock(&vf->cmd_lock);
 }

@@ -44,6 +44,22 @@ static const char *simgpu_pf_vfs_busy(struct simgpu_pf *pf, unsigned int *n)
 	return NULL;
 }
 
+/* SR-IOV is off: each VF's buffer and device reference go. */
+static void simgpu_pf_put_vfs(struct simgpu_pf *pf)
+{
+	unsigned int n;
+
+	lockdep_assert_held(&pf->lock);
+	for (n = 0; n < pf->num_vfs; n++) {
+		struct pci_dev *vf_pdev = pf->vf[n].pdev;
+
+		simgpu_pf_vf_disable(&pf->vf[n]);
+		pci_dev_put(vf_pdev);
+	}
+	pf->num_vfs = 0;
+}
+
+/* No VF is bound to a driver: SR-IOV can end under the PF's lock. */
 static void simgpu_pf_disable_vfs(struct simgpu_pf *pf)
 {
 	unsigned int n;
@@ -52,13 +68,7 @@ static void simgpu_pf_disable_vfs(struct simgpu_pf *pf)
 	for (n = 0; n < pf->num_vfs; n++)
 		simgpu_pf_debugfs_remove(&pf->vf[n]);
 	pci_disable_sriov(pf->pdev);
-	for (n = 0; n < pf->num_vfs; n++) {
-		struct pci_dev *vf_pdev = pf->vf[n].pdev;
-
-		simgpu_pf_vf_disable(&pf->vf[n]);
-		pci_dev_put(vf_pdev);
-	}
-	pf->num_vfs = 0;
+	simgpu_pf_put_vfs(pf);
 }
 
 /* VF @n of @pdev, with a reference. */
@@ -248,34 +258,35 @@ err_free:
 }
 
 /*
- * The driver goes away, which cannot be refused: every claimer hears so
- * first and every service fails from then on; then SR-IOV ends (the VFs'
- * own drivers see their devices removed).
+ * The driver goes away, which cannot be refused: every service fails from
+ * now on and every claimer hears so (under the PF's lock, so that no claim
+ * is released meanwhile); then SR-IOV ends without the lock, since the
+ * VFs' own drivers see their devices removed and release their claims.
+ * The device lock keeps sriov_numvfs out meanwhile.
  */
 static void simgpu_pf_remove(struct pci_dev *pdev)
 {
 	struct simgpu_pf *pf = pci_get_drvdata(pdev);
-	const struct simgpu_pf_vf_ops *ops[SIMGPU_PF_MAX_VFS] = {};
-	void *priv[SIMGPU_PF_MAX_VFS];
-	unsigned int n;
+	unsigned int n, num;
 
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
 		simgpu_pf_vf_set_gone(&pf->vf[n]);
 	mutex_lock(&pf->lock);
-	for (n = 0; n < pf->num_vfs; n++) {
-		ops[n] = pf->vf[n].ops;
-		priv[n] = pf->vf[n].priv;
-	}
-	mutex_unlock(&pf->lock);
-	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
-		if (ops[n] && ops[n]->pf_gone) {
+	num = pf->num_vfs;
+	for (n = 0; n < num; n++) {
+		struct simgpu_pf_vf *vf = &pf->vf[n];
+
+		simgpu_pf_debugfs_remove(vf);
+		if (vf->ops && vf->ops->pf_gone) {
 			pci_warn(pdev, "VF %u in use while its PF's driver goes away\n", n);
-			ops[n]->pf_gone(priv[n]);
+			vf->ops->pf_gone(vf->priv);
 		}
 	}
+	mutex_unlock(&pf->lock);
+	if (num)
+		pci_disable_sriov(pdev);
 	mutex_lock(&pf->lock);
-	if (pf->num_vfs)
-		simgpu_pf_disable_vfs(pf);
+	simgpu_pf_put_vfs(pf);
 	mutex_unlock(&pf->lock);
 	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, 0);
 	free_irq(pci_irq_vector(pdev, 0), pf);

@@ -166,7 +166,7 @@ static int simgpu_be_teardown(void *priv, char *why, size_t len)
 }
 
 /* The next tenant finds a reset device whose VRAM reads as zeroes. */
-static void simgpu_be_scrub(void *priv)
+static int simgpu_be_scrub(void *priv)
 {
 	struct simgpu_dev *sdev = priv;
 
@@ -174,6 +174,7 @@ static void simgpu_be_scrub(void *priv)
 	mutex_lock(&sdev->core.lock);
 	simgpu_vram_scrub(&sdev->vram);
 	mutex_unlock(&sdev->core.lock);
+	return 0;
 }
 
 static int simgpu_be_dma_log_start(void *priv, struct rb_root_cached *ranges,

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig-vfio-pci's attributes, on the PCI function while it is bound,
+ * laid out as simgpu's mediated devices lay theirs out:
+ *
+ *   migration/status        the engine's line, or "not migratable: <why>",
+ *                           or "quarantined: <why>"
+ *   migration/compat        the descriptor a destination must match (VFs
+ *                           that migrate only)
+ *   migration/unquarantine  write 1: an operator who checked a quarantined
+ *                           function releases it (it is reset or scrubbed
+ *                           first)
+ *   simgpu/vram_size, simgpu/queues, simgpu/profile   a VF's resources
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/device.h>
+#include <linux/kstrtox.h>
+#include <linux/pci.h>
+#include <linux/sysfs.h>
+
+#include "gpumig_vfio_pci.h"
+
+static struct gvp_dev *dev_to_gvp(struct device *dev)
+{
+	struct vfio_pci_core_device *core = dev_get_drvdata(dev);
+
+	return container_of(core, struct gvp_dev, core);
+}
+
+static ssize_t status_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct gvp_dev *g = dev_to_gvp(dev);
+	ssize_t n;
+
+	if (g->mig)
+		return gpumig_mig_status_show(g->mig, buf);
+	mutex_lock(&g->inert_lock);
+	if (g->quarantined)
+		n = sysfs_emit(buf, "%s\n", g->why);
+	else
+		n = sysfs_emit(buf, "not migratable: %s\n", g->not_migratable);
+	mutex_unlock(&g->inert_lock);
+	return n;
+}
+static DEVICE_ATTR_RO(status);
+
+static ssize_t compat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return gpumig_mig_compat_show(dev_to_gvp(dev)->mig, buf);
+}
+static DEVICE_ATTR_RO(compat);
+
+static ssize_t unquarantine_store(struct device *dev, struct device_attribute *attr,
+				  const char *buf, size_t count)
+{
+	bool yes;
+	int ret;
+
+	ret = kstrtobool(buf, &yes);
+	if (ret)
+		return ret;
+	if (!yes)
+		return -EINVAL;
+	ret = gvp_unquarantine(dev_to_gvp(dev));
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_WO(unquarantine);
+
+static struct attribute *gvp_mig_attrs[] = {
+	&dev_attr_status.attr,
+	&dev_attr_compat.attr,
+	&dev_attr_unquarantine.attr,
+	NULL,
+};
+
+static umode_t gvp_mig_visible(struct kobject *kobj, struct attribute *a, int n)
+{
+	struct gvp_dev *g = dev_to_gvp(kobj_to_dev(kobj));
+
+	if (a == &dev_attr_compat.attr && !g->mig)
+		return 0;
+	return a->mode;
+}
+
+static const struct attribute_group gvp_mig_group = {
+	.name = "migration",
+	.attrs = gvp_mig_attrs,
+	.is_visible = gvp_mig_visible,
+};
+
+static ssize_t vram_size_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", dev_to_gvp(dev)->info.vram_size);
+}
+static DEVICE_ATTR_RO(vram_size);
+
+static ssize_t queues_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", dev_to_gvp(dev)->info.nr_queues);
+}
+static DEVICE_ATTR_RO(queues);
+
+static ssize_t profile_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", dev_to_gvp(dev)->info.name);
+}
+static DEVICE_ATTR_RO(profile);
+
+static struct attribute *gvp_simgpu_attrs[] = {
+	&dev_attr_vram_size.attr,
+	&dev_attr_queues.attr,
+	&dev_attr_profile.attr,
+	NULL,
+};
+
+static umode_t gvp_simgpu_visible(struct kobject *kobj, struct attribute *a, int n)
+{
+	return dev_to_gvp(kobj_to_dev(kobj))->mig ? a->mode : 0;
+}
+
+static const struct attribute_group gvp_simgpu_group = {
+	.name = "simgpu",
+	.attrs = gvp_simgpu_attrs,
+	.is_visible = gvp_simgpu_visible,
+};
+
+const struct attribute_group *gvp_dev_groups[] = {
+	&gvp_mig_group,
+	&gvp_simgpu_group,
+	NULL,
+};
