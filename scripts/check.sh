@@ -5,9 +5,12 @@
 #
 #   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N]
 #
-# Steps: deps kernels qemu qtest static dkms debug-vm pci-vm distro-vm fuzz; and, only when
-# named, kunit: the KUnit suites alone in the debug kernel (all, or those
-# of KUNIT_MODULES, e.g. "gpumig_mig_kunit"; debug-vm runs them too).  Each result is a
+# Steps: deps kernels qemu qtest static dkms debug-vm distro-vm fuzz; and,
+# only when named, kunit: the KUnit suites alone in the debug kernel (all,
+# or those of KUNIT_MODULES, e.g. "gpumig_mig_kunit"; debug-vm runs them
+# too), and pci-vm: the PCI suite alone in the debug kernel (debug-vm and
+# distro-vm run it too).  Each kernel boots once, on the project's QEMU
+# with simgpu-pci, and runs every suite in that boot.  Each result is a
 # line in build/results/checks.tsv or a KTAP file under build/results; the
 # summary at the end prints "N passed, N failed" and the exit status says
 # whether everything passed.
@@ -125,7 +128,7 @@ if want deps; then
 fi
 
 DEBUG_KDIR="" NEWEST_KDIR=""
-if want kernels || want static || want debug-vm || want distro-vm || want pci-vm || named kunit; then
+if want kernels || want static || want debug-vm || want distro-vm || named pci-vm || named kunit; then
 	t0=$(date +%s)
 	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
 		record "debug kernel 6.12 (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
@@ -145,7 +148,7 @@ if want kernels || want static; then
 fi
 
 QEMU_BIN=""
-if want qemu || want qtest || want pci-vm; then
+if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm; then
 	t0=$(date +%s)
 	if QEMU_BIN=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$RES/qemu-build.log"); then
 		record "QEMU 10.0.2 with simgpu-pci built" pass $(($(date +%s) - t0))
@@ -174,7 +177,12 @@ if want static; then
 fi
 
 TOOLS=$BUILD/tools
-if (want debug-vm || want distro-vm || want pci-vm) && [ -n "$DEBUG_KDIR" ]; then
+# The VMs run on the project's QEMU with two simgpu PFs behind an IOMMU
+# (lib.sh); without it (its build failed, recorded above) on vng's own.
+PCI_VM_ARGS=()
+[ -n "$QEMU_BIN" ] && PCI_VM_ARGS=(--qemu "$QEMU_BIN" --append "intel_iommu=on"
+				   --qemu-opts "$SIMGPU_PCI_QEMU_OPTS")
+if (want debug-vm || want distro-vm || named pci-vm) && [ -n "$DEBUG_KDIR" ]; then
 	run_check "build the userspace VFIO client" client_build "$DEBUG_KDIR"
 fi
 
@@ -182,21 +190,19 @@ if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 	# Always rebuild: the static step may not have run (--only).
 	build_clean debug "$DEBUG_KDIR" >"$RES/build-debug-vm.log" 2>&1 ||
 		record "build modules for the debug VM" FAIL 0 "see build/results/build-debug-vm.log"
-	run_check "debug VM: boot, load, run KUnit and VM suites" \
-		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/debug" -- \
+	VM_MEMORY=3G VM_TIMEOUT=2700 run_check "debug VM: boot, KUnit, mdev and PCI suites" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/debug" "${PCI_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" debug "$RES/debug" "$BUILD/debug" "$TOOLS" \
 		"$DEBUG_KDIR"
 	run_check "debug VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
 		log_clean "$RES/debug"
 fi
 
-if want pci-vm && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
-	# Built by the debug-vm step when it ran; otherwise build them here.
-	[ -f "$BUILD/debug/simgpu-pf.ko" ] ||
-		build_clean debug "$DEBUG_KDIR" >"$RES/build-pci-vm.log" 2>&1
-	VM_MEMORY=3G run_check "PCI VM (simgpu-pci): boot, PF, VFs, services, client on VFs" \
-		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/pci" --qemu "$QEMU_BIN" \
-		--append "intel_iommu=on" --qemu-opts "$SIMGPU_PCI_QEMU_OPTS" -- \
+if named pci-vm && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
+	want debug-vm || build_clean debug "$DEBUG_KDIR" >"$RES/build-pci-vm.log" 2>&1 ||
+		record "build modules for the PCI VM" FAIL 0 "see build/results/build-pci-vm.log"
+	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "PCI VM (simgpu-pci): PF, VFs, gpumig-vfio-pci, QEMU on VFs" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$RES/pci" "${PCI_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" pci "$RES/pci" "$BUILD/debug" "$TOOLS" \
 		"$DEBUG_KDIR"
 	run_check "PCI VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
@@ -220,8 +226,8 @@ if want dkms; then
 fi
 
 if want distro-vm; then
-	run_check "distro VM: boot $KVER_DISTRO, load the DKMS modules" \
-		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" -- \
+	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "distro VM: boot $KVER_DISTRO, DKMS modules, mdev and PCI suites" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${PCI_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"
 	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
 fi

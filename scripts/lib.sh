@@ -57,8 +57,13 @@ newest_kdir() { kernel_tree 7.3 "$GPUMIG_TOP/scripts/kconfig/debug.config" prepa
 # The PCI test VM's hardware: an IOMMU with interrupt remapping and a
 # simgpu-pci PF behind a root port whose prefetchable window holds the VFs'
 # VRAM apertures (4 x 256 MiB); firmware comes from Debian's packages.
+# Two PFs: the first's VFs migrate; the second is assigned whole (a PF
+# bound to gpumig-vfio-pci).  Each root port leaves room for its VFs'
+# apertures.
 SIMGPU_PCI_QEMU_OPTS="-L /usr/share/seabios -L /usr/share/qemu -device intel-iommu,intremap=on \
--device pcie-root-port,id=rp1,chassis=1,pref64-reserve=2G -device simgpu-pf,bus=rp1"
+-device pcie-root-port,id=rp1,chassis=1,pref64-reserve=2G -device simgpu-pf,bus=rp1 \
+-device pcie-root-port,id=rp2,chassis=2,pref64-reserve=512M \
+-device simgpu-pf,bus=rp2,total-vfs=1,aperture=64M"
 
 BUILD=$GPUMIG_TOP/build
 SRC_FILES="Kbuild Makefile dkms.conf include drivers kunit"
@@ -80,6 +85,8 @@ client_build() {
 	rm -rf "$BUILD/uapi"
 	make -s -C "$1" headers_install INSTALL_HDR_PATH="$BUILD/uapi" &&
 		make -C "$GPUMIG_TOP/tools/simgpu-client" O="$BUILD/tools" \
+			UAPI="$BUILD/uapi/include" CFLAGS="-O2 -g -Werror" &&
+		make -C "$GPUMIG_TOP/tools/gpumigctl" O="$BUILD/tools" \
 			UAPI="$BUILD/uapi/include" CFLAGS="-O2 -g -Werror" &&
 		make -C "$GPUMIG_TOP/tools/guest" O="$BUILD/tools" EXTRA_CFLAGS=-Werror
 }

@@ -10,9 +10,12 @@
  *   state_mutex   one per device; every entry point of the engine takes
  *                 it and releases it with gpumig_state_mutex_unlock(),
  *                 which runs a reset that arrived meanwhile
+ *   file->io_lock one per data file: a read or a write, across its user
+ *                 copies; taken without the state mutex, before file->lock
  *   file->lock    one per data file; reads, writes and PRECOPY_INFO take
- *                 it without the state mutex, the state machine takes it
- *                 inside the state mutex
+ *                 it without the state mutex (never across a user copy:
+ *                 the reset path takes it under vfio-pci-core's memory
+ *                 lock), the state machine takes it inside the state mutex
  *   reset_lock    spinlock; only guards deferred_reset
  *   why_lock      spinlock; only guards why
  *
@@ -62,7 +65,9 @@ enum gpumig_file_state {
  * struct gpumig_mig_file - one migration data fd
  * @filp: the file (fixed)
  * @m: its device; NULL once @state is DISABLED (guarded by @lock)
- * @lock: guards every field below
+ * @io_lock: one read or write at a time, held across the user copy (which
+ *	may fault); @buf (saving) and @tmp (resuming) change only under it
+ * @lock: guards every field below; never held across a user copy
  * @state: enum gpumig_file_state
  * @err: the error of GPUMIG_FILE_ERROR
  * @w: saving: stream writer
@@ -80,6 +85,7 @@ enum gpumig_file_state {
 struct gpumig_mig_file {
 	struct file *filp;
 	struct gpumig_mig *m;
+	struct mutex io_lock;	/* see above */
 	struct mutex lock;	/* guards the fields below */
 	enum gpumig_file_state state;
 	int err;

@@ -179,68 +179,87 @@ static size_t gpumig_buffered(struct gpumig_mig_file *migf)
 	return migf->buf_len - migf->buf_pos;
 }
 
-/* Move up to @len buffered bytes to the user and count them. */
-static ssize_t gpumig_copy_out(struct gpumig_mig_file *migf, struct iov_iter *to, size_t len)
+/* @n bytes of the current section were read: count them. */
+static void gpumig_consumed(struct gpumig_mig_file *migf, size_t n)
 {
-	struct gpumig_mig_stats *st = &migf->m->stats;
-	size_t n = min(len, gpumig_buffered(migf));
-
-	if (copy_to_iter(migf->buf + migf->buf_pos, n, to) != n)
-		return -EFAULT;
+	lockdep_assert_held(&migf->lock);
 	migf->buf_pos += n;
 	migf->initial_left -= min_t(u64, migf->initial_left, n);
+	if (!migf->m)
+		return;		/* disabled meanwhile */
 	if (migf->state == GPUMIG_FILE_PRECOPY) {
-		atomic64_add(n, &st->precopy_bytes);
+		atomic64_add(n, &migf->m->stats.precopy_bytes);
 		migf->round_bytes += n;
 	} else {
-		atomic64_add(n, &st->stopcopy_bytes);
+		atomic64_add(n, &migf->m->stats.stopcopy_bytes);
 	}
-	return n;
 }
 
+/*
+ * Make sure a section is buffered: 0 with bytes ready, 1 at the end of the
+ * stream, or a negative errno (-ENOMSG: pre-copy has nothing now).
+ */
+static int gpumig_fill(struct gpumig_mig_file *migf)
+{
+	int ret;
+
+	lockdep_assert_held(&migf->lock);
+	ret = gpumig_file_usable(migf);
+	if (ret || gpumig_buffered(migf))
+		return ret;
+	if (migf->state == GPUMIG_FILE_COMPLETE)
+		return 1;
+	ret = gpumig_produce(migf);
+	if (ret == -ENOMSG && migf->round_bytes) {
+		/* All that was ready is read: one pre-copy round. */
+		atomic64_inc(&migf->m->stats.precopy_rounds);
+		migf->round_bytes = 0;
+	}
+	if (ret && ret != -ENOMSG) {
+		dev_err(migf->m->vdev->dev, "migration stream broken: %d\n", ret);
+		gpumig_file_fail(migf, ret);
+	}
+	if (!ret && !gpumig_buffered(migf))
+		return 1;	/* produced nothing: the stream is complete */
+	return ret;
+}
+
+/*
+ * The file lock is never held across a copy to the user: a fault there may
+ * wait for locks (the mm's, vfio-pci-core's memory lock) that are held
+ * around a device reset, which takes the file lock.  The io lock keeps
+ * readers in order and the section buffer still meanwhile; only readers
+ * change it.
+ */
 static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct gpumig_mig_file *migf = iocb->ki_filp->private_data;
-	size_t len = iov_iter_count(to);
-	ssize_t done = 0, n;
+	size_t len = iov_iter_count(to), n, pos;
+	ssize_t done = 0;
 	int ret;
 
-	mutex_lock(&migf->lock);
-	ret = gpumig_file_usable(migf);
-	if (ret) {
-		done = ret;
-		goto out;
-	}
+	mutex_lock(&migf->io_lock);
 	while (done < len) {
-		if (!gpumig_buffered(migf)) {
-			if (migf->state == GPUMIG_FILE_COMPLETE)
-				break;		/* end of stream */
-			ret = gpumig_produce(migf);
-			if (ret == -ENOMSG && migf->round_bytes) {
-				/* All that was ready is read: one pre-copy round. */
-				atomic64_inc(&migf->m->stats.precopy_rounds);
-				migf->round_bytes = 0;
-			}
-			if (ret && ret != -ENOMSG) {
-				dev_err(migf->m->vdev->dev, "migration stream broken: %d\n", ret);
-				gpumig_file_fail(migf, ret);
-			}
-			if (ret) {
-				if (!done)
-					done = ret;
-				break;
-			}
-			continue;
-		}
-		n = gpumig_copy_out(migf, to, len - done);
-		if (n < 0) {
-			done = n;
+		mutex_lock(&migf->lock);
+		ret = gpumig_fill(migf);
+		n = min(len - done, gpumig_buffered(migf));
+		pos = migf->buf_pos;
+		mutex_unlock(&migf->lock);
+		if (ret) {
+			if (!done && ret < 0)
+				done = ret;
 			break;
 		}
+		if (copy_to_iter(migf->buf + pos, n, to) != n) {
+			done = -EFAULT;
+			break;
+		}
+		mutex_lock(&migf->lock);
+		gpumig_consumed(migf, n);
+		mutex_unlock(&migf->lock);
 		done += n;
 	}
-out:
-	mutex_unlock(&migf->lock);
+	mutex_unlock(&migf->io_lock);
 	return done;
 }
 
@@ -441,18 +460,14 @@ static void gpumig_resume_refused(struct gpumig_mig_file *migf, int err)
 	gpumig_file_fail(migf, err);
 }
 
+/* As for reads, the user's bytes are copied with only the io lock held. */
 static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct gpumig_mig_file *migf = iocb->ki_filp->private_data;
 	size_t len = iov_iter_count(from);
 	ssize_t done = 0, ret;
 
-	mutex_lock(&migf->lock);
-	ret = gpumig_file_usable(migf);
-	if (ret) {
-		done = ret;
-		goto out;
-	}
+	mutex_lock(&migf->io_lock);
 	while (done < len) {
 		size_t n = min_t(size_t, len - done, GPUMIG_WRITE_CHUNK);
 
@@ -464,17 +479,24 @@ static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 			done = -EFAULT;
 			break;
 		}
-		ret = gpumig_parser_feed(&migf->parser, migf->tmp, n);
+		mutex_lock(&migf->lock);
+		ret = gpumig_file_usable(migf);
+		if (!ret) {
+			ret = gpumig_parser_feed(&migf->parser, migf->tmp, n);
+			if (ret < 0)
+				gpumig_resume_refused(migf, ret);
+			else
+				atomic64_add(n, &migf->m->stats.resumed_bytes);
+		}
+		mutex_unlock(&migf->lock);
 		if (ret < 0) {
-			gpumig_resume_refused(migf, ret);
+			/* A refused stream is refused whole, whatever went before. */
 			done = ret;
 			break;
 		}
-		atomic64_add(n, &migf->m->stats.resumed_bytes);
 		done += n;
 	}
-out:
-	mutex_unlock(&migf->lock);
+	mutex_unlock(&migf->io_lock);
 	return done;
 }
 
@@ -514,6 +536,7 @@ static void gpumig_file_free(struct gpumig_mig_file *migf)
 	kvfree(migf->tmp);
 	kvfree(migf->arch);
 	mutex_destroy(&migf->lock);
+	mutex_destroy(&migf->io_lock);
 	kfree(migf);
 }
 
@@ -545,6 +568,7 @@ static struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m)
 	if (!migf)
 		return NULL;
 	mutex_init(&migf->lock);
+	mutex_init(&migf->io_lock);
 	migf->m = m;
 	migf->tmp = kvmalloc(GPUMIG_TMP_SIZE, GFP_KERNEL_ACCOUNT);
 	if (!migf->tmp) {

@@ -487,8 +487,8 @@ ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf)
 		       st.state, st.dirty_tracking ? "device" : "none", st.pending_bytes);
 	n += sysfs_emit_at(buf, n, " precopy_rounds=%llu precopy_bytes=%llu",
 			   st.precopy_rounds, st.precopy_bytes);
-	n += sysfs_emit_at(buf, n, " stopcopy_bytes=%llu resumed_bytes=%llu",
-			   st.stopcopy_bytes, st.resumed_bytes);
+	n += sysfs_emit_at(buf, n, " stopcopy_bytes=%llu resumed_bytes=%llu dma_log_reports=%llu",
+			   st.stopcopy_bytes, st.resumed_bytes, st.log_reports);
 	n += sysfs_emit_at(buf, n, "%s%s\n", st.why[0] ? " last_error=" : "", st.why);
 	return n;
 }

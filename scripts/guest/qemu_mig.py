@@ -10,9 +10,12 @@ the work runs, and checks the negative paths.  Prints KTAP (one result per
 check) and, for the demo, a short human report.
 
   qemu_mig.py --guest ELF --out DIR [--demo] [--pingpong N]
+              [--pci 256M=ADDR,ADDR,ADDR 64M=ADDR]
 
-Runs as root inside the VM with simgpu loaded; creates and removes its
-own mdev instances.
+Runs as root inside the VM.  Without --pci, simgpu is loaded and the
+script creates and removes its own mdev instances; with --pci, the VFs
+named (bound to gpumig-vfio-pci, by profile) are assigned with
+-device vfio-pci,host=ADDR instead.
 """
 import argparse
 import json
@@ -84,11 +87,64 @@ class QMP:
             pass
 
 
+class Dev:
+    """A simgpu: an mdev instance (by UUID) or a VF bound to gpumig-vfio-pci
+    (by PCI address).  Both lay out migration/ alike; their test knobs are
+    simgpu's debugfs or the PF driver's."""
+
+    def __init__(self, name, pci):
+        self.name, self.pci = name, pci
+
+    def __str__(self):
+        return self.name
+
+    def vfio_arg(self):
+        if self.pci:
+            return "host=%s" % self.name
+        return "sysfsdev=/sys/bus/mdev/devices/%s" % self.name
+
+    def sysdir(self):
+        return "/sys/bus/%s/devices/%s" % ("pci" if self.pci else "mdev", self.name)
+
+    def status_line(self):
+        return sysfs(self.sysdir() + "/migration/status")
+
+    def status(self):
+        return dict(kv.split("=", 1) for kv in self.status_line().split() if "=" in kv)
+
+    def knob(self, name, value):
+        sysfs("/sys/kernel/debug/%s/%s/%s" % ("simgpu-pf" if self.pci else "simgpu",
+                                              self.name, name), str(value))
+
+
+class Pool:
+    """Devices by profile: mdev instances made on demand, or given VFs."""
+
+    def __init__(self, pci):
+        self.free = {}
+        self.made = []
+        self.pci = pci is not None
+        for spec in pci or []:
+            prof, addrs = spec.split("=", 1)
+            self.free[prof] = [Dev(a, True) for a in addrs.split(",") if a]
+
+    def get(self, prof):
+        if self.pci:
+            return self.free[prof].pop(0)
+        d = Dev(create(prof), False)
+        self.made.append(d)
+        return d
+
+    def release(self):
+        for d in self.made:
+            remove(d.name)
+
+
 class VM:
     """One QEMU process with the guest and one simgpu."""
 
-    def __init__(self, name, uuid, args, incoming=False):
-        self.name, self.uuid = name, uuid
+    def __init__(self, name, dev, args, incoming=False):
+        self.name, self.dev = name, dev
         self.log = os.path.join(args.out, name + ".debugcon")
         self.errlog = os.path.join(args.out, name + ".stderr")
         qmp = os.path.join(args.out, name + ".qmp")
@@ -100,8 +156,7 @@ class VM:
                "-monitor", "none", "-kernel", args.guest,
                "-chardev", "file,id=dbg,path=" + self.log,
                "-device", "isa-debugcon,chardev=dbg,iobase=0xe9",
-               "-device", "vfio-pci,id=gpu0,addr=05.0,sysfsdev=/sys/bus/mdev/devices/%s,"
-               "enable-migration=on" % uuid,
+               "-device", "vfio-pci,id=gpu0,addr=05.0,%s,enable-migration=on" % dev.vfio_arg(),
                "-qmp", "unix:%s,server=on,wait=off" % qmp]
         if incoming:
             cmd += ["-incoming", "defer"]
@@ -171,24 +226,6 @@ def sysfs(path, value=None):
             return f.read().strip()
     with open(path, "w") as f:
         f.write(value)
-    return None
-
-
-def knob(uuid, name, value):
-    sysfs("/sys/kernel/debug/simgpu/%s/%s" % (uuid, name), str(value))
-
-
-def dev_status(uuid):
-    st = sysfs("/sys/bus/mdev/devices/%s/migration/status" % uuid)
-    return dict(kv.split("=", 1) for kv in st.split() if "=" in kv)
-
-
-def dev_stat(uuid, name):
-    with open("/sys/kernel/debug/simgpu/%s/stats" % uuid) as f:
-        for ln in f:
-            k, v = ln.split()
-            if k == name:
-                return int(v)
     return None
 
 
@@ -303,8 +340,7 @@ def one_migration(run, src, dst, sock, label):
     """A live migration that must succeed; returns the query-migrate info."""
     before = src.last_iter()
     info = migrate(src, dst, sock)
-    dev = dev_status(src.uuid)
-    dev["dma_log_reports"] = dev_stat(src.uuid, "dma_log_reports")
+    dev = src.dev.status()
     ok = info.get("status") == "completed"
     run.check("%s: migration completed" % label, ok,
               "status %s: %s" % (info.get("status"), info.get("error-desc", "")))
@@ -344,17 +380,20 @@ def main():
     ap.add_argument("--demo", action="store_true",
                     help="one migration and a short human report")
     ap.add_argument("--pingpong", type=int, default=10)
+    ap.add_argument("--pci", nargs="+", metavar="PROFILE=ADDR,...",
+                    help="VFs bound to gpumig-vfio-pci: three of 256M, one of 64M")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     run = Run(args)
     sock = os.path.join(args.out, "mig.sock")
-    uuids, vms = [], []
+    pool = Pool(args.pci)
+    vms = []
     tracking = "?"
 
     try:
-        m1, m2 = create("256M"), create("256M")
-        uuids += [m1, m2]
-        tracking = dev_status(m1).get("dirty_tracking")
+        m1, m2 = pool.get("256M"), pool.get("256M")
+        run.note("devices: %s" % ("VFs on gpumig-vfio-pci" if pool.pci else "simgpu mdevs"))
+        tracking = m1.status().get("dirty_tracking")
         run.note("simgpu dirty tracking of guest memory: %s" % tracking)
         if tracking != "device":
             global DOWNTIME_MS
@@ -362,8 +401,8 @@ def main():
         for u in (m1, m2):
             # a kernel is in flight most of the time; the device's own
             # background writer dirties guest memory all along
-            knob(u, "kernel_step_us", 1000)
-            knob(u, "dirty_rate", 200)
+            u.knob("kernel_step_us", 1000)
+            u.knob("dirty_rate", 200)
 
         a = VM("a", m1, args)
         vms.append(a)
@@ -377,7 +416,8 @@ def main():
             dev = info["_device"]
             ram, vfio = info.get("ram", {}), info.get("vfio", {})
             rep = [
-                "Live migration of a running VM holding a simgpu (QEMU 10, %s)" % os.uname().release,
+                "Live migration of a running VM holding a simgpu %s (QEMU 10, %s)"
+                % ("VF" if pool.pci else "mdev", os.uname().release),
                 "  guest: %d GPU iterations verified before the migration started, %d by the "
                 "end on the destination; no wrong result" % info["_iters"],
                 "  QEMU: %s ms in all, %s ms downtime, %d KiB of RAM in %s dirty syncs, "
@@ -402,8 +442,7 @@ def main():
         # An incompatible destination (another type) fails before the
         # source stops: switchover-ack holds the switch until the
         # destination accepted the device's first data.
-        m3 = create("64M")
-        uuids.append(m3)
+        m3 = pool.get("64M")
         c = VM("c", m3, args, incoming=True)
         vms.append(c)
         cur.qmp.events.clear()
@@ -412,7 +451,7 @@ def main():
                   info.get("status") == "failed", "status %s" % info.get("status"))
         run.check("incompatible destination: the source never stopped",
                   not stopped(cur), str(cur.qmp.events))
-        st = sysfs("/sys/bus/mdev/devices/%s/migration/status" % m3)
+        st = m3.status_line()
         run.note("incompatible destination: QEMU says \"%s\"; the destination device says \"%s\""
                  % (info.get("error-desc"), st.split("last_error=", 1)[-1]))
         run.check("incompatible destination: the destination device names the mismatch",
@@ -435,7 +474,7 @@ def main():
             time.sleep(0.2)
         run.note("cancel at %d KiB of RAM sent, device state %s" %
                  (st.get("ram", {}).get("transferred", 0) // 1024,
-                  dev_status(cur.uuid).get("state")))
+                  cur.dev.status().get("state")))
         cur.qmp.cmd("migrate_cancel")
         st = wait_migration(cur, timeout=60)
         cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": DEFAULT_BW})
@@ -445,7 +484,7 @@ def main():
                   str(cur.qmp.events))
         keeps_running(run, cur, "migrate_cancel")
         run.check("migrate_cancel: the device is RUNNING again",
-                  dev_status(cur.uuid).get("state") == "2", str(dev_status(cur.uuid)))
+                  cur.dev.status().get("state") == "2", str(cur.dev.status()))
         d.kill()
         vms.remove(d)
 
@@ -453,10 +492,10 @@ def main():
         # acknowledged) fails the migration and keeps running.
         e = VM("e", spare, args, incoming=True)
         vms.append(e)
-        knob(cur.uuid, "ack_drop", 1)
+        cur.dev.knob("ack_drop", 1)
         cur.qmp.events.clear()
         info = migrate(cur, e, sock)
-        knob(cur.uuid, "ack_drop", 0)
+        cur.dev.knob("ack_drop", 0)
         run.check("source cannot quiesce: the migration fails",
                   info.get("status") == "failed", "status %s" % info.get("status"))
         # (this one did reach stop-copy: the STOP event the two checks
@@ -480,7 +519,7 @@ def main():
             info = one_migration(run, cur, nxt, sock, "ping-pong %d" % (i + 1))
             if not info:
                 break
-            spare = cur.uuid
+            spare = cur.dev
             cur.quit()
             vms.remove(cur)
             cur = nxt
@@ -494,8 +533,7 @@ def main():
     finally:
         for vm in vms:
             vm.quit()
-        for u in uuids:
-            remove(u)
+        pool.release()
         run.finish()
     return 1 if run.failed else 0
 

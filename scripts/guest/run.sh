@@ -9,8 +9,9 @@
 # KDIR: the debug kernel's build tree; its own modules (vfio, mdev, ...)
 # are loaded from there by path, in dependency order.
 # MODE "kunit": only the KUnit modules named (default: every suite).
-# MODE "pci": simgpu-pci hardware (QEMU's simgpu-pf): the PF driver, VFs,
-# the PF's services (KUnit) and the client on VFs bound to vfio-pci.
+# MODE "pci": the PCI suite alone (simgpu-pci hardware: the PF driver, VFs,
+# the PF's services, vfio-pci and gpumig-vfio-pci, QEMU on VFs); "debug"
+# and "distro" run it too, in the same boot, after the mdev suites.
 # MODE "bench": the benchmarks only, output in OUT/bench.txt.
 # MODE "demo": one QEMU live migration, report in OUT/qemu/demo.txt.
 # MODE "debug": the debug kernel; modules are insmod-ed from MODDIR and the
@@ -22,7 +23,7 @@ shift $(($# < 5 ? $# : 5))
 
 # The VFIO stack simgpu needs: type1 container and mediated devices.
 vfio_stack() {
-	local m
+	local m b
 
 	if [ -z "$kdir" ]; then
 		modprobe -a vfio_iommu_type1 mdev vfio-pci
@@ -32,7 +33,8 @@ vfio_stack() {
 		 drivers/vfio/vfio_iommu_type1 drivers/vfio/mdev/mdev \
 		 drivers/vfio/pci/vfio-pci-core drivers/vfio/pci/vfio-pci; do
 		[ -f "$kdir/$m.ko" ] || continue
-		grep -q "^$(basename $m) " /proc/modules || insmod "$kdir/$m.ko" || return 1
+		b=$(basename $m)
+		grep -q "^${b//-/_} " /proc/modules || insmod "$kdir/$m.ko" || return 1
 	done
 }
 ktap=$out/vm-$mode.ktap
@@ -60,6 +62,9 @@ check() {
 }
 
 printf 'KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: vm_%s\n' "$mode" >"$ktap"
+# The kernel log as it happens: what an oops or a hang left behind is on
+# the host even when this script never reaches its end.
+cat /dev/kmsg >"$out/kmsg.txt" 2>/dev/null &
 uname -r >"$out/uname.txt"
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 kml=/sys/kernel/debug/kmemleak
@@ -181,12 +186,19 @@ simgpu_suite() {
 
 
 # simgpu-pci: the PF driver, VF profiles, SR-IOV on and off, the PF's
-# services from the kernel (KUnit on an unbound VF), and the client's
-# scenarios on VFs of two profiles bound to plain vfio-pci.
+# services from the kernel (KUnit on an unbound VF), a VF on plain
+# vfio-pci, then gpumig-vfio-pci: the client's migration scenarios on VFs,
+# QEMU end to end, a PF assigned plainly, gpumigctl, and the PF's driver
+# unbound mid-migration.
 PFDRV=/sys/bus/pci/drivers/simgpu-pf
+GVP=gpumig-vfio-pci
 
-pf_addr() {
-	basename "$(readlink -f "$PFDRV"/0000:*)" 2>/dev/null
+# The simgpu PFs, by address.
+pf_addrs() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x5350 ] && basename "$d"
+	done
 }
 
 vf_addr() {
@@ -222,57 +234,186 @@ vf_unbind() {
 	echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind"
 }
 
+mig_status() {
+	cat "/sys/bus/pci/devices/$1/migration/status"
+}
+
+# A VF on gpumig-vfio-pci says it migrates and describes its profile.
+gvp_bind() {
+	vf_bind "$1" "$GVP" &&
+		mig_status "$1" | grep -q "^migratable state=2 dirty_tracking=$3 " &&
+		grep -q "backend=2 type=simgpu-vf-$2 " "/sys/bus/pci/devices/$1/migration/compat" &&
+		[ "$(cat "/sys/bus/pci/devices/$1/simgpu/profile")" = "$2" ]
+}
+
+# A function whose reset methods are all disabled is not reset at release:
+# the VF is quarantined, says so, refuses a tenant, and is usable again
+# once its reset works and an operator lifted the quarantine.
+flr_quarantine() {
+	local vf=$1 rm=/sys/bus/pci/devices/$1/reset_method
+
+	echo "" >"$rm" || return 1
+	"$tooldir/simgpu-client" -s info -n flr_off "$vf" >/dev/null 2>&1
+	mig_status "$vf" | grep -q "^quarantined: the function was not reset" || return 1
+	! "$tooldir/simgpu-client" -s info -n flr_refused "$vf" >/dev/null 2>&1 || return 1
+	echo default >"$rm" &&
+		"$tooldir/gpumigctl" unquarantine "$vf" &&
+		mig_status "$vf" | grep -q "^migratable" &&
+		"$tooldir/simgpu-client" -s info -n flr_back "$vf" >/dev/null 2>&1
+}
+
+pf_rebind() {
+	echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind" && vf_bind "$1" "$2"
+}
+
+# A PF bound to gpumig-vfio-pci: assignable (QEMU's guest sees it), no
+# migration (QEMU refuses enable-migration=on, gpumigctl's probe finds
+# none), says so, and inert (bus mastering off, not quarantined) after
+# each tenant left.
+pf_plain() {
+	local pf=$1 cmd log=$out/qemu-assign-pf.txt
+
+	mig_status "$pf" | grep -qx "not migratable: physical function" &&
+		[ ! -e "/sys/bus/pci/devices/$pf/migration/compat" ] || return 1
+	printf 'info pci\nquit\n' | timeout 180 qemu-system-x86_64 -machine q35 -accel tcg \
+		-m 128 -S -nodefaults -display none -monitor stdio \
+		-device vfio-pci,host="$pf" >"$log" 2>&1 &&
+		grep -q "PCI device 1234:5350" "$log" || return 1
+	printf 'quit\n' | timeout 180 qemu-system-x86_64 -machine q35 -accel tcg \
+		-m 128 -S -nodefaults -display none -monitor stdio \
+		-device vfio-pci,host="$pf",enable-migration=on >>"$log" 2>&1
+	[ $? -eq 1 ] && grep -q "VFIO migration is not supported in kernel" "$log" || return 1
+	"$tooldir/gpumigctl" probe "$pf"
+	[ $? -eq 1 ] || return 1
+	cmd=$(od -An -tx2 -j4 -N2 "/sys/bus/pci/devices/$pf/config" | tr -d ' ')
+	[ $((0x$cmd & 4)) -eq 0 ] &&
+		mig_status "$pf" | grep -qx "not migratable: physical function"
+}
+
+# The Nova entries for a host with VFs and a PF bound.
+nova_check() {
+	local out=$1 vf
+	shift
+	"$tooldir/gpumigctl" nova-config >"$out" || return 1
+	for vf in "$@"; do
+		grep -q "device_spec = {\"address\": \"$vf\", .*\"resource_class\": \"CUSTOM_SIMGPU_VF_[0-9]*M\", \"live_migratable\": \"yes\"}" "$out" ||
+			return 1
+	done
+	grep -q "device_spec = {\"address\": \"$pf2\", \"vendor_id\": \"1234\", \"product_id\": \"5350\", \"live_migratable\": \"no\"}" "$out" &&
+		grep -q '"device_type": "type-PF", "live_migratable": "no"}' "$out" &&
+		grep -q '"name": "simgpu-vf-256M", .*"device_type": "type-VF", .*"live_migratable": "yes"}' "$out" &&
+		! grep '"type-PF"' "$out" | grep -q '"yes"'
+}
+
 pci_suite() {
-	local pf sys vf0 vf1 vf2
+	local pf pf2 sys vf0 vf1 vf2 vf3 tracking=device
 
 	check "VFIO type1 and vfio-pci available" vfio_stack
 	check "load simgpu-pf.ko" $loadmod "$moddir_pf"
-	pf=$(pf_addr)
-	check "the PF probed ($pf)" test -n "$pf"
+	check "load gpumig and gpumig-vfio-pci" sh -c "$loadmod $moddir_gpumig && $loadmod $moddir_gvp"
+	set -- $(pf_addrs)
+	pf=${1:-} pf2=${2:-}
+	check "two simgpu PFs probed ($pf, $pf2)" sh -c "[ -e $PFDRV/$pf ] && [ -e $PFDRV/$pf2 ]"
 	sys=/sys/bus/pci/devices/$pf/simgpu
 	check "the PF offers the profiles its aperture holds" \
 		sh -c "[ \"\$(cat $sys/profiles)\" = '64M 256M' ]"
 	check "a profile the PF does not offer is refused" \
 		sh -c "! echo 1G > $sys/vf1_profile && [ \$(cat $sys/vf1_profile) = 64M ]"
-	check "choose VF profiles before SR-IOV: 64M, 256M, 64M" \
-		sh -c "echo 256M > $sys/vf1_profile && [ \$(cat $sys/vf1_profile) = 256M ]"
-	check "enable 3 VFs" sh -c "echo 3 > /sys/bus/pci/devices/$pf/sriov_numvfs"
-	check "3 simgpu VFs, each in its own IOMMU group, with knobs" vfs_check "$pf" 3
+	check "choose VF profiles before SR-IOV: 64M, 256M, 64M, 256M" \
+		sh -c "echo 256M > $sys/vf1_profile && echo 256M > $sys/vf3_profile &&
+		       [ \$(cat $sys/vf1_profile) = 256M ]"
+	check "enable 4 VFs" sh -c "echo 4 > /sys/bus/pci/devices/$pf/sriov_numvfs"
+	check "4 simgpu VFs, each in its own IOMMU group, with knobs" vfs_check "$pf" 4
 	check "profiles are fixed while VFs are enabled" \
 		sh -c "! echo 64M > $sys/vf1_profile 2>/dev/null"
 	vf0=$(vf_addr "$pf" 0)
 	vf1=$(vf_addr "$pf" 1)
 	vf2=$(vf_addr "$pf" 2)
-	# The PF's services, from the kernel, on the unbound VF 2.
-	KUNIT_MODULES="simgpu_pf_kunit" kunit_suites
+	vf3=$(vf_addr "$pf" 3)
+	# The PF's services, from the kernel, on the first unbound VF (KUnit:
+	# the debug kernel only).
+	[ -n "$kdir" ] && KUNIT_MODULES="simgpu_pf_kunit" kunit_suites
+	check "nothing binds gpumig-vfio-pci by itself (driver_override only)" \
+		sh -c "[ ! -e /sys/bus/pci/devices/$vf0/driver ]"
+
+	# Plain vfio-pci: the device scenarios; migration is refused.
 	check "bind VF 0 (64M) to vfio-pci" vf_bind "$vf0" vfio-pci
-	check "bind VF 1 (256M) to vfio-pci" vf_bind "$vf1" vfio-pci
-	check "VF 1 reports its profile's VRAM and queues" sh -c \
-		"[ \$(cat /sys/kernel/debug/simgpu-pf/$vf1/stats | wc -l) -gt 5 ]"
-	timeout 900 "$tooldir/simgpu-client" -n simgpu_vf_64M "$vf0" \
-		>"$out/client-vf-64M.ktap" 2>>"$out/guest.log"
-	echo "vm: client on VF 0 exited $?"
-	timeout 900 "$tooldir/simgpu-client" -n simgpu_vf_256M "$vf1" \
-		>"$out/client-vf-256M.ktap" 2>>"$out/guest.log"
-	echo "vm: client on VF 1 exited $?"
+	timeout 900 "$tooldir/simgpu-client" -n simgpu_vf_vfio_pci "$vf0" \
+		>"$out/client-vf-vfio-pci.ktap" 2>>"$out/guest.log"
+	echo "vm: client on VF 0 (vfio-pci) exited $?"
 	check "SR-IOV cannot be disabled while a VF is bound" \
 		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null && [ -e /sys/bus/pci/devices/$vf0 ]"
 	vf_unbind "$vf0"
-	vf_unbind "$vf1"
-	check "with every VF unbound, SR-IOV is disabled" \
-		sh -c "echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs && [ ! -e /sys/bus/pci/devices/$vf0 ] &&
-		       [ -z \"\$(ls /sys/kernel/debug/simgpu-pf)\" ]"
-	check "and enabled again, with the same profiles" sh -c \
-		"echo 2 > /sys/bus/pci/devices/$pf/sriov_numvfs && [ \$(cat $sys/vf1_profile) = 256M ] &&
+
+	# gpumig-vfio-pci on every VF.
+	grep -q "CONFIG_IOMMUFD_DRIVER=y" "${kdir:-/nonexistent}/.config" 2>/dev/null || tracking=none
+	for v in "$vf0:64M" "$vf1:256M" "$vf2:64M" "$vf3:256M"; do
+		check "bind ${v%:*} to $GVP: migratable, simgpu-vf-${v##*:}, dirty tracking $tracking" \
+			gvp_bind "${v%:*}" "${v##*:}" "$tracking"
+	done
+	check "SR-IOV cannot be disabled while VFs are claimed" \
+		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null"
+	timeout 900 "$tooldir/simgpu-client" -n gvp_vf_256M "$vf1" \
+		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
+	echo "vm: client on VF 1 ($GVP) exited $?"
+	timeout 1200 "$tooldir/simgpu-client" \
+		-s migrate,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,pingpong,quarantine \
+		-n gvp_migration -d "$vf3" "$vf1" >"$out/client-gvp-migration.ktap" 2>>"$out/guest.log"
+	echo "vm: client migration scenarios on VFs exited $?"
+	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
+		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
+	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
+	check "QEMU end to end on VFs: every check passed (qemu-pci/qemu.ktap)" \
+		timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
+		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
+		--pci "256M=$vf1,$vf3" "64M=$vf0"
+
+	# A PF assigned plainly.
+	check "bind the second PF ($pf2) to $GVP" pf_rebind "$pf2" "$GVP"
+	check "the PF: assignable, no migration, says so, inert after release" pf_plain "$pf2"
+	check "gpumigctl lists the VFs and the PF" sh -c \
+		"[ \$('$tooldir/gpumigctl' list | grep -c '^0000:.*$GVP') -eq 5 ]"
+	check "gpumigctl nova-config: live_migratable for VFs only, never the PF" \
+		nova_check "$out/nova.conf" "$vf0" "$vf1" "$vf2" "$vf3"
+
+	# The PF's driver goes away while VF 1 migrates.
+	timeout 300 "$tooldir/simgpu-client" -s pf_gone -n gvp_pf_gone "$vf1" \
+		>"$out/client-gvp-pf-gone.ktap" 2>>"$out/guest.log"
+	check "every VF went with its PF's driver" sh -c "[ ! -e /sys/bus/pci/devices/$vf0 ] &&
+		[ ! -e /sys/bus/pci/devices/$vf3 ]"
+	check "the VF said its migration was aborted because the PF's driver went" sh -c \
+		"dmesg | grep -q '$GVP $vf1: the PF.s driver was removed: the migration in flight was aborted'"
+	check "the PF binds to simgpu-pf again and enables VFs" sh -c \
+		"echo $pf > $PFDRV/bind && echo 2 > /sys/bus/pci/devices/$pf/sriov_numvfs &&
 		 echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs"
-	check "unload simgpu-pf" rmmod simgpu_pf
+	check "the second PF back to simgpu-pf" sh -c \
+		"echo > /sys/bus/pci/devices/$pf2/driver_override && echo $pf2 > /sys/bus/pci/drivers/$GVP/unbind &&
+		 echo $pf2 > $PFDRV/bind"
+	check "unload gpumig-vfio-pci, gpumig, simgpu-pf" rmmod gpumig_vfio_pci gpumig simgpu_pf
+}
+
+# The modules of the PCI suite: built ones by path, or the DKMS install.
+loadmod=insmod
+moddir_pf=$moddir/simgpu-pf.ko
+moddir_gpumig=$moddir/gpumig.ko
+moddir_gvp=$moddir/gpumig-vfio-pci.ko
+[ -n "$kdir" ] || {
+	loadmod="modprobe"
+	moddir_pf=simgpu_pf moddir_gpumig=gpumig moddir_gvp=gpumig_vfio_pci
+}
+
+# The VM runs on the project's QEMU with simgpu-pci: the PCI suite too, in
+# the same boot.
+pci_if_present() {
+	if [ -n "$(pf_addrs)" ]; then
+		pci_suite
+	else
+		check "simgpu-pci hardware present (the VM runs on the project's QEMU)" false
+	fi
 }
 
 case $mode in
 pci)
-	loadmod=insmod
-	moddir_pf=$moddir/simgpu-pf.ko
-	[ -n "$kdir" ] || { loadmod="modprobe"; moddir_pf=simgpu_pf; }
 	pci_suite
 	;;
 debug)
@@ -284,6 +425,7 @@ debug)
 	simgpu_suite
 	check "unload simgpu" rmmod simgpu
 	check "unload gpumig" rmmod gpumig
+	pci_if_present
 	;;
 kunit)
 	check "load the VFIO stack" vfio_stack
@@ -315,10 +457,12 @@ bench)
 distro)
 	check "modprobe gpumig and simgpu (DKMS install)" modprobe -a gpumig simgpu
 	check "the modules are the DKMS build" sh -c \
-		"modinfo -n gpumig | grep -q /updates/dkms/ && modinfo -n simgpu | grep -q /updates/dkms/"
+		"for m in gpumig simgpu simgpu_pf gpumig_vfio_pci; do
+		     modinfo -n \$m | grep -q /updates/dkms/ || exit 1; done"
 	simgpu_suite
 	check "unload simgpu" rmmod simgpu
 	check "unload gpumig" rmmod gpumig
+	pci_if_present
 	;;
 esac
 

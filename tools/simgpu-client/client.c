@@ -108,6 +108,7 @@ static const struct scenario {
 	{ "dma_log_race", t_dma_log_race, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "dma_log_lifecycle", t_dma_log_lifecycle, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "dirty_precopy", t_dirty_precopy, NEEDS_DST | NEEDS_MIGRATION },
+	{ "aperture", t_aperture, NEEDS_DST | NEEDS_MIGRATION },
 	{ "migrate", t_migrate, NEEDS_DST | NEEDS_MIGRATION },
 	{ "incompatible", t_incompatible, NEEDS_DST | NEEDS_MIGRATION },
 	{ "stop_fails", t_stop_fails, RUN_DEFAULT | NEEDS_MIGRATION },
@@ -116,6 +117,7 @@ static const struct scenario {
 	{ "hostile", t_hostile, NEEDS_DST | NEEDS_MIGRATION },
 	{ "pingpong", t_pingpong, NEEDS_DST | NEEDS_MIGRATION },
 	{ "quarantine", t_quarantine, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "pf_gone", t_pf_gone, NEEDS_MIGRATION },	/* unbinds the VF's PF */
 	{ "remove_open", t_remove_open, 0 },	/* destroys the instance */
 	{ "bench_dirty", t_bench_dirty, NEEDS_MIGRATION },	/* the benchmark, not a test */
 };
@@ -157,8 +159,6 @@ static void scenario_cleanup(const char *name, bool failed)
 	if (failed && !unquarantine_all())
 		printf("    # %s: cleanup lifted a quarantine it caused\n", name);
 }
-
-#define SKIP 1
 
 /* A device that offers no migration refuses a state change, cleanly. */
 static int migration_refused(struct gpu *g)

@@ -20,6 +20,9 @@ extern const char *dst_name;	/* -d: the destination device */
 
 int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A scenario's result when the device cannot run it (fail_msg says why). */
+#define SKIP 1
+
 #define CHECK(cond, ...)                          \
 	do {                                      \
 		if (!(cond))                      \
@@ -66,6 +69,7 @@ int t_reset_precopy(struct gpu *g);
 int t_close_mid_migration(struct gpu *g);
 int t_pingpong(struct gpu *g);
 int t_quarantine(struct gpu *g);
+int t_pf_gone(struct gpu *g);
 
 /* hostile.c */
 int t_hostile(struct gpu *g);
@@ -100,6 +104,9 @@ int fill_span(struct gpu *g, uint64_t va, uint32_t first, uint32_t n);
 int t_dma_logging(struct gpu *g);
 int t_dma_log_race(struct gpu *g);
 int t_dma_log_lifecycle(struct gpu *g);
+
+/* aperture.c */
+int t_aperture(struct gpu *g);
 
 /* precopy.c */
 int t_dirty_precopy(struct gpu *g);

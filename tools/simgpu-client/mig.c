@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -560,16 +561,79 @@ int t_quarantine(struct gpu *g)
 	      strstr(status, "quarantined"),
 	      "not quarantined: %s", status);
 	CHECK(gpu_open(&again, uuid) != 0, "a quarantined instance was reused");
-	{
-		char path[256];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/unquarantine", knob_dir(uuid));
-		f = fopen(path, "w");
-		CHECK(f && fputs("1", f) >= 0 && fclose(f) == 0,
-		      "unquarantine");
-	}
+	CHECK(unquarantine(uuid) == 0, "unquarantine: %s", strerror(errno));
 	CHECK(gpu_open(g, uuid) == 0, "reopen after the quarantine was lifted");
 	knob_set(g, "ack_drop", "0");
+	return 0;
+}
+
+/* Write @val to sysfs @path: 0 or -errno. */
+static int sysfs_write(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(val, f) < 0 ? -errno : 0;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * The PF's driver is unbound in the middle of pre-copy (which cannot be
+ * refused): the migration ends with ENODEV and says why, the VF's user is
+ * asked to let go, and once it has, the VF is gone and nothing crashed.
+ */
+int t_pf_gone(struct gpu *g)
+{
+	struct pollfd p = { .fd = g->req_efd, .events = POLLIN };
+	char link[PATH_MAX], path[PATH_MAX], status[512];
+	struct blob b = { 0 };
+	uint8_t first[64];
+	const char *pf;
+	ssize_t n;
+	pid_t pid;
+	int fd = -1, st, ret;
+
+	snprintf(path, sizeof(path), "%s/physfn", dev_sysdir(g->name));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0) {
+		snprintf(fail_msg, sizeof(fail_msg), "%s is not a VF", g->name);
+		return SKIP;
+	}
+	link[n] = 0;
+	pf = strrchr(link, '/') + 1;
+	gpu_setup(g, 16);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	CHECK(read(fd, first, sizeof(first)) == sizeof(first), "first pre-copy bytes");
+	pid = fork();
+	if (pid == 0) {
+		/* The child holds nothing of the device's. */
+		data_fds_close();
+		gpu_close(g);
+		_exit(sysfs_write("/sys/bus/pci/drivers/simgpu-pf/unbind", pf) ? 1 : 0);
+	}
+	CHECK(pid > 0, "fork");
+	CHECK(poll(&p, 1, TMO) == 1, "the VF's user was not asked to let go");
+	ret = mig_read(fd, &b);
+	free(b.p);
+	CHECK(ret == -ENODEV, "pre-copy read after the PF went away: %d, not -ENODEV", ret);
+	/* The VF's attributes may be gone already: it is being removed. */
+	if (read_attr(g->name, "migration/status", status, sizeof(status)) == 0) {
+		CHECK(strstr(status, "migration aborted: the PF's driver was removed"),
+		      "status does not say why: %s", status);
+		printf("    # pf_gone: %s", status);
+	}
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "cancel back to RUNNING");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, NULL) == -ENODEV,
+	      "a new migration without the PF did not fail with ENODEV");
+	data_fd_close(fd);
+	snprintf(path, sizeof(path), "%s", g->name);
+	gpu_close(g);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+	      "unbinding the PF's driver failed");
+	CHECK(!dev_sysdir(path), "the VF is still there after its PF's driver went away");
 	return 0;
 }

@@ -175,24 +175,44 @@ void knobs_restore(void)
 	}
 }
 
+/* Write "1" to a sysfs file: 0, or -1 with errno. */
+static int write_one(const char *path)
+{
+	int fd = open(path, O_WRONLY), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, "1", 1) == 1 ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+/* An operator lifts a quarantine: 0, or -1 with errno. */
+int unquarantine(const char *name)
+{
+	const char *sys = dev_sysdir(name);
+	char path[PATH_MAX];
+
+	if (!sys) {
+		errno = ENODEV;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/migration/%s", sys, "unquarantine");
+	return write_one(path);
+}
+
 /* 0 when a quarantine of a device this run opened was lifted. */
 int unquarantine_all(void)
 {
-	char status[256], path[PATH_MAX];
+	char status[256];
 	int i, ret = -1;
 
 	for (i = 0; i < nr_seen; i++) {
-		FILE *f;
-
 		if (read_attr(seen[i], "migration/status", status, sizeof(status)) ||
 		    !strstr(status, "quarantined"))
 			continue;
-		snprintf(path, sizeof(path), "%s/unquarantine", knob_dir(seen[i]));
-		f = fopen(path, "w");
-		if (f && fputs("1", f) >= 0 && !fclose(f))
+		if (!unquarantine(seen[i]))
 			ret = 0;
-		else if (f)
-			fclose(f);
 	}
 	return ret;
 }
@@ -627,15 +647,9 @@ int stat_read(struct gpu *g, const char *name, unsigned long long *val)
 int dev_remove(const char *name)
 {
 	char path[PATH_MAX];
-	int fd, ret;
 
 	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/remove", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	ret = write(fd, "1", 1) == 1 ? 0 : -1;
-	close(fd);
-	return ret;
+	return write_one(path);
 }
 
 /* An attribute of a device's sysfs directory, as text. */

@@ -48,6 +48,7 @@ void data_fd_track(int fd);
 void data_fd_close(int fd);
 void data_fds_close(void);
 void knobs_restore(void);
+int unquarantine(const char *name);
 int unquarantine_all(void);
 const char *dev_sysdir(const char *name);
 void dev_driver(const char *name, char *buf, size_t len);

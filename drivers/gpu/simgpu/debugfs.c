@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * simgpu debugfs: /sys/kernel/debug/simgpu/<instance>/ holds the test and
- * demo knobs of struct simgpu_knobs, the device's counters ("stats") and
- * "unquarantine", through which an operator who checked a quarantined
- * instance releases it.
+ * demo knobs of struct simgpu_knobs and the device's counters ("stats").
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -41,16 +39,6 @@ static int simgpu_stats_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(simgpu_stats);
 
-static int simgpu_unquarantine_set(void *data, u64 val)
-{
-	struct simgpu_dev *sdev = data;
-
-	if (val != 1)
-		return -EINVAL;
-	return gpumig_mig_unquarantine(sdev->mig);
-}
-DEFINE_DEBUGFS_ATTRIBUTE(simgpu_unquarantine_fops, NULL, simgpu_unquarantine_set, "%llu\n");
-
 /**
  * simgpu_debugfs_add() - an instance's directory
  * @sdev: device
@@ -69,7 +57,6 @@ void simgpu_debugfs_add(struct simgpu_dev *sdev)
 	debugfs_create_bool("ack_drop", 0600, d, &k->ack_drop);
 	debugfs_create_u32("dirty_rate", 0600, d, &k->dirty_rate);
 	debugfs_create_file("stats", 0400, d, sdev, &simgpu_stats_fops);
-	debugfs_create_file_unsafe("unquarantine", 0200, d, sdev, &simgpu_unquarantine_fops);
 }
 
 /**

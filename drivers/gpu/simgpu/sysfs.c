@@ -2,11 +2,15 @@
 /*
  * simgpu instance attributes: simgpu/vram_size and simgpu/queues (the
  * type's resources), migration/compat (the compatibility descriptor a
- * destination must match) and migration/status (the engine's report).
+ * destination must match), migration/status (the engine's report) and
+ * migration/unquarantine (write 1: an operator who checked a quarantined
+ * instance releases it; it is scrubbed first).  gpumig-vfio-pci lays out
+ * a VF's attributes the same way.
  *
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/device.h>
+#include <linux/kstrtox.h>
 #include <linux/sysfs.h>
 
 #include "simgpu_mdev.h"
@@ -56,9 +60,27 @@ static ssize_t status_show(struct device *dev, struct device_attribute *attr, ch
 }
 static DEVICE_ATTR_RO(status);
 
+static ssize_t unquarantine_store(struct device *dev, struct device_attribute *attr,
+				  const char *buf, size_t count)
+{
+	struct simgpu_dev *sdev = dev_get_drvdata(dev);
+	bool yes;
+	int ret;
+
+	ret = kstrtobool(buf, &yes);
+	if (ret)
+		return ret;
+	if (!yes)
+		return -EINVAL;
+	ret = gpumig_mig_unquarantine(sdev->mig);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_WO(unquarantine);
+
 static struct attribute *simgpu_mig_attrs[] = {
 	&dev_attr_compat.attr,
 	&dev_attr_status.attr,
+	&dev_attr_unquarantine.attr,
 	NULL,
 };
 

@@ -27,11 +27,19 @@
 
 /* VF BARs: registers, MSI-X, the VRAM aperture (64-bit prefetchable). */
 #define SIMGPU_VF_BAR_REGS		0	/* SIMGPU_BAR0_SIZE */
-#define SIMGPU_VF_BAR_MSIX		1	/* 4 KiB: table, then PBA */
+#define SIMGPU_VF_BAR_MSIX		1	/* 8 KiB: table page, PBA page */
 #define SIMGPU_VF_BAR_VRAM		2	/* the PF's aperture size */
-#define SIMGPU_VF_MSIX_SIZE		0x1000
-#define SIMGPU_VF_MSIX_PBA		0x800
-#define SIMGPU_VF_MSIX_VECTORS		1
+/*
+ * The table fills its page (256 vectors of 16 bytes; the device raises
+ * vector 0): a VMM that maps the BAR and emulates the table over it (QEMU
+ * with MSI-X mappable) sees page-aligned pieces only.  A table of one
+ * vector left the rest of its page as a RAM piece starting mid-page, which
+ * QEMU's type1 dirty-bitmap sync refuses (EINVAL), failing any migration
+ * without device DMA logging.
+ */
+#define SIMGPU_VF_MSIX_SIZE		0x2000
+#define SIMGPU_VF_MSIX_PBA		0x1000
+#define SIMGPU_VF_MSIX_VECTORS		256
 
 /* ---- PF registers (BAR0, 32-bit accesses) ------------------------------- */
 

@@ -42,19 +42,31 @@ static const struct simgpu_pf_vf_ops gvp_pf_ops = {
 	.pf_gone = gvp_pf_gone,
 };
 
-/* What the VF itself says: its identity and capabilities, from BAR0. */
+/*
+ * What the VF itself says: its identity and capabilities, from BAR0.  The
+ * function is enabled for the read (memory decoding) and left as it was.
+ */
 static int gvp_read_caps(struct pci_dev *pdev, u32 *caps)
 {
-	void __iomem *regs = pci_iomap_range(pdev, 0, 0, SIMGPU_REG_NUM_QUEUES);
+	void __iomem *regs;
 	u32 id, ver;
+	int ret;
 
-	if (!regs)
-		return -ENOMEM;
-	id = ioread32(regs + SIMGPU_REG_ID);
-	ver = ioread32(regs + SIMGPU_REG_VERSION);
-	*caps = ioread32(regs + SIMGPU_REG_CAPS);
-	pci_iounmap(pdev, regs);
-	return id == SIMGPU_ID_MAGIC && ver == SIMGPU_ABI_VERSION ? 0 : -ENODEV;
+	ret = pci_enable_device_mem(pdev);
+	if (ret)
+		return ret;
+	regs = pci_iomap_range(pdev, 0, 0, SIMGPU_REG_NUM_QUEUES);
+	if (regs) {
+		id = ioread32(regs + SIMGPU_REG_ID);
+		ver = ioread32(regs + SIMGPU_REG_VERSION);
+		*caps = ioread32(regs + SIMGPU_REG_CAPS);
+		pci_iounmap(pdev, regs);
+		ret = id == SIMGPU_ID_MAGIC && ver == SIMGPU_ABI_VERSION ? 0 : -ENODEV;
+	} else {
+		ret = -ENOMEM;
+	}
+	pci_disable_device(pdev);
+	return ret;
 }
 
 /* A claimed VF: its limits must suit the engine.  0, or why not. */
@@ -77,7 +89,7 @@ static const char *gvp_vf_unfit(struct gvp_dev *g)
  */
 static int gvp_migration_init(struct gvp_dev *g)
 {
-	struct pci_dev *pdev = g->core.pdev;
+	struct pci_dev *pdev = to_pci_dev(g->core.vdev.dev);	/* before core init */
 	struct gpumig_compat c = {};
 	struct simgpu_pf_vf *vf;
 	struct gpumig_mig *m;
@@ -221,10 +233,16 @@ static void gvp_close_device(struct vfio_device *vdev)
 	if (g->mig)
 		g->resets_at_close = simgpu_pf_vf_resets(g->vf);
 	vfio_pci_core_close_device(vdev);
-	if (g->mig)
+	if (g->mig) {
+		/*
+		 * vfio-pci-core's reset at close does not go through the
+		 * reset_done callback: the engine hears of it here.
+		 */
+		gpumig_mig_reset(g->mig);
 		gpumig_mig_close(g->mig);
-	else
+	} else {
 		gvp_release_check(g);
+	}
 }
 
 /**

@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumigctl: the operator's view of gpumig devices (simgpu mdev instances
+ * and functions bound to gpumig-vfio-pci), from sysfs; VFIO probing of
+ * other functions; and the Nova [pci] configuration those devices call
+ * for.  See gpumigctl.8.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <linux/vfio.h>
+
+#define MDEV_DIR "/sys/bus/mdev/devices"
+#define PCI_DIR "/sys/bus/pci/devices"
+#define GPUMIG_PCI_DRIVER "gpumig-vfio-pci"
+
+static bool json;
+
+static void print_help(FILE *f)
+{
+	fputs("usage: gpumigctl [--json] COMMAND [ARGS]\n"
+	      "\n"
+	      "  list                  gpumig devices: mdev instances and functions bound to\n"
+	      "                        gpumig-vfio-pci, with their migration status\n"
+	      "  status DEVICE         one device's migration status and descriptor\n"
+	      "  unquarantine DEVICE   lift a quarantine (the device is scrubbed first)\n"
+	      "  probe ADDRESS         open a free PCI function through VFIO and say\n"
+	      "                        whether its driver offers VFIO migration\n"
+	      "  nova-config [--probe] the Nova [pci] device_spec and alias entries for\n"
+	      "                        the functions bound to VFIO drivers on this host\n"
+	      "\n"
+	      "DEVICE is an mdev UUID or a PCI address (0000:01:00.1).\n", f);
+}
+
+/* Read a sysfs attribute into @buf without its newline: 0 or -1. */
+static int read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	return 0;
+}
+
+static int dev_attr(const char *dir, const char *name, const char *attr, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, name, attr);
+	return read_file(path, buf, len);
+}
+
+/* The link's last component (a driver's or a group's name), or "". */
+static void link_name(const char *path, char *buf, size_t len)
+{
+	char link[PATH_MAX];
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+
+	buf[0] = 0;
+	if (n > 0) {
+		link[n] = 0;
+		snprintf(buf, len, "%s", strrchr(link, '/') + 1);
+	}
+}
+
+static void pci_driver(const char *addr, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s/driver", PCI_DIR, addr);
+	link_name(path, buf, len);
+}
+
+static const char mdev_dir[] = MDEV_DIR, pci_dir[] = PCI_DIR;
+
+/* Where DEVICE lives: mdev_dir or pci_dir, or NULL. */
+static const char *dev_dir(const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", MDEV_DIR, name);
+	if (!access(path, F_OK))
+		return mdev_dir;
+	snprintf(path, sizeof(path), "%s/%s", PCI_DIR, name);
+	if (!access(path, F_OK))
+		return pci_dir;
+	return NULL;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+/* One device: name, kind, status, compat. */
+static int show(const char *name, bool first)
+{
+	const char *dir = dev_dir(name);
+	char status[1024] = "", compat[512] = "", drv[64] = "";
+
+	if (!dir || dev_attr(dir, name, "migration/status", status, sizeof(status))) {
+		fprintf(stderr, "gpumigctl: %s: not a gpumig device\n", name);
+		return -1;
+	}
+	dev_attr(dir, name, "migration/compat", compat, sizeof(compat));
+	if (dir == pci_dir)
+		pci_driver(name, drv, sizeof(drv));
+	else
+		snprintf(drv, sizeof(drv), "simgpu (mdev)");
+	if (json) {
+		printf("%s{\"device\": ", first ? "" : ", ");
+		json_str(name);
+		printf(", \"driver\": ");
+		json_str(drv);
+		printf(", \"status\": ");
+		json_str(status);
+		printf(", \"compat\": ");
+		json_str(compat);
+		printf("}");
+	} else {
+		printf("%s  %s\n  status: %s\n", name, drv, status);
+		if (compat[0])
+			printf("  compat: %s\n", compat);
+	}
+	return 0;
+}
+
+static int cmd_list(void)
+{
+	static const char * const dirs[] = { MDEV_DIR, PCI_DIR };
+	bool first = true;
+	unsigned int i;
+
+	if (json)
+		printf("[");
+	for (i = 0; i < 2; i++) {
+		struct dirent **ents;
+		int n, j;
+
+		n = scandir(dirs[i], &ents, NULL, alphasort);
+		for (j = 0; j < n; j++) {
+			char st[16];
+
+			if (ents[j]->d_name[0] != '.' &&
+			    !dev_attr(dirs[i], ents[j]->d_name, "migration/status", st,
+				      sizeof(st)) &&
+			    !show(ents[j]->d_name, first))
+				first = false;
+			free(ents[j]);
+		}
+		if (n >= 0)
+			free(ents);
+	}
+	if (json)
+		printf("]\n");
+	return 0;
+}
+
+static int cmd_unquarantine(const char *name)
+{
+	const char *dir = dev_dir(name);
+	char path[PATH_MAX];
+	int fd, ret;
+
+	if (!dir) {
+		fprintf(stderr, "gpumigctl: %s: no such device\n", name);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/%s/migration/unquarantine", dir, name);
+	fd = open(path, O_WRONLY);
+	ret = fd < 0 ? -1 : (write(fd, "1", 1) == 1 ? 0 : -1);
+	if (ret)
+		fprintf(stderr, "gpumigctl: %s: %s\n", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return ret ? 1 : 0;
+}
+
+/*
+ * Open a PCI function through its VFIO group (type1) and ask for the
+ * migration feature.  1 when offered, 0 when not, -1 when it cannot be
+ * asked (in use, not VFIO, no IOMMU group); @flags gets the migration
+ * flags.  Opening resets the function, as any VMM's open would.
+ */
+static int vfio_probe(const char *addr, unsigned long long *flags, char *why, size_t len)
+{
+	struct {
+		struct vfio_device_feature f;
+		struct vfio_device_feature_migration m;
+	} feat = { .f = { .argsz = sizeof(feat),
+			  .flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIGRATION } };
+	struct vfio_group_status gs = { .argsz = sizeof(gs) };
+	char path[128], group[64];
+	int container = -1, grp = -1, dev = -1, ret = -1;
+
+	{
+		char sys[PATH_MAX];
+
+		snprintf(sys, sizeof(sys), "%s/%s/iommu_group", PCI_DIR, addr);
+		link_name(sys, group, sizeof(group));
+	}
+	if (!group[0]) {
+		snprintf(why, len, "no IOMMU group");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/dev/vfio/%s", group);
+	container = open("/dev/vfio/vfio", O_RDWR);
+	grp = open(path, O_RDWR);
+	if (container < 0 || grp < 0) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (ioctl(grp, VFIO_GROUP_GET_STATUS, &gs) || !(gs.flags & VFIO_GROUP_FLAGS_VIABLE) ||
+	    ioctl(grp, VFIO_GROUP_SET_CONTAINER, &container) ||
+	    ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU)) {
+		snprintf(why, len, "group %s not usable: %s", group, strerror(errno));
+		goto out;
+	}
+	dev = ioctl(grp, VFIO_GROUP_GET_DEVICE_FD, addr);
+	if (dev < 0) {
+		snprintf(why, len, "open: %s", strerror(errno));
+		goto out;
+	}
+	if (ioctl(dev, VFIO_DEVICE_FEATURE, &feat)) {
+		ret = 0;
+		*flags = 0;
+		snprintf(why, len, "no VFIO migration (%s)", strerror(errno));
+	} else {
+		ret = 1;
+		*flags = feat.m.flags;
+		snprintf(why, len, "VFIO migration, flags 0x%llx", *flags);
+	}
+out:
+	if (dev >= 0)
+		close(dev);
+	if (grp >= 0)
+		close(grp);
+	if (container >= 0)
+		close(container);
+	return ret;
+}
+
+static int cmd_probe(const char *addr)
+{
+	unsigned long long flags = 0;
+	char why[256];
+	int ret = vfio_probe(addr, &flags, why, sizeof(why));
+
+	if (json) {
+		printf("{\"device\": ");
+		json_str(addr);
+		printf(", \"migration\": %s, \"flags\": %llu, \"detail\": ",
+		       ret > 0 ? "true" : ret == 0 ? "false" : "null", flags);
+		json_str(why);
+		printf("}\n");
+	} else {
+		printf("%s: %s\n", addr, why);
+	}
+	return ret < 0 ? 2 : !ret;
+}
+
+/* ---- nova-config ------------------------------------------------------ */
+
+struct fn {
+	char addr[256], drv[64], vendor[16], product[16], type[16], rc[96], name[96];
+	bool migratable;
+	char note[1200];
+};
+
+/* "0x1234" -> "1234" */
+static void hex_id(const char *addr, const char *attr, char *buf, size_t len)
+{
+	char v[16] = "";
+
+	dev_attr(PCI_DIR, addr, attr, v, sizeof(v));
+	snprintf(buf, len, "%s", strncmp(v, "0x", 2) ? v : v + 2);
+}
+
+/* Nova's normalization of a custom resource class. */
+static void resource_class(const char *type, char *buf, size_t len)
+{
+	size_t n = snprintf(buf, len, "CUSTOM_");
+	bool sep = false;
+
+	for (; *type && n + 2 < len; type++) {
+		if (isalnum((unsigned char)*type)) {
+			buf[n++] = toupper((unsigned char)*type);
+			sep = false;
+		} else if (!sep) {
+			buf[n++] = '_';
+			sep = true;
+		}
+	}
+	buf[n] = 0;
+}
+
+static bool vfio_driver(const char *drv)
+{
+	return strstr(drv, "vfio");
+}
+
+static void classify(struct fn *f, bool probe)
+{
+	char path[PATH_MAX], st[1024], compat[512], *t;
+	unsigned long long flags;
+
+	snprintf(path, sizeof(path), "%s/%s/physfn", PCI_DIR, f->addr);
+	if (!access(path, F_OK))
+		snprintf(f->type, sizeof(f->type), "type-VF");
+	else if (!dev_attr(PCI_DIR, f->addr, "sriov_totalvfs", st, sizeof(st)) && atoi(st) > 0)
+		snprintf(f->type, sizeof(f->type), "type-PF");
+	else
+		snprintf(f->type, sizeof(f->type), "type-PCI");
+	snprintf(f->name, sizeof(f->name), "%s-%s-%s", f->vendor, f->product, f->type + 5);
+
+	if (!strcmp(f->drv, GPUMIG_PCI_DRIVER)) {
+		if (dev_attr(PCI_DIR, f->addr, "migration/status", st, sizeof(st))) {
+			snprintf(f->note, sizeof(f->note), "no migration status");
+		} else if (!strncmp(st, "migratable", 10)) {
+			f->migratable = true;
+			snprintf(f->note, sizeof(f->note), "%s offers VFIO migration", f->drv);
+		} else {
+			snprintf(f->note, sizeof(f->note), "%s", st);
+		}
+		t = NULL;
+		if (!dev_attr(PCI_DIR, f->addr, "migration/compat", compat, sizeof(compat)))
+			t = strstr(compat, "type=");
+		if (t) {
+			t += 5;
+			t[strcspn(t, " ")] = 0;
+			snprintf(f->name, sizeof(f->name), "%s", t);
+			resource_class(t, f->rc, sizeof(f->rc));
+		}
+	} else if (!strcmp(f->drv, "vfio-pci")) {
+		snprintf(f->note, sizeof(f->note), "vfio-pci offers no migration");
+	} else if (probe) {
+		char why[256];
+		int r = vfio_probe(f->addr, &flags, why, sizeof(why));
+
+		f->migratable = r > 0 && (flags & VFIO_MIGRATION_STOP_COPY);
+		snprintf(f->note, sizeof(f->note), "%s: %s%s", f->drv,
+			 r < 0 ? "could not be probed: " : "", why);
+	} else {
+		snprintf(f->note, sizeof(f->note),
+			 "%s may offer migration: run with --probe to ask it", f->drv);
+	}
+	/* A whole PF never migrates, whatever its driver says. */
+	if (f->migratable && strcmp(f->type, "type-VF")) {
+		f->migratable = false;
+		snprintf(f->note, sizeof(f->note), "not migratable: physical function");
+	}
+}
+
+static int cmd_nova(bool probe)
+{
+	struct dirent **ents;
+	struct fn *fns;
+	char host[256] = "";
+	int n, i, j, nr = 0;
+
+	n = scandir(PCI_DIR, &ents, NULL, alphasort);
+	if (n < 0) {
+		perror(PCI_DIR);
+		return 1;
+	}
+	fns = calloc(n ? n : 1, sizeof(*fns));
+	for (i = 0; i < n; i++) {
+		struct fn *f = &fns[nr];
+
+		if (ents[i]->d_name[0] != '.') {
+			snprintf(f->addr, sizeof(f->addr), "%s", ents[i]->d_name);
+			pci_driver(f->addr, f->drv, sizeof(f->drv));
+			if (vfio_driver(f->drv)) {
+				hex_id(f->addr, "vendor", f->vendor, sizeof(f->vendor));
+				hex_id(f->addr, "device", f->product, sizeof(f->product));
+				classify(f, probe);
+				nr++;
+			}
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	gethostname(host, sizeof(host) - 1);
+	printf("# Nova [pci] entries for the functions bound to VFIO drivers on %s\n", host);
+	printf("# (gpumigctl nova-config).  live_migratable is \"yes\" only where the bound\n"
+	       "# driver offers VFIO migration, and never for a physical function.\n"
+	       "# resource_class needs [pci] report_in_placement = True and\n"
+	       "# [filter_scheduler] pci_in_placement = True; it tells profiles that\n"
+	       "# share PCI IDs apart.\n");
+	for (i = 0; i < nr; i++)
+		printf("#   %s %s %s:%s %s: %s\n", fns[i].addr, fns[i].type, fns[i].vendor,
+		       fns[i].product, fns[i].drv, fns[i].note);
+	printf("[pci]\n");
+	for (i = 0; i < nr; i++) {
+		struct fn *f = &fns[i];
+
+		printf("device_spec = {\"address\": \"%s\", \"vendor_id\": \"%s\", \"product_id\": \"%s\"",
+		       f->addr, f->vendor, f->product);
+		if (f->rc[0])
+			printf(", \"resource_class\": \"%s\"", f->rc);
+		printf(", \"live_migratable\": \"%s\"}\n", f->migratable ? "yes" : "no");
+	}
+	/* One alias per kind of function, first seen first. */
+	for (i = 0; i < nr; i++) {
+		struct fn *f = &fns[i];
+
+		for (j = 0; j < i; j++)
+			if (!strcmp(fns[j].name, f->name) && fns[j].migratable == f->migratable &&
+			    !strcmp(fns[j].type, f->type))
+				break;
+		if (j < i)
+			continue;
+		printf("alias = {\"name\": \"%s%s\", ", f->name,
+		       !f->migratable && f->rc[0] ? "-nomig" : "");
+		printf("\"vendor_id\": \"%s\", \"product_id\": \"%s\", \"device_type\": \"%s\"",
+		       f->vendor, f->product, f->type);
+		if (f->rc[0])
+			printf(", \"resource_class\": \"%s\"", f->rc);
+		printf(", \"live_migratable\": \"%s\"}\n", f->migratable ? "yes" : "no");
+	}
+	free(fns);
+	return 0;
+}
+
+static int cmd_status(const char *name)
+{
+	int ret;
+
+	if (json)
+		printf("[");
+	ret = show(name, true);
+	if (json)
+		printf("]\n");
+	return ret ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+
+	if (i < argc && !strcmp(argv[i], "--json")) {
+		json = true;
+		i++;
+	}
+	if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		print_help(i >= argc ? stderr : stdout);
+		return i >= argc ? 2 : 0;
+	}
+	if (!strcmp(argv[i], "list") && argc == i + 1)
+		return cmd_list();
+	if (!strcmp(argv[i], "status") && argc == i + 2)
+		return cmd_status(argv[i + 1]);
+	if (!strcmp(argv[i], "unquarantine") && argc == i + 2)
+		return cmd_unquarantine(argv[i + 1]);
+	if (!strcmp(argv[i], "probe") && argc == i + 2)
+		return cmd_probe(argv[i + 1]);
+	if (!strcmp(argv[i], "nova-config") &&
+	    (argc == i + 1 || (argc == i + 2 && !strcmp(argv[i + 1], "--probe"))))
+		return cmd_nova(argc == i + 2);
+	print_help(stderr);
+	return 2;
+}
