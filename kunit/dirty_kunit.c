@@ -140,6 +140,68 @@ static void dirty_subrange(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, s->len[1], 5 * PG);
 }
 
+/*
+ * A report whose range cuts a tracking page (an unaligned IOVA or length,
+ * or tracking pages larger than the report's, 16 KiB here) is told only
+ * the overlap, and the page stays dirty until a report asks for all of it.
+ */
+static void dirty_cut_pages(struct kunit *test)
+{
+	struct interval_tree_node *n = kunit_kzalloc(test, sizeof(*n), GFP_KERNEL);
+	struct gpumig_dirty *d = gpumig_dirty_create();
+	struct rb_root_cached root = RB_ROOT_CACHED;
+	struct seen *s = new_seen(test);
+	const u64 base = 0x100000, tp = 4 * PG;
+	u64 ps = tp;
+
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_ASSERT_NOT_NULL(test, d);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, dirty_free, d));
+	n->start = base;
+	n->last = base + SZ_1M - 1;
+	interval_tree_insert(n, &root);
+	KUNIT_ASSERT_EQ(test, 0, gpumig_dirty_start(d, &root, 1, &ps));
+
+	/* Tracking page 2 dirty; ask for its second 4 KiB page only. */
+	gpumig_dirty_mark(d, base + 2 * tp + 10, 1);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, base + 2 * tp + PG, PG, record, s));
+	KUNIT_ASSERT_EQ(test, s->n, 1);
+	KUNIT_EXPECT_EQ(test, s->iova[0], base + 2 * tp + PG);
+	KUNIT_EXPECT_EQ(test, s->len[0], PG);
+	/* An unaligned range over pages 1..2: page 1 clean, page 2 cut. */
+	memset(s, 0, sizeof(*s));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, base + tp + 100, tp + 200, record, s));
+	KUNIT_ASSERT_EQ(test, s->n, 1);
+	KUNIT_EXPECT_EQ(test, s->iova[0], base + 2 * tp);
+	KUNIT_EXPECT_EQ(test, s->len[0], 300);
+	/* Asked whole, it is reported whole, once. */
+	memset(s, 0, sizeof(*s));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, base, SZ_1M, record, s));
+	KUNIT_ASSERT_EQ(test, s->n, 1);
+	KUNIT_EXPECT_EQ(test, s->iova[0], base + 2 * tp);
+	KUNIT_EXPECT_EQ(test, s->len[0], tp);
+	memset(s, 0, sizeof(*s));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, base, SZ_1M, record, s));
+	KUNIT_EXPECT_EQ(test, s->n, 0);
+
+	/* A dirty run with both ends cut: the middle is taken, the ends stay. */
+	gpumig_dirty_mark(d, base + 4 * tp, 4 * tp);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, base + 4 * tp + 1, 4 * tp - 2, record, s));
+	KUNIT_ASSERT_EQ(test, s->n, 3);		/* cut end, middle, cut end */
+	KUNIT_EXPECT_EQ(test, s->iova[0], base + 4 * tp + 1);
+	KUNIT_EXPECT_EQ(test, s->iova[1], base + 5 * tp);
+	KUNIT_EXPECT_EQ(test, s->iova[2], base + 7 * tp);
+	KUNIT_EXPECT_EQ(test, s->iova[2] + s->len[2], base + 8 * tp - 1);
+	KUNIT_EXPECT_EQ(test, s->bytes, 4 * tp - 2);
+	memset(s, 0, sizeof(*s));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_collect(d, base, SZ_1M, record, s));
+	KUNIT_ASSERT_EQ(test, s->n, 2);
+	KUNIT_EXPECT_EQ(test, s->iova[0], base + 4 * tp);
+	KUNIT_EXPECT_EQ(test, s->len[0], tp);
+	KUNIT_EXPECT_EQ(test, s->iova[1], base + 7 * tp);
+	KUNIT_EXPECT_EQ(test, s->len[1], tp);
+}
+
 /* A thousand dirty pages in 64 GiB: exactly those, nothing else. */
 static void dirty_sparse_large_range(struct kunit *test)
 {
@@ -287,6 +349,7 @@ static struct kunit_case dirty_cases[] = {
 	KUNIT_CASE(dirty_exact_and_cleared),
 	KUNIT_CASE(dirty_runs_across_words),
 	KUNIT_CASE(dirty_subrange),
+	KUNIT_CASE(dirty_cut_pages),
 	KUNIT_CASE(dirty_sparse_large_range),
 	KUNIT_CASE(dirty_memory_bound),
 	KUNIT_CASE(dirty_race_with_writer),

@@ -229,6 +229,56 @@ static void vram_sparse_and_scrub(struct kunit *test)
 	mutex_destroy(&lock);
 }
 
+/*
+ * A zero range applies exactly (a stream's ZERO chunk need not be page
+ * aligned): bytes outside it keep their data, whole pages inside it are
+ * dropped, every block it touches is dirty.
+ */
+static void vram_zero_exact(struct kunit *test)
+{
+	const size_t size = 4 * PAGE_SIZE;
+	static const struct { u64 off, len; } r[] = {
+		{ 100, PAGE_SIZE + 900 },	/* sub-page start and end */
+		{ 2 * PAGE_SIZE, PAGE_SIZE },	/* one whole page */
+		{ 4 * PAGE_SIZE - 1, 1 },	/* the last byte */
+	};
+	u8 *buf = kunit_kzalloc(test, size, GFP_KERNEL);
+	u8 *want = kunit_kzalloc(test, size, GFP_KERNEL);
+	const u64 blk = 1ULL << SIMGPU_VRAM_BLOCK_SHIFT;
+	struct simgpu_vram v;
+	struct mutex lock;	/* stands for the core's */
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_NOT_NULL(test, want);
+	mutex_init(&lock);
+	simgpu_vram_init(&v, 4 * blk, &lock);
+	mutex_lock(&lock);
+	memset(want, 0xa5, size);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 0, want, size, true));
+	KUNIT_EXPECT_EQ(test, v.present, 4UL);
+	for (i = 0; i < ARRAY_SIZE(r); i++) {
+		simgpu_vram_zero(&v, r[i].off, r[i].len);
+		memset(want + r[i].off, 0, r[i].len);
+	}
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 0, buf, size, false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, want, size));
+	KUNIT_EXPECT_EQ(test, v.present, 3UL);	/* the whole page went */
+
+	/* Two bytes across a block boundary dirty both blocks. */
+	KUNIT_ASSERT_EQ(test, 0, simgpu_vram_track(&v, true));
+	bitmap_zero(v.dirty, v.nr_blocks);
+	simgpu_vram_zero(&v, 2 * blk - 1, 2);
+	KUNIT_EXPECT_FALSE(test, test_bit(0, v.dirty));
+	KUNIT_EXPECT_TRUE(test, test_bit(1, v.dirty));
+	KUNIT_EXPECT_TRUE(test, test_bit(2, v.dirty));
+	KUNIT_EXPECT_FALSE(test, test_bit(3, v.dirty));
+	simgpu_vram_track(&v, false);
+	simgpu_vram_scrub(&v);
+	mutex_unlock(&lock);
+	mutex_destroy(&lock);
+}
+
 /* ---- MMU and IOTLB ------------------------------------------------------ */
 
 static void mmu_walk_and_faults(struct kunit *test)
@@ -598,6 +648,7 @@ static void core_reset_and_registers(struct kunit *test)
 
 static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(vram_sparse_and_scrub),
+	KUNIT_CASE(vram_zero_exact),
 	KUNIT_CASE(mmu_walk_and_faults),
 	KUNIT_CASE(mmu_tlb_stale_until_flush),
 	KUNIT_CASE(mmu_invalidation_ack),

@@ -93,6 +93,26 @@ checkpatch() {
 		-f $files) || return 1
 }
 
+# Memory a user's migration or DMA-logging fd makes the kernel allocate is
+# charged to the user's memory cgroup (GFP_KERNEL_ACCOUNT), as vfio-pci's
+# own migration drivers do; an allocation there that is not says why in an
+# "uncharged:" comment just above it (one comment covers the allocations on
+# the lines right after it).
+charged_allocs() {
+	local f bad=0
+	for f in drivers/gpumig/file.c drivers/gpumig/stream.c drivers/gpumig/dirty.c \
+		 drivers/vfio/pci/gpumig/backend.c; do
+		awk -v f="$f" '
+			/uncharged:/ { cover = 1; next }
+			!/alloc/ { cover = 0 }
+			/GFP_KERNEL([^_]|$)/ && /alloc/ && !cover {
+				printf "%s:%d: not charged to the caller: %s\n", f, NR, $0; bad = 1
+			}
+			END { exit bad }' "$GPUMIG_TOP/$f" || bad=1
+	done
+	return $bad
+}
+
 # Kernel log and kmemleak of a VM run: any splat fails it.
 log_clean() {
 	local dir=$1 pat
@@ -170,6 +190,7 @@ if want static; then
 		run_check "checkpatch --strict" checkpatch "$DEBUG_KDIR"
 		run_check "build W=1 + sparse C=2: debug 6.12" build_clean debug "$DEBUG_KDIR" C=2
 	fi
+	run_check "allocations under a user's fd charged to its memory cgroup" charged_allocs
 	run_check "build W=1 + sparse C=2: Debian $KVER_DISTRO" build_clean distro "$DISTRO_KDIR" C=2
 	if [ -n "$NEWEST_KDIR" ]; then
 		run_check "build W=1: linux 7.3 (compile only)" build_clean newest "$NEWEST_KDIR" KBUILD_MODPOST_WARN=1

@@ -76,6 +76,7 @@ MODULE_PARM_DESC(dirty_budget_mb,
  */
 struct gpumig_dirty *gpumig_dirty_create(void)
 {
+	/* uncharged: one per device, made when the device is created */
 	struct gpumig_dirty *d = kzalloc(sizeof(*d), GFP_KERNEL);
 
 	if (!d)
@@ -420,13 +421,33 @@ static void gpumig_dirty_take(struct gpumig_dirty_range *r, unsigned long a,
 	}
 }
 
+/*
+ * Page @p of @r reaches outside the range asked for, [@s, @e]: report the
+ * overlap if the page is dirty, and leave it dirty for the part not asked
+ * for (a later report of that part must still see it).
+ */
+static void gpumig_dirty_peek(struct gpumig_dirty_range *r, unsigned long p,
+			      u64 s, u64 e, struct gpumig_dirty_run *run)
+{
+	u64 lo = (run->base + p) << run->shift;
+	u64 hi = lo + (1ULL << run->shift) - 1;
+
+	if (!test_bit(p, r->l0))
+		return;
+	gpumig_dirty_flush(run);
+	lo = max(lo, s);
+	hi = min(hi, e);
+	run->report(run->ctx, lo, hi - lo + 1);
+}
+
 /**
  * gpumig_dirty_collect() - report and clear the dirty pages of a range
  * @d: log
  * @iova: start of the range asked for
  * @len: its length
  * @report: called for each run of dirty pages inside the range, in
- *	increasing IOVA order
+ *	increasing IOVA order, clipped to the range: a tracking page that
+ *	reaches outside it is reported for the overlap and stays dirty
  * @ctx: its argument
  *
  * Return: 0, or -EINVAL when logging is off.
@@ -456,7 +477,26 @@ int gpumig_dirty_collect(struct gpumig_dirty *d, u64 iova, u64 len,
 			break;
 		run.base = r->start >> d->shift;
 		run.count = 0;
-		gpumig_dirty_take(r, a, b, &run);
+		/*
+		 * A tracking page whose logged part the range asked for cuts
+		 * (an IOVA or length not aligned to the tracking page, or a
+		 * report page size other than START's) is reported, not
+		 * cleared.
+		 */
+		if (max((run.base + a) << d->shift, r->start) < iova) {
+			gpumig_dirty_peek(r, a, iova, end, &run);
+			if (a++ == b) {
+				gpumig_dirty_flush(&run);
+				continue;
+			}
+		}
+		if (min(((run.base + b) << d->shift) + (1ULL << d->shift) - 1, r->last) > end) {
+			if (a < b)
+				gpumig_dirty_take(r, a, b - 1, &run);
+			gpumig_dirty_peek(r, b, iova, end, &run);
+		} else {
+			gpumig_dirty_take(r, a, b, &run);
+		}
 		gpumig_dirty_flush(&run);
 	}
 	mutex_unlock(&d->lock);

@@ -67,11 +67,14 @@ EXPORT_SYMBOL_GPL(gpumig_log_stop);
 /**
  * struct gpumig_log_report - one report in progress
  * @bitmap: the user's bitmap, from the VFIO core
+ * @first: first byte of the range the user asked for
+ * @last: its last byte
  * @first_done: the first run was reported
  * @bitmap_ns: time of the first iova_bitmap_set()
  */
 struct gpumig_log_report {
 	struct iova_bitmap *bitmap;
+	u64 first, last;
 	bool first_done;
 	u64 bitmap_ns;
 };
@@ -85,8 +88,21 @@ struct gpumig_log_report {
 static void gpumig_log_report_run(void *ctx, u64 iova, u64 len)
 {
 	struct gpumig_log_report *r = ctx;
-	u64 t0;
+	u64 last, t0;
 
+	/*
+	 * Only bits of the range asked for: the user's bitmap has room for
+	 * no more (backends clip too; this is the last line).
+	 */
+	if (!len || check_add_overflow(iova, len - 1, &last))
+		return;
+	if (WARN_ON_ONCE(iova < r->first || last > r->last)) {
+		iova = max(iova, r->first);
+		last = min(last, r->last);
+		if (iova > last)
+			return;
+		len = last - iova + 1;
+	}
 	if (r->first_done) {
 		iova_bitmap_set(r->bitmap, iova, len);
 		return;
@@ -110,12 +126,14 @@ static void gpumig_log_report_run(void *ctx, u64 iova, u64 len)
 int gpumig_log_read_and_clear(struct gpumig_mig *m, unsigned long iova,
 			      unsigned long length, struct iova_bitmap *dirty)
 {
-	struct gpumig_log_report r = { .bitmap = dirty };
+	struct gpumig_log_report r = { .bitmap = dirty, .first = iova };
 	u64 t0;
 	int ret;
 
 	if (!IS_ENABLED(CONFIG_IOMMUFD_DRIVER) || !m->log_ops)
 		return -EOPNOTSUPP;
+	if (!length || check_add_overflow((u64)iova, (u64)length - 1, &r.last))
+		return -EINVAL;
 	t0 = ktime_get_ns();
 	gpumig_state_mutex_lock(m);
 	ret = m->ops->dma_log_report(m->priv, iova, length, gpumig_log_report_run, &r);

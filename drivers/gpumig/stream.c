@@ -367,7 +367,7 @@ int gpumig_parser_init(struct gpumig_parser *p,
 	size = max_t(size_t, size, lim->max_work);
 	size = max(size, sizeof(struct gpumig_wire_end));
 
-	p->buf = kvmalloc(size, GFP_KERNEL);
+	p->buf = kvmalloc(size, GFP_KERNEL_ACCOUNT);
 	if (!p->buf)
 		return -ENOMEM;
 	p->buf_size = size;

@@ -106,6 +106,7 @@ static const struct scenario {
 	{ "workload", t_workload, RUN_DEFAULT },
 	{ "dma_logging", t_dma_logging, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "dma_log_race", t_dma_log_race, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "dma_log_cut", t_dma_log_cut, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "dma_log_lifecycle", t_dma_log_lifecycle, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "dirty_precopy", t_dirty_precopy, NEEDS_DST | NEEDS_MIGRATION },
 	{ "aperture", t_aperture, NEEDS_DST | NEEDS_MIGRATION },

@@ -189,6 +189,77 @@ int expect_no_logging(struct gpu *g)
 	return 0;
 }
 
+/*
+ * REPORT the range [@iova, @iova + @len) at 4 KiB into a one-word bitmap
+ * with guard words on both sides: the word, or -1 when the report failed
+ * or wrote outside the word.
+ */
+static int64_t cut_report(struct gpu *g, uint64_t iova, uint64_t len)
+{
+	uint64_t bm[9];
+	int i;
+
+	for (i = 0; i < 9; i++)
+		bm[i] = 0xa5a5a5a5a5a5a5a5ULL;
+	bm[1] = 0;
+	if (dma_log_report(g, iova, len, &bm[1])) {
+		fprintf(stderr, "    # REPORT 0x%llx+0x%llx: %s\n",
+			(unsigned long long)iova, (unsigned long long)len,
+			strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < 9; i++) {
+		if (i != 1 && bm[i] != 0xa5a5a5a5a5a5a5a5ULL) {
+			fprintf(stderr, "    # REPORT 0x%llx+0x%llx wrote word %d past its bitmap: 0x%llx\n",
+				(unsigned long long)iova, (unsigned long long)len,
+				i - 1, (unsigned long long)bm[i]);
+			return -1;
+		}
+	}
+	return (int64_t)(bm[1] & INT64_MAX);
+}
+
+/*
+ * A REPORT whose range cuts a tracking page (an IOVA or a length that is
+ * not page aligned) sets bits only for the range asked, writes nothing
+ * past the user's bitmap, and leaves the page dirty for the part not
+ * asked: the later report of the whole page still returns it.
+ */
+int t_dma_log_cut(struct gpu *g)
+{
+	int mode = device_tracking(g);
+	uint64_t bm[BM_WORDS], buf_iova, p;
+
+	CHECK(mode >= 0, "cannot read migration/status");
+	gpu_setup(g, 16);
+	sysbuf(g, VA_SYS, 4 * 4096, &buf_iova);
+	if (!mode)
+		return expect_no_logging(g);
+	CHECK(dma_log_start(g, GUEST_IOVA, GUEST_SIZE) == 0, "START: %s",
+	      strerror(errno));
+	CHECK(report_guest(g, bm) >= 0, "first REPORT");
+	/* The device writes 8 bytes at offset 64 of the buffer's second page. */
+	p = buf_iova + 4096;
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 4096 + 64, 8, 0x1234, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "FILL");
+
+	/* Half a page, from its middle: one bit, nothing else. */
+	CHECK(cut_report(g, p + 2048, 1024) == 1,
+	      "a report of half of a dirty page must set exactly its one bit");
+	/* The page's first 100 bytes and a 64-page range ending there. */
+	CHECK(cut_report(g, p, 100) == 1, "the first bytes of the page");
+	CHECK(cut_report(g, p - 63 * 4096 + 100, 63 * 4096) == (int64_t)1 << 62,
+	      "a 63-page range ending 100 bytes into the page");
+	/* Asked whole at last, the page is reported and then clean. */
+	CHECK(cut_report(g, p, 4096) == 1,
+	      "a page reported only in part must stay dirty for the rest");
+	CHECK(cut_report(g, p, 4096) == 0, "the page reported twice");
+	CHECK(cut_report(g, p + 1, 4095) == 0, "the page's tail reported again");
+	printf("    # dma_log_cut: reports cutting a dirty page set one bit in place and keep it dirty until asked whole\n");
+	dma_log_stop(g);
+	return 0;
+}
+
 #define RACE_PAGES 2048
 
 /*

@@ -139,27 +139,47 @@ bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk)
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_block_zero);
 
 /**
- * simgpu_vram_zero() - make a page-aligned range read as zero
+ * simgpu_vram_zero() - make a range read as zero, exactly
  * @vram: VRAM, @vram->lock held
- * @offset: start, page aligned
- * @len: length, page aligned
+ * @offset: start, any byte
+ * @len: length, any; the range lies inside VRAM (the caller checked)
+ *
+ * Whole pages inside the range are dropped (an absent page reads as zero);
+ * a page the range covers only in part keeps the bytes outside the range
+ * and has those inside cleared.  Every block the range touches is dirty.
  */
 void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len)
 {
-	unsigned long idx;
+	u64 end = offset + len;
 
 	lockdep_assert_held(vram->lock);
-	for (idx = offset >> PAGE_SHIFT; idx < (offset + len) >> PAGE_SHIFT; idx++) {
-		struct page *page = xa_erase(&vram->pages, idx);
+	if (!len)
+		return;
+	while (offset < end) {
+		unsigned long idx = offset >> PAGE_SHIFT;
+		size_t off = offset & ~PAGE_MASK;
+		size_t n = min_t(u64, end - offset, PAGE_SIZE - off);
+		struct page *page;
 
-		if (page) {
-			__free_page(page);
-			vram->present--;
+		if (n == PAGE_SIZE) {
+			page = xa_erase(&vram->pages, idx);
+			if (page) {
+				__free_page(page);
+				vram->present--;
+			}
+		} else {
+			page = xa_load(&vram->pages, idx);
+			if (page)
+				memzero_page(page, off, n);
 		}
+		offset += n;
 	}
-	if (vram->dirty && len)
-		bitmap_set(vram->dirty, offset >> SIMGPU_VRAM_BLOCK_SHIFT,
-			   DIV_ROUND_UP(len, 1ULL << SIMGPU_VRAM_BLOCK_SHIFT));
+	if (vram->dirty) {
+		u64 first = (end - len) >> SIMGPU_VRAM_BLOCK_SHIFT;
+		u64 last = (end - 1) >> SIMGPU_VRAM_BLOCK_SHIFT;
+
+		bitmap_set(vram->dirty, first, last - first + 1);
+	}
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_zero);
 

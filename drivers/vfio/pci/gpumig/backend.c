@@ -314,8 +314,8 @@ static int gvp_be_dma_log_start(void *priv, struct rb_root_cached *ranges, u32 n
 		return -EINVAL;
 	if (nnodes > g->info.log_ranges)
 		vfio_combine_iova_ranges(ranges, nnodes, g->info.log_ranges);
-	r = kcalloc(g->info.log_ranges, sizeof(*r), GFP_KERNEL);
-	g->log_bits = bitmap_zalloc(GVP_LOG_CHUNK, GFP_KERNEL);
+	r = kcalloc(g->info.log_ranges, sizeof(*r), GFP_KERNEL_ACCOUNT);
+	g->log_bits = bitmap_zalloc(GVP_LOG_CHUNK, GFP_KERNEL_ACCOUNT);
 	ret = -ENOMEM;
 	if (!r || !g->log_bits)
 		goto out;
@@ -355,33 +355,86 @@ static void gvp_be_dma_log_stop(void *priv)
 	simgpu_pf_vf_dma_log_stop(g->vf);
 	bitmap_free(g->log_bits);
 	g->log_bits = NULL;
+	xa_destroy(&g->log_carry);
+}
+
+/*
+ * Report the dirty 4 KiB pages of one chunk, [@first, @first + @n pages),
+ * clipped to [@iova, @last].  A page the device cleared in an earlier
+ * report that asked for only part of it counts as dirty; a dirty page this
+ * range cuts is remembered so.  The slots of the cut pages were reserved
+ * by the caller: nothing here allocates or fails.
+ */
+static void gvp_log_chunk(struct gvp_dev *g, u64 first, unsigned long n,
+			  u64 iova, u64 last,
+			  void (*report)(void *ctx, u64 iova, u64 len), void *ctx)
+{
+	unsigned long base = first / GVP_LOG_PAGE, idx, s, e;
+	void *entry;
+
+	xa_for_each_range(&g->log_carry, idx, entry, base, base + n - 1) {
+		u64 pg = (u64)idx * GVP_LOG_PAGE;
+
+		__set_bit(idx - base, g->log_bits);
+		if (pg >= iova && pg + GVP_LOG_PAGE - 1 <= last)
+			xa_erase(&g->log_carry, idx);
+	}
+	/* Only the range's first and last pages can be cut. */
+	if (first < iova && test_bit(0, g->log_bits))
+		xa_store(&g->log_carry, base, xa_mk_value(1), GFP_NOWAIT);
+	if (first + (u64)n * GVP_LOG_PAGE - 1 > last && test_bit(n - 1, g->log_bits))
+		xa_store(&g->log_carry, base + n - 1, xa_mk_value(1), GFP_NOWAIT);
+	for_each_set_bitrange(s, e, g->log_bits, n) {
+		u64 lo = max(first + (u64)s * GVP_LOG_PAGE, iova);
+		u64 hi = min(first + (u64)e * GVP_LOG_PAGE - 1, last);
+
+		report(ctx, lo, hi - lo + 1);
+	}
 }
 
 static int gvp_be_dma_log_report(void *priv, u64 iova, u64 len,
 				 void (*report)(void *ctx, u64 iova, u64 len), void *ctx)
 {
 	struct gvp_dev *g = priv;
+	u64 last = iova + len - 1;	/* the engine checked it fits */
 	u64 first = ALIGN_DOWN(iova, GVP_LOG_PAGE);
-	u64 pages = (ALIGN(iova + len, GVP_LOG_PAGE) - first) / GVP_LOG_PAGE;
-	unsigned long s, e;
-	int ret;
+	u64 pages = last / GVP_LOG_PAGE - first / GVP_LOG_PAGE + 1;
+	u64 edge[2] = { first, ALIGN_DOWN(last, GVP_LOG_PAGE) };
+	bool cut[2] = { first < iova, last % GVP_LOG_PAGE != GVP_LOG_PAGE - 1 };
+	int i, ret = 0;
 
 	if (!g->log_bits)
 		return -EINVAL;
+	/*
+	 * The device clears what it reports in whole 4 KiB pages: a page the
+	 * range cuts is remembered as still dirty.  Reserve those slots
+	 * first, so that no allocation can fail after the device cleared.
+	 */
+	for (i = 0; i < 2; i++) {
+		if (!cut[i])
+			continue;
+		ret = xa_reserve(&g->log_carry, edge[i] / GVP_LOG_PAGE, GFP_KERNEL_ACCOUNT);
+		if (ret)
+			goto out;
+	}
 	while (pages) {
 		unsigned long n = min_t(u64, pages, GVP_LOG_CHUNK);
 
 		ret = simgpu_pf_vf_dma_log_report(g->vf, first, (u64)n * GVP_LOG_PAGE,
 						  g->log_bits);
 		if (ret)
-			return ret;
-		for_each_set_bitrange(s, e, g->log_bits, n)
-			report(ctx, first + (u64)s * GVP_LOG_PAGE, (u64)(e - s) * GVP_LOG_PAGE);
+			break;
+		gvp_log_chunk(g, first, n, iova, last, report, ctx);
 		first += (u64)n * GVP_LOG_PAGE;
 		pages -= n;
 		cond_resched();
 	}
-	return 0;
+out:
+	/* A reserved slot that holds no page reads as NULL: drop it. */
+	for (i = 0; i < 2; i++)
+		if (cut[i])
+			xa_release(&g->log_carry, edge[i] / GVP_LOG_PAGE);
+	return ret;
 }
 
 const struct gpumig_backend_ops gvp_backend_ops = {
@@ -412,6 +465,8 @@ const struct gpumig_backend_ops gvp_backend_ops = {
 int gvp_backend_init(struct gvp_dev *g)
 {
 	mutex_init(&g->vram_lock);
+	xa_init(&g->log_carry);
+	/* uncharged: both made once at probe, not by a user's fd */
 	g->vdirty = bitmap_zalloc(g->nr_blocks, GFP_KERNEL);
 	g->populated = bitmap_zalloc(g->nr_blocks, GFP_KERNEL);
 	if (!g->vdirty || !g->populated) {
@@ -429,6 +484,7 @@ void gvp_backend_destroy(struct gvp_dev *g)
 {
 	bitmap_free(g->log_bits);
 	g->log_bits = NULL;
+	xa_destroy(&g->log_carry);
 	bitmap_free(g->vdirty);
 	bitmap_free(g->populated);
 	g->vdirty = NULL;

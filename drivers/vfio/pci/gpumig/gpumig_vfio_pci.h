@@ -20,6 +20,7 @@
 
 #include <linux/mutex.h>
 #include <linux/vfio_pci_core.h>
+#include <linux/xarray.h>
 
 #include <gpumig/migration.h>
 #include <gpumig/simgpu_pf.h>
@@ -43,6 +44,8 @@
  * @populated: blocks written since the last scrub (others read as zeroes)
  * @tracking: VRAM dirty tracking is on
  * @log_bits: DMA-log report chunk while logging, else NULL (state mutex)
+ * @log_carry: 4 KiB pages (by IOVA >> 12) the device cleared in a report
+ *	that asked for only part of them: still dirty (state mutex)
  * @inert_lock: guards @quarantined and @why (functions without @mig)
  * @quarantined: a released function was not inert: it is not reused
  * @why: what was wrong with it
@@ -63,6 +66,7 @@ struct gvp_dev {
 	bool tracking;
 
 	unsigned long *log_bits;
+	struct xarray log_carry;
 
 	struct mutex inert_lock;	/* see above */
 	bool quarantined;
