@@ -132,19 +132,11 @@ static void fake_env_free(void *p)
 	vfree(e->mem);
 }
 
-static struct fake_env *fake_env_new(struct kunit *test, u32 queues)
+/* What a driver programs after a reset: page tables, rings, enables. */
+static void fake_program(struct fake_env *e, u32 queues)
 {
-	struct fake_env *e = kunit_kzalloc(test, sizeof(*e), GFP_KERNEL);
 	u32 q;
 
-	KUNIT_ASSERT_NOT_NULL(test, e);
-	e->mem = vzalloc(FAKE_SIZE);
-	KUNIT_ASSERT_NOT_NULL(test, e->mem);
-	e->next = FAKE_IOVA;
-	KUNIT_ASSERT_EQ(test, 0, simgpu_core_init(&e->core, &fake_env_ops, e, queues, T_VRAM));
-	simgpu_vram_init(&e->vram, T_VRAM, &e->core.lock);
-	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, fake_env_free, e));
-	e->root = fake_alloc(e, 4096);
 	simgpu_mmio_write(&e->core, SIMGPU_REG_PT_ROOT_LO, lower_32_bits(e->root));
 	simgpu_mmio_write(&e->core, SIMGPU_REG_PT_ROOT_HI, upper_32_bits(e->root));
 	for (q = 0; q < queues; q++) {
@@ -158,6 +150,21 @@ static struct fake_env *fake_env_new(struct kunit *test, u32 queues)
 	}
 	simgpu_mmio_write(&e->core, SIMGPU_REG_INT_MASK, ~0U);
 	simgpu_mmio_write(&e->core, SIMGPU_REG_CONTROL, SIMGPU_CTRL_ENABLE);
+}
+
+static struct fake_env *fake_env_new(struct kunit *test, u32 queues)
+{
+	struct fake_env *e = kunit_kzalloc(test, sizeof(*e), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	e->mem = vzalloc(FAKE_SIZE);
+	KUNIT_ASSERT_NOT_NULL(test, e->mem);
+	e->next = FAKE_IOVA;
+	KUNIT_ASSERT_EQ(test, 0, simgpu_core_init(&e->core, &fake_env_ops, e, queues, T_VRAM));
+	simgpu_vram_init(&e->vram, T_VRAM, &e->core.lock);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, fake_env_free, e));
+	e->root = fake_alloc(e, 4096);
+	fake_program(e, queues);
 	return e;
 }
 
@@ -509,6 +516,43 @@ static void core_pause_and_resume(struct kunit *test)
 	KUNIT_EXPECT_GE(test, e->kicks, 3U);
 }
 
+/*
+ * A guest's reset through the control register while the host holds the
+ * device paused (migration's STOP, STOP_COPY, RESUMING): registers and
+ * work are reset at once, but nothing runs until the host resumes.
+ */
+static void core_guest_reset_while_paused(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	struct simgpu_core *c = &e->core;
+	u64 buf = fake_alloc(e, 4096);
+	u64 *fence = fake_ptr(e, buf);
+
+	KUNIT_EXPECT_TRUE(test, simgpu_core_pause(c, false));
+	simgpu_mmio_write(c, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_paused(c));
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_CONTROL), 0U);
+	/* The guest sets the device up again and submits: nothing runs. */
+	fake_program(e, 1);
+	fake_map(e, VA_BUF, buf, 4096, SIMGPU_PTE_WRITE);
+	submit(e, 0, SIMGPU_OP_FENCE, 0, VA_BUF, 7, 0, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 0U);
+	KUNIT_EXPECT_EQ(test, *fence, 0ULL);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_paused(c));
+	/* Draining when the reset comes: nothing is in flight after it. */
+	simgpu_core_resume(c);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, *fence, 7ULL);
+	submit(e, 0, SIMGPU_OP_KERNEL, 0, VA_BUF, 64, 10, 1);
+	simgpu_core_run(c, 2);
+	KUNIT_EXPECT_FALSE(test, simgpu_core_pause(c, true));
+	simgpu_mmio_write(c, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_paused(c));
+	simgpu_core_resume(c);
+	KUNIT_EXPECT_FALSE(test, simgpu_core_paused(c));
+}
+
 /* A host invalidation is acknowledged by a pass, even paused; or lost. */
 static void core_host_invalidation(struct kunit *test)
 {
@@ -657,6 +701,7 @@ static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(cmd_preemption_knob),
 	KUNIT_CASE(cmd_ring_wraps),
 	KUNIT_CASE(core_pause_and_resume),
+	KUNIT_CASE(core_guest_reset_while_paused),
 	KUNIT_CASE(core_host_invalidation),
 	KUNIT_CASE_PARAM(cmd_bad_input, bad_cmd_gen_params),
 	KUNIT_CASE(core_reset_and_registers),

@@ -28,6 +28,8 @@
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/vfio.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include <gpumig/migration.h>
 #include <gpumig/stream.h>
@@ -78,6 +80,8 @@ enum gpumig_file_state {
  * @cursor: saving: next VRAM block to look at
  * @initial_left: saving: bytes of the first full pass not read yet
  * @round_bytes: saving: bytes read since the last pre-copy round ended
+ * @wq: saving: poll() waits here for data, a state change or an error
+ * @recheck: saving: wakes @wq again for a backend that cannot notify
  * @parser: resuming: stream parser
  * @arch: resuming: architectural state, held until the end section
  * @arch_len: its length, or 0 while none arrived
@@ -98,6 +102,8 @@ struct gpumig_mig_file {
 	unsigned long cursor;
 	u64 initial_left;
 	u64 round_bytes;
+	wait_queue_head_t wq;
+	struct delayed_work recheck;
 
 	struct gpumig_parser parser;
 	u8 *arch;
@@ -122,6 +128,9 @@ struct gpumig_mig_file {
  *	@state_mutex, read locklessly for reports
  * @reset_lock: guards @deferred_reset; never held across a sleep
  * @deferred_reset: a reset arrived while @state_mutex was held
+ * @poll_lock: guards @poll_file; never held across a sleep
+ * @poll_file: the saving file gpumig_mig_vram_dirtied() wakes, or NULL;
+ *	set and cleared with @saving
  * @why_lock: guards @why, which the state machine (under @state_mutex)
  *	and a resuming file (under its own lock) both write
  * @why: the quarantine reason or the last refusal
@@ -145,6 +154,9 @@ struct gpumig_mig {
 	spinlock_t reset_lock;		/* see above */
 	bool deferred_reset;
 
+	spinlock_t poll_lock;		/* see above */
+	struct gpumig_mig_file *poll_file;
+
 	spinlock_t why_lock;		/* see above */
 	char why[GPUMIG_MSG_LEN];
 
@@ -163,6 +175,7 @@ void gpumig_get_why(struct gpumig_mig *m, char *buf, size_t len);
 struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy);
 struct gpumig_mig_file *gpumig_file_new_resuming(struct gpumig_mig *m);
 void gpumig_file_stop_copy(struct gpumig_mig_file *migf);
+void gpumig_file_wake(struct gpumig_mig_file *migf);
 bool gpumig_file_complete(struct gpumig_mig_file *migf);
 int gpumig_file_finish_resume(struct gpumig_mig_file *migf);
 void gpumig_file_disable(struct gpumig_mig_file *migf);

@@ -21,6 +21,7 @@
 #include <linux/fs.h>
 #include <linux/lockdep.h>
 #include <linux/module.h>
+#include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -77,11 +78,23 @@ static int gpumig_file_usable(struct gpumig_mig_file *migf)
 	return 0;
 }
 
+/**
+ * gpumig_file_wake() - wake whoever polls the file: it may be readable now
+ * @migf: file
+ *
+ * Context: any; takes no lock of the engine's.
+ */
+void gpumig_file_wake(struct gpumig_mig_file *migf)
+{
+	wake_up_interruptible_poll(&migf->wq, EPOLLIN | EPOLLRDNORM);
+}
+
 static void gpumig_file_fail(struct gpumig_mig_file *migf, int err)
 {
 	lockdep_assert_held(&migf->lock);
 	migf->state = GPUMIG_FILE_ERROR;
 	migf->err = err;
+	gpumig_file_wake(migf);
 }
 
 /* ---- saving ----------------------------------------------------------- */
@@ -261,6 +274,51 @@ static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 	}
 	mutex_unlock(&migf->io_lock);
 	return done;
+}
+
+/*
+ * Readable exactly when a read would not fail with -ENOMSG: a section is
+ * buffered or dirty VRAM waits (PRE_COPY), the device stopped (the rest of
+ * the stream, then end of file), or the file broke (the read fails).  A
+ * backend wakes a PRE_COPY poller when VRAM becomes dirty; for one that
+ * cannot, the engine looks again a little later.
+ */
+static __poll_t gpumig_save_poll(struct file *filp, struct poll_table_struct *wait)
+{
+	struct gpumig_mig_file *migf = filp->private_data;
+	bool recheck = false;
+	__poll_t mask;
+
+	poll_wait(filp, &migf->wq, wait);
+	mutex_lock(&migf->lock);
+	switch (migf->state) {
+	case GPUMIG_FILE_PRECOPY:
+		mask = 0;
+		if (gpumig_buffered(migf) || gpumig_dirty_vram_bytes(migf->m))
+			mask = EPOLLIN | EPOLLRDNORM;
+		else
+			recheck = !migf->m->ops->notifies_dirty;
+		break;
+	case GPUMIG_FILE_ERROR:
+	case GPUMIG_FILE_DISABLED:
+		mask = EPOLLIN | EPOLLRDNORM | EPOLLERR;
+		break;
+	default:
+		mask = EPOLLIN | EPOLLRDNORM;
+	}
+	mutex_unlock(&migf->lock);
+	if (recheck)
+		mod_delayed_work(system_wq, &migf->recheck,
+				 msecs_to_jiffies(GPUMIG_POLL_RECHECK_MS));
+	return mask;
+}
+
+static void gpumig_file_recheck(struct work_struct *work)
+{
+	struct gpumig_mig_file *migf = container_of(to_delayed_work(work),
+						    struct gpumig_mig_file, recheck);
+
+	gpumig_file_wake(migf);
 }
 
 /*
@@ -530,6 +588,7 @@ out:
 
 static void gpumig_file_free(struct gpumig_mig_file *migf)
 {
+	cancel_delayed_work_sync(&migf->recheck);
 	if (migf->parser.buf)
 		gpumig_parser_destroy(&migf->parser);
 	kvfree(migf->buf);
@@ -549,6 +608,7 @@ static int gpumig_file_release(struct inode *inode, struct file *filp)
 static const struct file_operations gpumig_save_fops = {
 	.owner = THIS_MODULE,
 	.read_iter = gpumig_save_read,
+	.poll = gpumig_save_poll,
 	.unlocked_ioctl = gpumig_save_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.release = gpumig_file_release,
@@ -569,6 +629,8 @@ static struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m)
 		return NULL;
 	mutex_init(&migf->lock);
 	mutex_init(&migf->io_lock);
+	init_waitqueue_head(&migf->wq);
+	INIT_DELAYED_WORK(&migf->recheck, gpumig_file_recheck);
 	migf->m = m;
 	migf->tmp = kvmalloc(GPUMIG_TMP_SIZE, GFP_KERNEL_ACCOUNT);
 	if (!migf->tmp) {
@@ -696,6 +758,7 @@ void gpumig_file_stop_copy(struct gpumig_mig_file *migf)
 	if (migf->state == GPUMIG_FILE_PRECOPY)
 		migf->state = GPUMIG_FILE_STOPCOPY;
 	mutex_unlock(&migf->lock);
+	gpumig_file_wake(migf);
 }
 
 /**
@@ -757,5 +820,6 @@ void gpumig_file_disable(struct gpumig_mig_file *migf)
 	migf->state = GPUMIG_FILE_DISABLED;
 	migf->m = NULL;
 	mutex_unlock(&migf->lock);
+	gpumig_file_wake(migf);
 	fput(migf->filp);
 }

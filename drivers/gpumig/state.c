@@ -37,6 +37,9 @@ static void gpumig_disable_files(struct gpumig_mig *m)
 {
 	lockdep_assert_held(&m->state_mutex);
 	if (m->saving) {
+		spin_lock_irq(&m->poll_lock);
+		m->poll_file = NULL;
+		spin_unlock_irq(&m->poll_lock);
 		if (gpumig_file_complete(m->saving))
 			m->migrated_away = true;
 		gpumig_file_disable(m->saving);
@@ -128,6 +131,9 @@ static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 		return ERR_CAST(migf);
 	get_file(migf->filp);
 	m->saving = migf;
+	spin_lock_irq(&m->poll_lock);
+	m->poll_file = migf;
+	spin_unlock_irq(&m->poll_lock);
 	return migf->filp;
 }
 
@@ -316,6 +322,27 @@ void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why)
 		 aborted ? ": the migration in flight was aborted" : "");
 }
 EXPORT_SYMBOL_GPL(gpumig_mig_abort);
+
+/**
+ * gpumig_mig_vram_dirtied() - a VRAM block became dirty while tracking
+ * @m: device
+ *
+ * For a backend with @notifies_dirty: wakes whoever polls the saving file
+ * (a VMM that waits after -ENOMSG instead of spinning).  Cheap enough to
+ * call on every clean-to-dirty change.
+ *
+ * Context: any; takes only a spinlock.
+ */
+void gpumig_mig_vram_dirtied(struct gpumig_mig *m)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&m->poll_lock, flags);
+	if (m->poll_file)
+		gpumig_file_wake(m->poll_file);
+	spin_unlock_irqrestore(&m->poll_lock, flags);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_vram_dirtied);
 
 /**
  * gpumig_mig_open() - a tenant opens the device
@@ -598,6 +625,7 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	mutex_init(&m->state_mutex);
 	spin_lock_init(&m->reset_lock);
 	spin_lock_init(&m->why_lock);
+	spin_lock_init(&m->poll_lock);
 
 	vdev->migration_flags = VFIO_MIGRATION_STOP_COPY | VFIO_MIGRATION_P2P |
 				VFIO_MIGRATION_PRE_COPY;

@@ -108,6 +108,10 @@ struct rb_root_cached;
  * @dma_log_report: call @report for every run of pages written in
  *	[@iova, @iova + @len) since the last report, and clear them.  State
  *	mutex.
+ * @notifies_dirty: the backend calls gpumig_mig_vram_dirtied() whenever a
+ *	VRAM block becomes dirty while tracking; without it (hardware that
+ *	raises no interrupt for that) the engine looks again every
+ *	GPUMIG_POLL_RECHECK_MS while someone polls a saving file.
  */
 struct gpumig_backend_ops {
 	int (*quiesce)(void *priv);
@@ -130,7 +134,11 @@ struct gpumig_backend_ops {
 	int (*dma_log_report)(void *priv, u64 iova, u64 len,
 			      void (*report)(void *ctx, u64 iova, u64 len),
 			      void *ctx);
+	bool notifies_dirty;
 };
+
+/* How often a poll of a saving file re-checks a backend that cannot notify. */
+#define GPUMIG_POLL_RECHECK_MS	10
 
 /**
  * struct gpumig_mig_stats - what the device saw of its last migration
@@ -224,6 +232,7 @@ int gpumig_mig_open(struct gpumig_mig *m);
 int gpumig_mig_close(struct gpumig_mig *m);
 void gpumig_mig_reset(struct gpumig_mig *m);
 void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why);
+void gpumig_mig_vram_dirtied(struct gpumig_mig *m);
 int gpumig_mig_unquarantine(struct gpumig_mig *m);
 
 int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st);

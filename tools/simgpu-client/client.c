@@ -114,6 +114,7 @@ static const struct scenario {
 	{ "incompatible", t_incompatible, NEEDS_DST | NEEDS_MIGRATION },
 	{ "stop_fails", t_stop_fails, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "reset_precopy", t_reset_precopy, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "poll", t_poll, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "close_mid_migration", t_close_mid_migration, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "hostile", t_hostile, NEEDS_DST | NEEDS_MIGRATION },
 	{ "pingpong", t_pingpong, NEEDS_DST | NEEDS_MIGRATION },

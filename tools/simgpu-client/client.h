@@ -104,6 +104,7 @@ int fill_span(struct gpu *g, uint64_t va, uint32_t first, uint32_t n);
 int t_dma_logging(struct gpu *g);
 int t_dma_log_race(struct gpu *g);
 int t_dma_log_cut(struct gpu *g);
+int t_poll(struct gpu *g);
 int t_dma_log_lifecycle(struct gpu *g);
 
 /* aperture.c */

@@ -218,4 +218,17 @@ const struct gpumig_backend_ops simgpu_backend_ops = {
 	.dma_log_start = simgpu_be_dma_log_start,
 	.dma_log_stop = simgpu_be_dma_log_stop,
 	.dma_log_report = simgpu_be_dma_log_report,
+	.notifies_dirty = true,
 };
+
+/**
+ * simgpu_vram_dirtied() - simgpu_vram.dirtied: a poller of the saving
+ * file may read now
+ * @ctx: the device
+ */
+void simgpu_vram_dirtied(void *ctx)
+{
+	struct simgpu_dev *sdev = ctx;
+
+	gpumig_mig_vram_dirtied(sdev->mig);
+}

@@ -661,7 +661,20 @@ void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
 	switch (offset) {
 	case SIMGPU_REG_CONTROL:
 		if (val & SIMGPU_CTRL_RESET) {
+			enum simgpu_run_state run = core->run_state;
+
+			/*
+			 * The guest's reset takes effect at once (registers,
+			 * queues, work in flight), but it does not undo the
+			 * host's pause: a device that migration holds stopped
+			 * (STOP, STOP_COPY, RESUMING) runs again only when the
+			 * host resumes it, at the next RUNNING.
+			 */
 			simgpu_reset_locked(core);
+			if (run != SIMGPU_RUN) {
+				WRITE_ONCE(core->run_state, SIMGPU_STOPPED);
+				core->env->kick(core->ctx);	/* a drain waiter */
+			}
 			break;
 		}
 		core->control = val & SIMGPU_CTRL_ENABLE;

@@ -35,6 +35,9 @@ struct task_struct;
  * @present: pages currently backed
  * @dirty: while migration tracks it, one bit per VRAM block written
  * @nr_blocks: blocks in VRAM (fixed)
+ * @dirtied: called with @dirtied_ctx when a block turns dirty while
+ *	tracking, or NULL (set once before use)
+ * @dirtied_ctx: its argument
  */
 struct simgpu_vram {
 	struct mutex *lock;		/* the core's; see above */
@@ -43,6 +46,8 @@ struct simgpu_vram {
 	unsigned long present;
 	unsigned long *dirty;
 	unsigned long nr_blocks;
+	void (*dirtied)(void *ctx);
+	void *dirtied_ctx;
 };
 
 /**

@@ -117,6 +117,7 @@ ssize_t simgpu_region_rw(struct simgpu_dev *sdev, char __user *buf, size_t count
 
 /* backend.c */
 extern const struct gpumig_backend_ops simgpu_backend_ops;
+void simgpu_vram_dirtied(void *ctx);
 void simgpu_reset(struct simgpu_dev *sdev);
 
 /* config.c */

@@ -144,6 +144,8 @@ static int simgpu_init_dev(struct vfio_device *vdev)
 		ret = PTR_ERR(sdev->mig);
 		goto err_dirty;
 	}
+	sdev->vram.dirtied_ctx = sdev;
+	sdev->vram.dirtied = simgpu_vram_dirtied;
 	return 0;
 
 err_dirty:

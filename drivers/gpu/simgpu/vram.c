@@ -32,6 +32,7 @@ void simgpu_vram_init(struct simgpu_vram *vram, u64 size, struct mutex *lock)
 	vram->size = size;
 	vram->present = 0;
 	vram->dirty = NULL;
+	vram->dirtied = NULL;
 	vram->nr_blocks = DIV_ROUND_UP(size, 1ULL << SIMGPU_VRAM_BLOCK_SHIFT);
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_init);
@@ -82,8 +83,10 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 				vram->present++;
 			}
 			va = kmap_local_page(page);
-			if (write && vram->dirty)
-				set_bit(offset >> SIMGPU_VRAM_BLOCK_SHIFT, vram->dirty);
+			if (write && vram->dirty &&
+			    !test_and_set_bit(offset >> SIMGPU_VRAM_BLOCK_SHIFT, vram->dirty) &&
+			    vram->dirtied)
+				vram->dirtied(vram->dirtied_ctx);
 			if (write)
 				memcpy(va + off, p, n);
 			else
