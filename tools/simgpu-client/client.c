@@ -117,6 +117,7 @@ static const struct scenario {
 	{ "poll", t_poll, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "close_mid_migration", t_close_mid_migration, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "hostile", t_hostile, NEEDS_DST | NEEDS_MIGRATION },
+	{ "kill_resume", t_kill_resume, NEEDS_DST | NEEDS_MIGRATION },
 	{ "pingpong", t_pingpong, NEEDS_DST | NEEDS_MIGRATION },
 	{ "quarantine", t_quarantine, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "pf_gone", t_pf_gone, NEEDS_MIGRATION },	/* unbinds the VF's PF */

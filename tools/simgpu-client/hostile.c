@@ -6,12 +6,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/gpumig_stream.h>
@@ -196,4 +198,60 @@ int t_hostile(struct gpu *g)
 		ret = fail("intact stream refused after the hostile ones");
 	free(b.p);
 	return ret;
+}
+
+/*
+ * A VMM killed in the middle of one long resume write(): the kernel stops
+ * at the next piece instead of consuming the whole stream first, the
+ * half-written stream is refused at RESUMING -> STOP, and the destination
+ * takes the whole stream afterwards.  256 MiB of non-zero VRAM make the
+ * write long enough that the kill lands inside it.
+ */
+int t_kill_resume(struct gpu *g)
+{
+	int werr = 0, rfd = -1, pfd[2], st;
+	struct blob b = { 0 };
+	long long got;
+	struct gpu d;
+	pid_t pid;
+	char c;
+
+	gpu_setup(g, 16);
+	gpu_map_range(g, VA_VRAM, 0, g->vram, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, g->vram, 0x5eed, 0);
+	CHECK(gpu_wait_idle(g, 0, 600000) == 0, "fill all VRAM");
+	CHECK(capture(g, &b) == 0 && b.len > g->vram, "capture (%zu bytes)", b.len);
+
+	CHECK(gpu_open(&d, dst_name) == 0, "open the destination");
+	CHECK(mig_set(&d, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&
+	      mig_set(&d, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0, "RESUMING");
+	CHECK(pipe(pfd) == 0, "pipe");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (!pid) {
+		close(pfd[0]);
+		if (write(pfd[1], "w", 1) == 1)
+			(void)!write(rfd, b.p, b.len);	/* one call, all of it */
+		_exit(0);
+	}
+	close(pfd[1]);
+	CHECK(read(pfd[0], &c, 1) == 1, "writer did not start");
+	close(pfd[0]);
+	usleep(20 * 1000);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st), "writer not killed");
+	got = status_value(d.name, "resumed_bytes");
+	printf("    # kill_resume: killed after %lld of %zu bytes\n", got, b.len);
+	CHECK(got > 0 && got < (long long)b.len,
+	      "a killed writer's write ran on: %lld of %zu bytes consumed", got, b.len);
+	CHECK(mig_set(&d, VFIO_DEVICE_STATE_STOP, NULL) < 0,
+	      "a half-written stream was accepted");
+	CHECK(gpu_reset(&d) == 0, "reset the destination");
+	data_fd_close(rfd);
+	gpu_close(&d);
+
+	CHECK(offer(dst_name, b.p, b.len, &werr) == 0 && !werr,
+	      "the whole stream refused after the kill: %d", werr);
+	free(b.p);
+	return 0;
 }
