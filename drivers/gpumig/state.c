@@ -459,6 +459,25 @@ int gpumig_mig_unquarantine(struct gpumig_mig *m)
 }
 EXPORT_SYMBOL_GPL(gpumig_mig_unquarantine);
 
+/**
+ * gpumig_sysfs_confirm() - an operator's yes to an action attribute
+ * @buf: what was written ("1", "y", "on"...)
+ *
+ * For front ends' write-only attributes such as migration/unquarantine.
+ *
+ * Return: 0 to go ahead, -EINVAL for a no or for nonsense.
+ */
+int gpumig_sysfs_confirm(const char *buf)
+{
+	bool yes;
+	int ret = kstrtobool(buf, &yes);
+
+	if (ret)
+		return ret;
+	return yes ? 0 : -EINVAL;
+}
+EXPORT_SYMBOL_GPL(gpumig_sysfs_confirm);
+
 /* ---- reports -------------------------------------------------------------- */
 
 /**

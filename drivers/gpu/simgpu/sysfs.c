@@ -64,15 +64,10 @@ static ssize_t unquarantine_store(struct device *dev, struct device_attribute *a
 				  const char *buf, size_t count)
 {
 	struct simgpu_dev *sdev = dev_get_drvdata(dev);
-	bool yes;
-	int ret;
+	int ret = gpumig_sysfs_confirm(buf);
 
-	ret = kstrtobool(buf, &yes);
-	if (ret)
-		return ret;
-	if (!yes)
-		return -EINVAL;
-	ret = gpumig_mig_unquarantine(sdev->mig);
+	if (!ret)
+		ret = gpumig_mig_unquarantine(sdev->mig);
 	return ret ? ret : count;
 }
 static DEVICE_ATTR_WO(unquarantine);

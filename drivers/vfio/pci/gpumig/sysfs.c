@@ -54,15 +54,10 @@ static DEVICE_ATTR_RO(compat);
 static ssize_t unquarantine_store(struct device *dev, struct device_attribute *attr,
 				  const char *buf, size_t count)
 {
-	bool yes;
-	int ret;
+	int ret = gpumig_sysfs_confirm(buf);
 
-	ret = kstrtobool(buf, &yes);
-	if (ret)
-		return ret;
-	if (!yes)
-		return -EINVAL;
-	ret = gvp_unquarantine(dev_to_gvp(dev));
+	if (!ret)
+		ret = gvp_unquarantine(dev_to_gvp(dev));
 	return ret ? ret : count;
 }
 static DEVICE_ATTR_WO(unquarantine);
