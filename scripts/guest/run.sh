@@ -101,6 +101,35 @@ qemu_assign() {
 		grep -A3 "1234:5347" "$log" | grep -q "BAR0: 32 bit memory"
 }
 
+# unload_refused DEV MODULE...: while a VMM (QEMU, stopped before its
+# first instruction) holds DEV open, unloading any of MODULE is refused and
+# breaks nothing; DEV works for the next user.
+unload_refused() {
+	local dev=$1 pid m i held=""
+	shift
+	qemu-system-x86_64 -machine q35 -accel tcg -m 128 -S -nodefaults -display none \
+		-monitor none -device vfio-pci,sysfsdev="$dev" >"$out/qemu-unload.txt" 2>&1 &
+	pid=$!
+	for i in $(seq 300); do
+		ls -l /proc/$pid/fd 2>/dev/null | grep -Eq 'vfio-device|/dev/vfio/devices/' && {
+			held=1
+			break
+		}
+		sleep 0.2
+	done
+	[ -n "$held" ] || { echo "QEMU never opened $dev"; kill $pid; return 1; }
+	for m in "$@"; do
+		if rmmod "$m" 2>/dev/null; then
+			echo "rmmod $m succeeded while $dev was open"
+			kill $pid
+			return 1
+		fi
+	done
+	kill $pid
+	wait $pid 2>/dev/null
+	return 0
+}
+
 # The mdevctl definitions Documentation/gpumig/qemu.rst gives, one per type.
 mdevctl_types() {
 	local t u
@@ -169,6 +198,8 @@ simgpu_suite() {
 	if [ ${#uuids[@]} -gt 0 ]; then
 		check "QEMU 10 assigns a simgpu with -device vfio-pci,sysfsdev=" \
 			qemu_assign "${uuids[0]}"
+		check "simgpu and gpumig cannot be unloaded while QEMU holds an instance" \
+			unload_refused "/sys/bus/mdev/devices/${uuids[0]}" simgpu gpumig
 		timeout 120 "$tooldir/simgpu-client" -s remove_open -n simgpu_remove "${uuids[0]}" \
 			>"$out/client-remove.ktap" 2>>"$out/guest.log"
 	fi
@@ -368,6 +399,9 @@ pci_suite() {
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
 		--pci "256M=$vf1,$vf3" "64M=$vf0"
 
+	check "$GVP, simgpu-pf and gpumig cannot be unloaded while QEMU holds a VF" \
+		unload_refused "/sys/bus/pci/devices/$vf0" gpumig_vfio_pci simgpu_pf gpumig
+
 	# A PF assigned plainly.
 	check "bind the second PF ($pf2) to $GVP" pf_rebind "$pf2" "$GVP"
 	check "the PF: assignable, no migration, says so, inert after release" pf_plain "$pf2"
@@ -423,7 +457,10 @@ debug)
 	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
 	kunit_suites
 	simgpu_suite
-	check "unload simgpu" rmmod simgpu
+	check "unload simgpu with an instance left: the instance goes with it" sh -c \
+		"u=\$(cat /proc/sys/kernel/random/uuid) &&
+		 echo \$u > /sys/class/mdev_bus/simgpu/mdev_supported_types/simgpu-64M/create &&
+		 rmmod simgpu && [ ! -e /sys/bus/mdev/devices/\$u ]"
 	check "unload gpumig" rmmod gpumig
 	pci_if_present
 	;;
