@@ -120,6 +120,7 @@ static const struct scenario {
 	{ "kill_resume", t_kill_resume, NEEDS_DST | NEEDS_MIGRATION },
 	{ "pingpong", t_pingpong, NEEDS_DST | NEEDS_MIGRATION },
 	{ "quarantine", t_quarantine, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "fault_sweep", t_fault_sweep, NEEDS_MIGRATION },	/* fail-nth: the debug kernel */
 	{ "pf_gone", t_pf_gone, NEEDS_MIGRATION },	/* unbinds the VF's PF */
 	{ "remove_open", t_remove_open, 0 },	/* destroys the instance */
 	{ "bench_dirty", t_bench_dirty, NEEDS_MIGRATION },	/* the benchmark, not a test */

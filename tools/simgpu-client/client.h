@@ -108,6 +108,9 @@ int t_poll(struct gpu *g);
 int t_kill_resume(struct gpu *g);
 int t_dma_log_lifecycle(struct gpu *g);
 
+/* fault.c */
+int t_fault_sweep(struct gpu *g);
+
 /* aperture.c */
 int t_aperture(struct gpu *g);
 
