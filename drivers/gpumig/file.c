@@ -30,6 +30,8 @@
 
 #include "engine.h"
 
+#include <trace/events/gpumig.h>
+
 /* One section: a VRAM block with its framing, or the architectural state. */
 #define GPUMIG_SECTION_BUF	(sizeof(struct gpumig_sec_hdr) + \
 				 sizeof(struct gpumig_wire_vram) + GPUMIG_BLOCK_SIZE)
@@ -237,6 +239,8 @@ static int gpumig_fill(struct gpumig_mig_file *migf)
 	return ret;
 }
 
+static u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped);
+
 /*
  * The file lock is never held across a copy to the user: a fault there may
  * wait for locks (the mm's, vfio-pci-core's memory lock) that are held
@@ -271,6 +275,14 @@ static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 		gpumig_consumed(migf, n);
 		mutex_unlock(&migf->lock);
 		done += n;
+	}
+	if (trace_gpumig_save_read_enabled()) {
+		mutex_lock(&migf->lock);
+		if (migf->m)	/* not disabled: the device is still there */
+			trace_gpumig_save_read(migf->m->vdev->dev,
+					       migf->state != GPUMIG_FILE_PRECOPY, done,
+					       gpumig_file_pending_locked(migf, false));
+		mutex_unlock(&migf->lock);
 	}
 	mutex_unlock(&migf->io_lock);
 	return done;
@@ -514,6 +526,7 @@ static void gpumig_resume_refused(struct gpumig_mig_file *migf, int err)
 	const char *why = gpumig_parser_error(&migf->parser);
 
 	dev_err_ratelimited(migf->m->vdev->dev, "migration stream refused: %s\n", why);
+	trace_gpumig_stream_refused(migf->m->vdev->dev, err, why);
 	gpumig_set_why(migf->m, "%s", why);
 	gpumig_file_fail(migf, err);
 }

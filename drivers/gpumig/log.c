@@ -19,6 +19,8 @@
 
 #include "engine.h"
 
+#include <trace/events/gpumig.h>
+
 #if IS_ENABLED(CONFIG_IOMMUFD_DRIVER)
 GPUMIG_IMPORT_IOMMUFD_NS();
 #endif
@@ -42,6 +44,7 @@ int gpumig_log_start(struct gpumig_mig *m, struct rb_root_cached *ranges,
 		return -EOPNOTSUPP;
 	gpumig_state_mutex_lock(m);
 	ret = m->ops->dma_log_start(m->priv, ranges, nnodes, page_size);
+	trace_gpumig_dma_log_start(m->vdev->dev, nnodes, *page_size, ret);
 	gpumig_state_mutex_unlock(m);
 	return ret;
 }
@@ -59,6 +62,7 @@ int gpumig_log_stop(struct gpumig_mig *m)
 		return -EOPNOTSUPP;
 	gpumig_state_mutex_lock(m);
 	m->ops->dma_log_stop(m->priv);
+	trace_gpumig_dma_log_stop(m->vdev->dev);
 	gpumig_state_mutex_unlock(m);
 	return 0;
 }
@@ -69,12 +73,14 @@ EXPORT_SYMBOL_GPL(gpumig_log_stop);
  * @bitmap: the user's bitmap, from the VFIO core
  * @first: first byte of the range the user asked for
  * @last: its last byte
+ * @dirty: bytes reported dirty so far
  * @first_done: the first run was reported
  * @bitmap_ns: time of the first iova_bitmap_set()
  */
 struct gpumig_log_report {
 	struct iova_bitmap *bitmap;
 	u64 first, last;
+	u64 dirty;
 	bool first_done;
 	u64 bitmap_ns;
 };
@@ -103,6 +109,7 @@ static void gpumig_log_report_run(void *ctx, u64 iova, u64 len)
 			return;
 		len = last - iova + 1;
 	}
+	r->dirty += len;
 	if (r->first_done) {
 		iova_bitmap_set(r->bitmap, iova, len);
 		return;
@@ -137,6 +144,7 @@ int gpumig_log_read_and_clear(struct gpumig_mig *m, unsigned long iova,
 	t0 = ktime_get_ns();
 	gpumig_state_mutex_lock(m);
 	ret = m->ops->dma_log_report(m->priv, iova, length, gpumig_log_report_run, &r);
+	trace_gpumig_dma_log_report(m->vdev->dev, iova, length, r.dirty, ret);
 	gpumig_state_mutex_unlock(m);
 	atomic64_add(ktime_get_ns() - t0, &m->stats.log_report_ns);
 	atomic64_add(r.bitmap_ns, &m->stats.log_bitmap_ns);

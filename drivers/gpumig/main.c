@@ -8,6 +8,9 @@
 
 #include <gpumig/stream.h>
 
+#define CREATE_TRACE_POINTS
+#include <trace/events/gpumig.h>
+
 static int __init gpumig_init(void)
 {
 	pr_info("gpumig: migration engine loaded (stream version %u.%u)\n",

@@ -13,12 +13,15 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/file.h>
+#include <linux/ktime.h>
 #include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
 #include "engine.h"
+
+#include <trace/events/gpumig.h>
 
 /* ---- lock protocol -------------------------------------------------------- */
 
@@ -91,10 +94,15 @@ again:
 /* Stop the device for capture: quiesce, then acknowledged invalidation. */
 static int gpumig_stop_device(struct gpumig_mig *m)
 {
+	u64 t0, t1;
 	int ret;
 
 	lockdep_assert_held(&m->state_mutex);
+	t0 = ktime_get_ns();
 	ret = m->ops->quiesce(m->priv);
+	t1 = ktime_get_ns();
+	atomic64_set(&m->stats.quiesce_ns, t1 - t0);
+	trace_gpumig_quiesce(m->vdev->dev, t1 - t0, ret);
 	if (ret) {
 		gpumig_set_why(m, "device did not quiesce (%d)", ret);
 		dev_warn(m->vdev->dev, "migration: device did not quiesce (%d); it keeps running\n",
@@ -102,6 +110,9 @@ static int gpumig_stop_device(struct gpumig_mig *m)
 		return ret;
 	}
 	ret = m->ops->invalidate(m->priv);
+	t0 = ktime_get_ns();
+	atomic64_set(&m->stats.invalidate_ns, t0 - t1);
+	trace_gpumig_invalidate(m->vdev->dev, t0 - t1, ret);
 	if (ret) {
 		gpumig_set_why(m, "translation invalidation not acknowledged (%d)", ret);
 		dev_warn(m->vdev->dev,
@@ -226,6 +237,7 @@ struct file *gpumig_mig_set_state(struct gpumig_mig *m,
 			break;
 		}
 		res = gpumig_step(m, next);
+		trace_gpumig_state(m->vdev->dev, m->state, next, PTR_ERR_OR_ZERO(res));
 		if (IS_ERR(res))
 			break;
 		m->state = next;
@@ -418,6 +430,7 @@ int gpumig_mig_close(struct gpumig_mig *m)
 	if (ret) {
 		WRITE_ONCE(m->quarantined, true);
 		gpumig_set_why(m, "quarantined: %s", why);
+		trace_gpumig_quarantine(m->vdev->dev, why);
 		dev_err(m->vdev->dev, "quarantined: %s%s\n", why,
 			m->migrated_away ? " (after migrating away)" : "");
 	}
@@ -454,6 +467,7 @@ int gpumig_mig_unquarantine(struct gpumig_mig *m)
 			dev_notice(m->vdev->dev, "quarantine lifted by the operator\n");
 		}
 	}
+	trace_gpumig_unquarantine(m->vdev->dev, ret);
 	gpumig_state_mutex_unlock(m);
 	return ret;
 }
@@ -506,6 +520,8 @@ int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st)
 	st->log_reports = atomic64_read(&s->log_reports);
 	st->log_report_ns = atomic64_read(&s->log_report_ns);
 	st->log_bitmap_ns = atomic64_read(&s->log_bitmap_ns);
+	st->quiesce_ns = atomic64_read(&s->quiesce_ns);
+	st->invalidate_ns = atomic64_read(&s->invalidate_ns);
 	gpumig_get_why(m, st->why, sizeof(st->why));
 	return 0;
 }
@@ -535,6 +551,8 @@ ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf)
 			   st.precopy_rounds, st.precopy_bytes);
 	n += sysfs_emit_at(buf, n, " stopcopy_bytes=%llu resumed_bytes=%llu dma_log_reports=%llu",
 			   st.stopcopy_bytes, st.resumed_bytes, st.log_reports);
+	n += sysfs_emit_at(buf, n, " quiesce_us=%llu invalidate_us=%llu",
+			   st.quiesce_ns / NSEC_PER_USEC, st.invalidate_ns / NSEC_PER_USEC);
 	n += sysfs_emit_at(buf, n, "%s%s\n", st.why[0] ? " last_error=" : "", st.why);
 	return n;
 }

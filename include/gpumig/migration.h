@@ -151,6 +151,8 @@ struct gpumig_backend_ops {
  * @log_report_ns: time spent in them
  * @log_bitmap_ns: of which in the first iova_bitmap_set() of each report
  *	(where the VFIO core pins the user's bitmap), for the benchmark
+ * @quiesce_ns: how long the last stop's quiesce took
+ * @invalidate_ns: how long the last stop's acknowledged invalidation took
  *
  * The migration counters restart when a saving (or resuming) file is
  * opened, the logging ones when the device is opened.
@@ -163,6 +165,8 @@ struct gpumig_mig_stats {
 	atomic64_t log_reports;
 	atomic64_t log_report_ns;
 	atomic64_t log_bitmap_ns;
+	atomic64_t quiesce_ns;
+	atomic64_t invalidate_ns;
 };
 
 /**
@@ -181,6 +185,8 @@ struct gpumig_mig_stats {
  * @log_reports: see struct gpumig_mig_stats
  * @log_report_ns: see struct gpumig_mig_stats
  * @log_bitmap_ns: see struct gpumig_mig_stats
+ * @quiesce_ns: see struct gpumig_mig_stats
+ * @invalidate_ns: see struct gpumig_mig_stats
  * @why: the quarantine reason or the last refusal, or ""
  */
 struct gpumig_mig_status {
@@ -195,6 +201,8 @@ struct gpumig_mig_status {
 	u64 log_reports;
 	u64 log_report_ns;
 	u64 log_bitmap_ns;
+	u64 quiesce_ns;
+	u64 invalidate_ns;
 	char why[GPUMIG_MSG_LEN];
 };
 

@@ -130,6 +130,58 @@ unload_refused() {
 	return 0
 }
 
+# in_order FILE REGEX...: each REGEX matches a line of FILE after the line
+# the one before it matched.
+in_order() {
+	local f=$1
+	shift
+	awk -v n=$# 'BEGIN { for (i = 1; i < ARGC; i++) re[i] = ARGV[i]; ARGC = 1; i = 1 }
+		i <= n && $0 ~ re[i] { i++ }
+		END { if (i <= n) { print "no trace line after the earlier ones matches: " re[i]; exit 1 } }' \
+		"$@" <"$f"
+}
+
+# trace_events SRC DST OTHER: the engine's trace events of one migration
+# SRC -> DST, a stream refused by OTHER (another type), a quarantine and
+# its lifting, and DMA logging appear, each in the order it happened.
+trace_events() {
+	local src=$1 dst=$2 other=$3 t=/sys/kernel/tracing log=$out/trace-$1.txt
+	[ -d $t/events ] || mount -t tracefs nodev $t 2>/dev/null
+	[ -d $t/events/gpumig ] || { echo "no gpumig trace events in $t"; return 1; }
+	echo 0 > $t/tracing_on
+	echo > $t/trace
+	echo 16384 > $t/buffer_size_kb
+	echo 1 > $t/events/gpumig/enable
+	echo 1 > $t/tracing_on
+	"$tooldir/simgpu-client" -s migrate,quarantine -n trace_migrate -d "$dst" "$src" >/dev/null 2>&1
+	"$tooldir/simgpu-client" -s incompatible -n trace_refused -d "$other" "$src" >/dev/null 2>&1
+	"$tooldir/simgpu-client" -s dma_logging -n trace_logging "$src" >/dev/null 2>&1
+	echo 0 > $t/tracing_on
+	echo 0 > $t/events/gpumig/enable
+	cat $t/trace >"$log"
+	echo > $t/trace
+	local -a logging=()
+	grep -q dirty_tracking=device /sys/bus/mdev/devices/$src/migration/status && logging=(
+		"gpumig_dma_log_start: $src ranges=1 page_size=4096 ret=0"
+		"gpumig_dma_log_report: $src iova=0x[0-9a-f]+ length=0x[0-9a-f]+ dirty_bytes=[1-9][0-9]* ret=0"
+		"gpumig_dma_log_stop: $src")
+	in_order "$log" \
+		"gpumig_state: $src RUNNING -> PRE_COPY ret=0" \
+		"gpumig_save_read: $src pre-copy bytes=[1-9]" \
+		"gpumig_quiesce: $src us=[0-9]+ ret=0" \
+		"gpumig_invalidate: $src us=[0-9]+ ret=0" \
+		"gpumig_state: $src PRE_COPY_P2P -> STOP_COPY ret=0" \
+		"gpumig_save_read: $src stop-copy bytes=[1-9]" \
+		"gpumig_save_read: $src stop-copy bytes=0 remaining=0" \
+		"gpumig_state: $dst STOP -> RESUMING ret=0" \
+		"gpumig_state: $dst RESUMING -> STOP ret=0" \
+		"gpumig_state: $dst STOP -> RUNNING_P2P ret=0" \
+		"gpumig_quarantine: $src " \
+		"gpumig_unquarantine: $src ret=0" \
+		"gpumig_stream_refused: $other err=-[0-9]+ incompatible source" \
+		"${logging[@]}"
+}
+
 # The mdevctl definitions Documentation/gpumig/qemu.rst gives, one per type.
 mdevctl_types() {
 	local t u
@@ -189,6 +241,8 @@ simgpu_suite() {
 			-d "$dst" "$src" >"$out/client-migration.ktap" 2>>"$out/guest.log"
 		timeout 300 "$tooldir/simgpu-client" -s incompatible -n simgpu_migration_compat \
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"
+		check "trace events of a migration, a refused stream, a quarantine, DMA logging" \
+			trace_events "$src" "$dst" "${uuids[0]}"
 		# The benchmark's own exactness checks; its figures go to the log.
 		timeout 300 "$tooldir/simgpu-client" -s bench_dirty -n simgpu_bench "$src" \
 			>"$out/client-bench.ktap" 2>>"$out/guest.log"
