@@ -20,7 +20,7 @@ endif
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install check static kunit fuzz demo bench deps \
+.PHONY: all modules clean install check static kunit fuzz demo bench soak deps \
 	dkms-install dkms-remove
 
 all: modules
@@ -60,6 +60,9 @@ demo:
 
 bench:
 	scripts/bench.sh
+
+soak:
+	scripts/soak.sh
 
 dkms-install:
 	scripts/dkms.sh install $(DISTRO_KVER)

@@ -237,7 +237,7 @@ simgpu_suite() {
 	if check "create two more simgpu-256M instances for migration" sh -c \
 		"echo $src > $parent/mdev_supported_types/simgpu-256M/create &&
 		 echo $dst > $parent/mdev_supported_types/simgpu-256M/create"; then
-		timeout 1500 "$tooldir/simgpu-client" -s migrate,dirty_precopy,stop_fails,reset_precopy,hostile,kill_resume,pingpong,quarantine,fault_sweep -n simgpu_migration \
+		timeout 1500 "$tooldir/simgpu-client" -s migrate,dirty_precopy,stop_fails,reset_precopy,hostile,kill_resume,pingpong,soak,quarantine,fault_sweep -n simgpu_migration \
 			-d "$dst" "$src" >"$out/client-migration.ktap" 2>>"$out/guest.log"
 		timeout 300 "$tooldir/simgpu-client" -s incompatible -n simgpu_migration_compat \
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"
@@ -442,7 +442,7 @@ pci_suite() {
 		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
 	echo "vm: client on VF 1 ($GVP) exited $?"
 	timeout 1800 "$tooldir/simgpu-client" \
-		-s migrate,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,kill_resume,pingpong,quarantine,fault_sweep \
+		-s migrate,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,kill_resume,pingpong,soak,quarantine,fault_sweep \
 		-n gvp_migration -d "$vf3" "$vf1" >"$out/client-gvp-migration.ktap" 2>>"$out/guest.log"
 	echo "vm: client migration scenarios on VFs exited $?"
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
@@ -544,6 +544,43 @@ bench)
 			>"$out/bench.txt" 2>>"$out/guest.log"
 		echo 1 > /sys/bus/mdev/devices/$uuid/remove
 	fi
+	;;
+soak)
+	# make soak: the soak scenario, SOAK_MIGRATIONS from the host, on two
+	# mdevs and then on two VFs on gpumig-vfio-pci.
+	export SOAK_MIGRATIONS=$(cat "$out/soak-migrations")
+	check "load the VFIO stack" vfio_stack
+	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
+	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
+	a=$(cat /proc/sys/kernel/random/uuid) b=$(cat /proc/sys/kernel/random/uuid)
+	types=/sys/class/mdev_bus/simgpu/mdev_supported_types
+	if check "create two simgpu-256M instances" sh -c \
+		"echo $a > $types/simgpu-256M/create && echo $b > $types/simgpu-256M/create"; then
+		"$tooldir/simgpu-client" -s soak -n simgpu_soak -d "$b" "$a" \
+			>"$out/soak-mdev.ktap" 2>>"$out/guest.log"
+		echo 1 > /sys/bus/mdev/devices/$a/remove
+		echo 1 > /sys/bus/mdev/devices/$b/remove
+	fi
+	check "unload simgpu" rmmod simgpu
+	pf=$(pf_addrs | head -n 1)
+	if check "simgpu-pci present" test -n "$pf" &&
+		check "simgpu-pf, gpumig-vfio-pci; VFs 1 and 3 of 256M enabled, bound" sh -c \
+			"insmod $moddir/simgpu-pf.ko && insmod $moddir/gpumig-vfio-pci.ko &&
+			 echo 256M > /sys/bus/pci/devices/$pf/simgpu/vf1_profile &&
+			 echo 256M > /sys/bus/pci/devices/$pf/simgpu/vf3_profile &&
+			 echo 4 > /sys/bus/pci/devices/$pf/sriov_numvfs"; then
+		vf1=$(vf_addr "$pf" 1) vf3=$(vf_addr "$pf" 3)
+		if check "bind VF 1 to $GVP" vf_bind "$vf1" "$GVP" &&
+			check "bind VF 3 to $GVP" vf_bind "$vf3" "$GVP"; then
+			"$tooldir/simgpu-client" -s soak -n gvp_soak -d "$vf3" "$vf1" \
+				>"$out/soak-vf.ktap" 2>>"$out/guest.log"
+		fi
+		vf_unbind "$vf1"
+		vf_unbind "$vf3"
+		check "disable VFs, unload" sh -c "echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs &&
+			rmmod gpumig_vfio_pci simgpu_pf"
+	fi
+	check "unload gpumig" rmmod gpumig
 	;;
 distro)
 	check "modprobe gpumig and simgpu (DKMS install)" modprobe -a gpumig simgpu

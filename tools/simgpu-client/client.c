@@ -119,6 +119,7 @@ static const struct scenario {
 	{ "hostile", t_hostile, NEEDS_DST | NEEDS_MIGRATION },
 	{ "kill_resume", t_kill_resume, NEEDS_DST | NEEDS_MIGRATION },
 	{ "pingpong", t_pingpong, NEEDS_DST | NEEDS_MIGRATION },
+	{ "soak", t_soak, NEEDS_DST | NEEDS_MIGRATION },	/* SOAK_MIGRATIONS, 100 */
 	{ "quarantine", t_quarantine, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "fault_sweep", t_fault_sweep, NEEDS_MIGRATION },	/* fail-nth: the debug kernel */
 	{ "pf_gone", t_pf_gone, NEEDS_MIGRATION },	/* unbinds the VF's PF */

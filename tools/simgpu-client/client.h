@@ -68,6 +68,7 @@ int t_stop_fails(struct gpu *g);
 int t_reset_precopy(struct gpu *g);
 int t_close_mid_migration(struct gpu *g);
 int t_pingpong(struct gpu *g);
+int t_soak(struct gpu *g);
 int t_quarantine(struct gpu *g);
 int t_pf_gone(struct gpu *g);
 
