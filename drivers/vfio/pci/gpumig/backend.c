@@ -375,6 +375,8 @@ static void gvp_log_chunk(struct gvp_dev *g, u64 first, unsigned long n,
 	xa_for_each_range(&g->log_carry, idx, entry, base, base + n - 1) {
 		u64 pg = (u64)idx * GVP_LOG_PAGE;
 
+		if (!xa_is_value(entry))
+			continue;	/* a slot reserved for this report */
 		__set_bit(idx - base, g->log_bits);
 		if (pg >= iova && pg + GVP_LOG_PAGE - 1 <= last)
 			xa_erase(&g->log_carry, idx);
