@@ -212,14 +212,17 @@ int t_kill_resume(struct gpu *g)
 	int werr = 0, rfd = -1, pfd[2], st;
 	struct blob b = { 0 };
 	long long got;
+	uint64_t off;
 	struct gpu d;
 	pid_t pid;
 	char c;
 
 	gpu_setup(g, 16);
 	gpu_map_range(g, VA_VRAM, 0, g->vram, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
-	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, g->vram, 0x5eed, 0);
-	CHECK(gpu_wait_idle(g, 0, 600000) == 0, "fill all VRAM");
+	for (off = 0; off < g->vram; off += SIMGPU_MAX_XFER)	/* the most one FILL takes */
+		gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM + off, SIMGPU_MAX_XFER, 0x5eed, 0);
+	CHECK(gpu_wait_idle(g, 0, 600000) == 0, "fill all VRAM: error %u",
+	      qrd(g, 0, SIMGPU_QREG_ERROR));
 	CHECK(capture(g, &b) == 0 && b.len > g->vram, "capture (%zu bytes)", b.len);
 
 	CHECK(gpu_open(&d, dst_name) == 0, "open the destination");
