@@ -32,6 +32,7 @@ typedef unsigned long long __le64;
 #define U32_MAX		UINT32_MAX
 #define U64_MAX		UINT64_MAX
 #define GFP_KERNEL	0
+#define GFP_KERNEL_ACCOUNT	0
 
 #define __packed		__attribute__((packed))
 #define __printf(a, b)		__attribute__((format(printf, a, b)))
