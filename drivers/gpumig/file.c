@@ -19,7 +19,9 @@
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/ktime.h>
 #include <linux/lockdep.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
@@ -227,7 +229,15 @@ static int gpumig_fill(struct gpumig_mig_file *migf)
 	ret = gpumig_produce(migf);
 	if (ret == -ENOMSG && migf->round_bytes) {
 		/* All that was ready is read: one pre-copy round. */
-		atomic64_inc(&migf->m->stats.precopy_rounds);
+		struct gpumig_mig_stats *s = &migf->m->stats;
+		u64 now = ktime_get_ns(), prev = atomic64_read(&s->round_end_ns);
+
+		atomic64_inc(&s->precopy_rounds);
+		/* The first round is the initial pass: no rate from it. */
+		if (prev && now > prev)
+			atomic64_set(&s->dirty_rate,
+				     mul_u64_u64_div_u64(migf->round_bytes, NSEC_PER_SEC, now - prev));
+		atomic64_set(&s->round_end_ns, now);
 		migf->round_bytes = 0;
 	}
 	if (ret && ret != -ENOMSG) {
@@ -716,6 +726,8 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	}
 	migf->state = stop_copy ? GPUMIG_FILE_STOPCOPY : GPUMIG_FILE_PRECOPY;
 	atomic64_set(&m->stats.precopy_rounds, 0);
+	atomic64_set(&m->stats.dirty_rate, 0);
+	atomic64_set(&m->stats.round_end_ns, 0);
 	atomic64_set(&m->stats.precopy_bytes, 0);
 	atomic64_set(&m->stats.stopcopy_bytes, 0);
 	return migf;

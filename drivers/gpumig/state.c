@@ -15,6 +15,7 @@
 #include <linux/file.h>
 #include <linux/ktime.h>
 #include <linux/lockdep.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
@@ -557,6 +558,88 @@ ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf)
 	return n;
 }
 EXPORT_SYMBOL_GPL(gpumig_mig_status_show);
+
+static const char *const gpumig_state_names[] = {
+	[VFIO_DEVICE_STATE_ERROR] = "ERROR",
+	[VFIO_DEVICE_STATE_STOP] = "STOP",
+	[VFIO_DEVICE_STATE_RUNNING] = "RUNNING",
+	[VFIO_DEVICE_STATE_STOP_COPY] = "STOP_COPY",
+	[VFIO_DEVICE_STATE_RESUMING] = "RESUMING",
+	[VFIO_DEVICE_STATE_RUNNING_P2P] = "RUNNING_P2P",
+	[VFIO_DEVICE_STATE_PRE_COPY] = "PRE_COPY",
+	[VFIO_DEVICE_STATE_PRE_COPY_P2P] = "PRE_COPY_P2P",
+};
+
+/**
+ * gpumig_metric_attr_show() - the show of every metric file
+ * @dev: the front end's device
+ * @attr: a struct gpumig_metric_attr's
+ * @buf: sysfs buffer
+ *
+ * Return: bytes written, or -ENODEV for a function that does not migrate.
+ */
+ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *attr,
+				char *buf)
+{
+	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
+	struct gpumig_mig *m = ma->to_mig(dev);
+	struct gpumig_mig_stats *s;
+	char why[GPUMIG_MSG_LEN];
+	u64 v;
+
+	if (!m)
+		return -ENODEV;
+	s = &m->stats;
+	switch (ma->which) {
+	case GPUMIG_METRIC_STATE:
+		gpumig_state_mutex_lock(m);
+		v = m->state;
+		gpumig_state_mutex_unlock(m);
+		return sysfs_emit(buf, "%s\n", v < ARRAY_SIZE(gpumig_state_names) &&
+				  gpumig_state_names[v] ? gpumig_state_names[v] : "?");
+	case GPUMIG_METRIC_REMAINING:
+		gpumig_state_mutex_lock(m);
+		v = m->saving ? gpumig_file_pending(m->saving, false) : 0;
+		gpumig_state_mutex_unlock(m);
+		break;
+	case GPUMIG_METRIC_STOPCOPY_ESTIMATE:
+		gpumig_state_mutex_lock(m);
+		v = gpumig_stopcopy_size(m);
+		gpumig_state_mutex_unlock(m);
+		break;
+	case GPUMIG_METRIC_DIRTY_RATE:
+		v = atomic64_read(&s->dirty_rate);
+		break;
+	case GPUMIG_METRIC_PRECOPY_ROUNDS:
+		v = atomic64_read(&s->precopy_rounds);
+		break;
+	case GPUMIG_METRIC_PRECOPY_BYTES:
+		v = atomic64_read(&s->precopy_bytes);
+		break;
+	case GPUMIG_METRIC_STOPCOPY_BYTES:
+		v = atomic64_read(&s->stopcopy_bytes);
+		break;
+	case GPUMIG_METRIC_RESUMED_BYTES:
+		v = atomic64_read(&s->resumed_bytes);
+		break;
+	case GPUMIG_METRIC_QUIESCE_US:
+		v = div_u64(atomic64_read(&s->quiesce_ns), NSEC_PER_USEC);
+		break;
+	case GPUMIG_METRIC_INVALIDATE_US:
+		v = div_u64(atomic64_read(&s->invalidate_ns), NSEC_PER_USEC);
+		break;
+	case GPUMIG_METRIC_LAST_ERROR:
+		gpumig_get_why(m, why, sizeof(why));
+		return sysfs_emit(buf, "%s\n", why);
+	case GPUMIG_METRIC_MIGRATABLE:
+		v = !READ_ONCE(m->quarantined);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return sysfs_emit(buf, "%llu\n", v);
+}
+EXPORT_SYMBOL_GPL(gpumig_metric_attr_show);
 
 /**
  * gpumig_mig_compat() - the device's compatibility descriptor

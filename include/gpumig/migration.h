@@ -39,6 +39,7 @@
 
 #include <linux/atomic.h>
 #include <linux/bits.h>
+#include <linux/device.h>
 #include <linux/types.h>
 #include <linux/vfio.h>
 
@@ -153,6 +154,9 @@ struct gpumig_backend_ops {
  *	(where the VFIO core pins the user's bitmap), for the benchmark
  * @quiesce_ns: how long the last stop's quiesce took
  * @invalidate_ns: how long the last stop's acknowledged invalidation took
+ * @dirty_rate: bytes per second that became dirty again during the last
+ *	pre-copy round (its bytes over the time since the round before ended)
+ * @round_end_ns: when the last pre-copy round ended
  *
  * The migration counters restart when a saving (or resuming) file is
  * opened, the logging ones when the device is opened.
@@ -167,6 +171,8 @@ struct gpumig_mig_stats {
 	atomic64_t log_bitmap_ns;
 	atomic64_t quiesce_ns;
 	atomic64_t invalidate_ns;
+	atomic64_t dirty_rate;
+	atomic64_t round_end_ns;
 };
 
 /**
@@ -254,6 +260,85 @@ bool gpumig_dma_logging_supported(void);
 #if IS_ENABLED(CONFIG_KUNIT)
 int gpumig_mig_precopy_info(struct file *filp, struct vfio_precopy_info *info);
 #endif
+
+/*
+ * Metrics: one value per sysfs file in the device's migration/ directory,
+ * the same files for every front end (Documentation/ABI/testing/
+ * sysfs-gpumig-migration).
+ */
+enum gpumig_metric {
+	GPUMIG_METRIC_STATE,
+	GPUMIG_METRIC_REMAINING,
+	GPUMIG_METRIC_STOPCOPY_ESTIMATE,
+	GPUMIG_METRIC_DIRTY_RATE,
+	GPUMIG_METRIC_PRECOPY_ROUNDS,
+	GPUMIG_METRIC_PRECOPY_BYTES,
+	GPUMIG_METRIC_STOPCOPY_BYTES,
+	GPUMIG_METRIC_RESUMED_BYTES,
+	GPUMIG_METRIC_QUIESCE_US,
+	GPUMIG_METRIC_INVALIDATE_US,
+	GPUMIG_METRIC_LAST_ERROR,
+	GPUMIG_METRIC_MIGRATABLE,
+};
+
+/**
+ * struct gpumig_metric_attr - a metric's sysfs file
+ * @attr: the file; its show is gpumig_metric_attr_show()
+ * @which: enum gpumig_metric
+ * @to_mig: the front end's device -> engine state (NULL: not migratable)
+ */
+struct gpumig_metric_attr {
+	struct device_attribute attr;
+	unsigned int which;
+	struct gpumig_mig *(*to_mig)(struct device *dev);
+};
+
+ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *attr,
+				char *buf);
+
+#define GPUMIG_METRIC(_p, _name, _which, _to_mig)				\
+	static struct gpumig_metric_attr _p##_metric_##_name = {		\
+		.attr = __ATTR(_name, 0444, gpumig_metric_attr_show, NULL),	\
+		.which = _which,						\
+		.to_mig = _to_mig,						\
+	}
+
+/**
+ * GPUMIG_DEFINE_METRICS() - define a front end's metric files
+ * @_p: prefix of the static attributes defined
+ * @_to_mig: struct gpumig_mig *(*)(struct device *) of the front end
+ *
+ * List them in the front end's "migration" attribute group with
+ * GPUMIG_METRIC_ATTRS(@_p).
+ */
+#define GPUMIG_DEFINE_METRICS(_p, _to_mig)					\
+	GPUMIG_METRIC(_p, state, GPUMIG_METRIC_STATE, _to_mig);		\
+	GPUMIG_METRIC(_p, remaining_bytes, GPUMIG_METRIC_REMAINING, _to_mig);	\
+	GPUMIG_METRIC(_p, stopcopy_estimate_bytes, GPUMIG_METRIC_STOPCOPY_ESTIMATE, \
+		      _to_mig);						\
+	GPUMIG_METRIC(_p, dirty_rate_bytes_per_sec, GPUMIG_METRIC_DIRTY_RATE, _to_mig); \
+	GPUMIG_METRIC(_p, precopy_rounds, GPUMIG_METRIC_PRECOPY_ROUNDS, _to_mig); \
+	GPUMIG_METRIC(_p, precopy_bytes, GPUMIG_METRIC_PRECOPY_BYTES, _to_mig);	\
+	GPUMIG_METRIC(_p, stopcopy_bytes, GPUMIG_METRIC_STOPCOPY_BYTES, _to_mig); \
+	GPUMIG_METRIC(_p, resumed_bytes, GPUMIG_METRIC_RESUMED_BYTES, _to_mig);	\
+	GPUMIG_METRIC(_p, quiesce_us, GPUMIG_METRIC_QUIESCE_US, _to_mig);	\
+	GPUMIG_METRIC(_p, invalidate_us, GPUMIG_METRIC_INVALIDATE_US, _to_mig); \
+	GPUMIG_METRIC(_p, last_error, GPUMIG_METRIC_LAST_ERROR, _to_mig);	\
+	GPUMIG_METRIC(_p, migratable, GPUMIG_METRIC_MIGRATABLE, _to_mig)
+
+#define GPUMIG_METRIC_ATTRS(_p)						\
+	&_p##_metric_state.attr.attr,						\
+	&_p##_metric_remaining_bytes.attr.attr,				\
+	&_p##_metric_stopcopy_estimate_bytes.attr.attr,			\
+	&_p##_metric_dirty_rate_bytes_per_sec.attr.attr,			\
+	&_p##_metric_precopy_rounds.attr.attr,					\
+	&_p##_metric_precopy_bytes.attr.attr,					\
+	&_p##_metric_stopcopy_bytes.attr.attr,					\
+	&_p##_metric_resumed_bytes.attr.attr,					\
+	&_p##_metric_quiesce_us.attr.attr,					\
+	&_p##_metric_invalidate_us.attr.attr,					\
+	&_p##_metric_last_error.attr.attr,					\
+	&_p##_metric_migratable.attr.attr
 
 /**
  * GPUMIG_DEFINE_VFIO_OPS() - define a front end's VFIO migration and

@@ -115,6 +115,7 @@ static const struct scenario {
 	{ "stop_fails", t_stop_fails, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "reset_precopy", t_reset_precopy, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "poll", t_poll, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "metrics", t_metrics, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "close_mid_migration", t_close_mid_migration, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "hostile", t_hostile, NEEDS_DST | NEEDS_MIGRATION },
 	{ "kill_resume", t_kill_resume, NEEDS_DST | NEEDS_MIGRATION },

@@ -106,6 +106,7 @@ int t_dma_logging(struct gpu *g);
 int t_dma_log_race(struct gpu *g);
 int t_dma_log_cut(struct gpu *g);
 int t_poll(struct gpu *g);
+int t_metrics(struct gpu *g);
 int t_kill_resume(struct gpu *g);
 int t_dma_log_lifecycle(struct gpu *g);
 

@@ -44,6 +44,15 @@ static const struct attribute_group simgpu_dev_group = {
 	.attrs = simgpu_dev_attrs,
 };
 
+static struct gpumig_mig *simgpu_dev_to_mig(struct device *dev)
+{
+	struct simgpu_dev *sdev = dev_get_drvdata(dev);
+
+	return sdev->mig;
+}
+
+GPUMIG_DEFINE_METRICS(simgpu, simgpu_dev_to_mig);
+
 static ssize_t compat_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct simgpu_dev *sdev = dev_get_drvdata(dev);
@@ -76,6 +85,7 @@ static struct attribute *simgpu_mig_attrs[] = {
 	&dev_attr_compat.attr,
 	&dev_attr_status.attr,
 	&dev_attr_unquarantine.attr,
+	GPUMIG_METRIC_ATTRS(simgpu),
 	NULL,
 };
 

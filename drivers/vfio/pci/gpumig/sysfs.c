@@ -28,6 +28,13 @@ static struct gvp_dev *dev_to_gvp(struct device *dev)
 	return container_of(core, struct gvp_dev, core);
 }
 
+static struct gpumig_mig *gvp_dev_to_mig(struct device *dev)
+{
+	return dev_to_gvp(dev)->mig;
+}
+
+GPUMIG_DEFINE_METRICS(gvp, gvp_dev_to_mig);
+
 static ssize_t status_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct gvp_dev *g = dev_to_gvp(dev);
@@ -66,14 +73,17 @@ static struct attribute *gvp_mig_attrs[] = {
 	&dev_attr_status.attr,
 	&dev_attr_compat.attr,
 	&dev_attr_unquarantine.attr,
+	GPUMIG_METRIC_ATTRS(gvp),
 	NULL,
 };
 
 static umode_t gvp_mig_visible(struct kobject *kobj, struct attribute *a, int n)
 {
+	struct device_attribute *da = container_of(a, struct device_attribute, attr);
 	struct gvp_dev *g = dev_to_gvp(kobj_to_dev(kobj));
 
-	if (a == &dev_attr_compat.attr && !g->mig)
+	/* A function that does not migrate has status and unquarantine. */
+	if (!g->mig && (a == &dev_attr_compat.attr || da->show == gpumig_metric_attr_show))
 		return 0;
 	return a->mode;
 }
