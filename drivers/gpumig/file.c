@@ -235,8 +235,8 @@ static int gpumig_fill(struct gpumig_mig_file *migf)
 		atomic64_inc(&s->precopy_rounds);
 		/* The first round is the initial pass: no rate from it. */
 		if (prev && now > prev)
-			atomic64_set(&s->dirty_rate,
-				     mul_u64_u64_div_u64(migf->round_bytes, NSEC_PER_SEC, now - prev));
+			atomic64_set(&s->dirty_rate, mul_u64_u64_div_u64(migf->round_bytes,
+									 NSEC_PER_SEC, now - prev));
 		atomic64_set(&s->round_end_ns, now);
 		migf->round_bytes = 0;
 	}

@@ -582,7 +582,8 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 				char *buf)
 {
 	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
-	struct gpumig_mig *m = ma->to_mig(dev);
+	unsigned int which = ma - ma->set->m;
+	struct gpumig_mig *m = ma->set->to_mig(dev);
 	struct gpumig_mig_stats *s;
 	char why[GPUMIG_MSG_LEN];
 	u64 v;
@@ -590,7 +591,7 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 	if (!m)
 		return -ENODEV;
 	s = &m->stats;
-	switch (ma->which) {
+	switch (which) {
 	case GPUMIG_METRIC_STATE:
 		gpumig_state_mutex_lock(m);
 		v = m->state;

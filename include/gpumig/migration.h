@@ -279,66 +279,76 @@ enum gpumig_metric {
 	GPUMIG_METRIC_INVALIDATE_US,
 	GPUMIG_METRIC_LAST_ERROR,
 	GPUMIG_METRIC_MIGRATABLE,
+	GPUMIG_NR_METRICS
 };
+
+struct gpumig_metric_set;
 
 /**
  * struct gpumig_metric_attr - a metric's sysfs file
  * @attr: the file; its show is gpumig_metric_attr_show()
- * @which: enum gpumig_metric
- * @to_mig: the front end's device -> engine state (NULL: not migratable)
+ * @set: the set it is in, at the index of its enum gpumig_metric
  */
 struct gpumig_metric_attr {
 	struct device_attribute attr;
-	unsigned int which;
+	struct gpumig_metric_set *set;
+};
+
+/**
+ * struct gpumig_metric_set - a front end's metric files
+ * @to_mig: the front end's device -> engine state (NULL: not migratable)
+ * @m: the files, in the order of enum gpumig_metric
+ */
+struct gpumig_metric_set {
 	struct gpumig_mig *(*to_mig)(struct device *dev);
+	struct gpumig_metric_attr m[GPUMIG_NR_METRICS];
 };
 
 ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *attr,
 				char *buf);
 
-#define GPUMIG_METRIC(_p, _name, _which, _to_mig)				\
-	static struct gpumig_metric_attr _p##_metric_##_name = {		\
-		.attr = __ATTR(_name, 0444, gpumig_metric_attr_show, NULL),	\
-		.which = _which,						\
-		.to_mig = _to_mig,						\
-	}
+#define GPUMIG_METRIC(_set, _name)						\
+	{ .attr = __ATTR(_name, 0444, gpumig_metric_attr_show, NULL),		\
+	  .set = &(_set) }
 
 /**
- * GPUMIG_DEFINE_METRICS() - define a front end's metric files
- * @_p: prefix of the static attributes defined
+ * GPUMIG_DEFINE_MIGRATION_ATTRS() - define a front end's migration/ files
+ * @_p: prefix: defines static struct attribute *@_p_mig_attrs[], for the
+ *	front end's "migration" attribute group
  * @_to_mig: struct gpumig_mig *(*)(struct device *) of the front end
+ * @...: the front end's own attributes of the group (status, compat,
+ *	unquarantine), listed first
  *
- * List them in the front end's "migration" attribute group with
- * GPUMIG_METRIC_ATTRS(@_p).
+ * The metric files are the engine's, the same for every front end.
  */
-#define GPUMIG_DEFINE_METRICS(_p, _to_mig)					\
-	GPUMIG_METRIC(_p, state, GPUMIG_METRIC_STATE, _to_mig);		\
-	GPUMIG_METRIC(_p, remaining_bytes, GPUMIG_METRIC_REMAINING, _to_mig);	\
-	GPUMIG_METRIC(_p, stopcopy_estimate_bytes, GPUMIG_METRIC_STOPCOPY_ESTIMATE, \
-		      _to_mig);						\
-	GPUMIG_METRIC(_p, dirty_rate_bytes_per_sec, GPUMIG_METRIC_DIRTY_RATE, _to_mig); \
-	GPUMIG_METRIC(_p, precopy_rounds, GPUMIG_METRIC_PRECOPY_ROUNDS, _to_mig); \
-	GPUMIG_METRIC(_p, precopy_bytes, GPUMIG_METRIC_PRECOPY_BYTES, _to_mig);	\
-	GPUMIG_METRIC(_p, stopcopy_bytes, GPUMIG_METRIC_STOPCOPY_BYTES, _to_mig); \
-	GPUMIG_METRIC(_p, resumed_bytes, GPUMIG_METRIC_RESUMED_BYTES, _to_mig);	\
-	GPUMIG_METRIC(_p, quiesce_us, GPUMIG_METRIC_QUIESCE_US, _to_mig);	\
-	GPUMIG_METRIC(_p, invalidate_us, GPUMIG_METRIC_INVALIDATE_US, _to_mig); \
-	GPUMIG_METRIC(_p, last_error, GPUMIG_METRIC_LAST_ERROR, _to_mig);	\
-	GPUMIG_METRIC(_p, migratable, GPUMIG_METRIC_MIGRATABLE, _to_mig)
-
-#define GPUMIG_METRIC_ATTRS(_p)						\
-	&_p##_metric_state.attr.attr,						\
-	&_p##_metric_remaining_bytes.attr.attr,				\
-	&_p##_metric_stopcopy_estimate_bytes.attr.attr,			\
-	&_p##_metric_dirty_rate_bytes_per_sec.attr.attr,			\
-	&_p##_metric_precopy_rounds.attr.attr,					\
-	&_p##_metric_precopy_bytes.attr.attr,					\
-	&_p##_metric_stopcopy_bytes.attr.attr,					\
-	&_p##_metric_resumed_bytes.attr.attr,					\
-	&_p##_metric_quiesce_us.attr.attr,					\
-	&_p##_metric_invalidate_us.attr.attr,					\
-	&_p##_metric_last_error.attr.attr,					\
-	&_p##_metric_migratable.attr.attr
+#define GPUMIG_DEFINE_MIGRATION_ATTRS(_p, _to_mig, ...)				\
+	static struct gpumig_metric_set _p##_metrics = {			\
+		.to_mig = _to_mig,						\
+		.m = {	/* in the order of enum gpumig_metric */		\
+		GPUMIG_METRIC(_p##_metrics, state),					\
+		GPUMIG_METRIC(_p##_metrics, remaining_bytes),				\
+		GPUMIG_METRIC(_p##_metrics, stopcopy_estimate_bytes),			\
+		GPUMIG_METRIC(_p##_metrics, dirty_rate_bytes_per_sec),			\
+		GPUMIG_METRIC(_p##_metrics, precopy_rounds),				\
+		GPUMIG_METRIC(_p##_metrics, precopy_bytes),				\
+		GPUMIG_METRIC(_p##_metrics, stopcopy_bytes),				\
+		GPUMIG_METRIC(_p##_metrics, resumed_bytes),				\
+		GPUMIG_METRIC(_p##_metrics, quiesce_us),					\
+		GPUMIG_METRIC(_p##_metrics, invalidate_us),				\
+		GPUMIG_METRIC(_p##_metrics, last_error),					\
+		GPUMIG_METRIC(_p##_metrics, migratable),					\
+		},								\
+	};									\
+	static struct attribute *_p##_mig_attrs[] = {				\
+		__VA_ARGS__,							\
+		&_p##_metrics.m[0].attr.attr, &_p##_metrics.m[1].attr.attr,	\
+		&_p##_metrics.m[2].attr.attr, &_p##_metrics.m[3].attr.attr,	\
+		&_p##_metrics.m[4].attr.attr, &_p##_metrics.m[5].attr.attr,	\
+		&_p##_metrics.m[6].attr.attr, &_p##_metrics.m[7].attr.attr,	\
+		&_p##_metrics.m[8].attr.attr, &_p##_metrics.m[9].attr.attr,	\
+		&_p##_metrics.m[10].attr.attr, &_p##_metrics.m[11].attr.attr,	\
+		NULL								\
+	}
 
 /**
  * GPUMIG_DEFINE_VFIO_OPS() - define a front end's VFIO migration and

@@ -182,6 +182,31 @@ trace_events() {
 		"${logging[@]}"
 }
 
+# compat_check SRC SAME OTHER WHY: gpumigctl check-compat says SAME may
+# take SRC's stream (exit 0) and OTHER may not, for the kernel's reason.
+compat_check() {
+	local c="$tooldir/gpumigctl"
+	"$c" check-compat "$1" "$2" | grep -qx compatible &&
+		{ "$c" check-compat "$1" "$3"; [ $? -eq 1 ]; } &&
+		"$c" check-compat "$1" "$3" | grep -qF "incompatible: $4" &&
+		"$c" --json check-compat "$(cat "$(gpumig_sysdir "$1")/migration/compat")" "$2" |
+			grep -q '"compatible": true'
+}
+
+gpumig_sysdir() {
+	if [ -e "/sys/bus/mdev/devices/$1" ]; then
+		echo "/sys/bus/mdev/devices/$1"
+	else
+		echo "/sys/bus/pci/devices/$1"
+	fi
+}
+
+# watch_check DEV: two samples, each a JSON line with the device's state.
+watch_check() {
+	[ "$("$tooldir/gpumigctl" --json watch "$1" --interval 100 --count 2 |
+		grep -c "\"device\": \"$1\", \"state\": \"RUNNING\", \"remaining_bytes\": 0")" -eq 2 ]
+}
+
 # The mdevctl definitions Documentation/gpumig/qemu.rst gives, one per type.
 mdevctl_types() {
 	local t u
@@ -243,6 +268,9 @@ simgpu_suite() {
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"
 		check "trace events of a migration, a refused stream, a quarantine, DMA logging" \
 			trace_events "$src" "$dst" "${uuids[0]}"
+		check "gpumigctl check-compat: same type compatible, another type refused as the kernel does" \
+			compat_check "$src" "$dst" "${uuids[0]}" "type mismatch: source simgpu-256M, destination simgpu-64M"
+		check "gpumigctl watch: samples of the metrics, as JSON" watch_check "$src"
 		# The benchmark's own exactness checks; its figures go to the log.
 		timeout 300 "$tooldir/simgpu-client" -s bench_dirty -n simgpu_bench "$src" \
 			>"$out/client-bench.ktap" 2>>"$out/guest.log"
@@ -461,6 +489,9 @@ pci_suite() {
 	check "the PF: assignable, no migration, says so, inert after release" pf_plain "$pf2"
 	check "gpumigctl lists the VFs and the PF" sh -c \
 		"[ \$('$tooldir/gpumigctl' list | grep -c '^0000:.*$GVP') -eq 5 ]"
+	check "gpumigctl check-compat on VFs: same profile compatible, 64M refused for a 256M source" \
+		compat_check "$vf1" "$vf3" "$vf0" "type mismatch: source simgpu-vf-256M, destination simgpu-vf-64M"
+	check "gpumigctl watch on a VF" watch_check "$vf1"
 	check "gpumigctl nova-config: live_migratable for VFs only, never the PF" \
 		nova_check "$out/nova.conf" "$vf0" "$vf1" "$vf2" "$vf3"
 

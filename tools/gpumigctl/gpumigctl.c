@@ -16,8 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/vfio.h>
+
+#include "compat.h"
 
 #define MDEV_DIR "/sys/bus/mdev/devices"
 #define PCI_DIR "/sys/bus/pci/devices"
@@ -37,6 +40,13 @@ static void print_help(FILE *f)
 	      "                        whether its driver offers VFIO migration\n"
 	      "  nova-config [--probe] the Nova [pci] device_spec and alias entries for\n"
 	      "                        the functions bound to VFIO drivers on this host\n"
+	      "  watch DEVICE [--interval MS] [--count N] [--link MBIT]\n"
+	      "                        sample the device's migration metrics: state,\n"
+	      "                        remaining bytes, dirty rate, stop-copy estimate,\n"
+	      "                        and how long the rest takes at the link's speed\n"
+	      "  check-compat SRC DST  may DST accept SRC's migration stream?  Each is a\n"
+	      "                        device or a descriptor line as migration/compat\n"
+	      "                        prints it; the kernel's own rule decides\n"
 	      "\n"
 	      "DEVICE is an mdev UUID or a PCI address (0000:01:00.1).\n", f);
 }
@@ -458,6 +468,123 @@ static int cmd_status(const char *name)
 	return ret ? 1 : 0;
 }
 
+/* A device's descriptor, or @arg itself when it is a descriptor line. */
+static int read_compat(const char *arg, char *buf, size_t len)
+{
+	const char *dir;
+
+	if (strchr(arg, '=')) {
+		snprintf(buf, len, "%s", arg);
+		return 0;
+	}
+	dir = dev_dir(arg);
+	if (!dir || dev_attr(dir, arg, "migration/compat", buf, len) || !buf[0]) {
+		fprintf(stderr, "gpumigctl: %s: no migration descriptor (not a migratable gpumig device)\n",
+			arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Exit 0 when compatible, 1 when not (the reason printed), 2 on bad input. */
+static int cmd_check_compat(const char *src, const char *dst)
+{
+	char s[512], d[512], msg[256] = "";
+	int ret;
+
+	if (read_compat(src, s, sizeof(s)) || read_compat(dst, d, sizeof(d)))
+		return 2;
+	ret = gpumigctl_compat_check(s, d, msg, sizeof(msg));
+	if (ret == -EINVAL) {
+		fprintf(stderr, "gpumigctl: %s\n", msg);
+		return 2;
+	}
+	if (json) {
+		printf("{\"compatible\": %s, \"reason\": ", ret ? "false" : "true");
+		json_str(msg);
+		printf("}\n");
+	} else if (ret) {
+		printf("incompatible: %s\n", msg);
+	} else {
+		printf("compatible\n");
+	}
+	return ret ? 1 : 0;
+}
+
+static long long metric(const char *dir, const char *name, const char *m)
+{
+	char path[128], v[64];
+
+	snprintf(path, sizeof(path), "migration/%s", m);
+	if (dev_attr(dir, name, path, v, sizeof(v)))
+		return -1;
+	return atoll(v);
+}
+
+/*
+ * Samples of the metrics a switchover decision needs.  The rest's time is
+ * remaining / (link - dirty rate): what pre-copy still has to send while
+ * the device keeps dirtying VRAM; "never" when the rate reaches the link.
+ */
+static int cmd_watch(const char *name, long interval_ms, long count, double link_mbit)
+{
+	const char *dir = dev_dir(name);
+	double link = link_mbit * 1e6 / 8;	/* bytes per second */
+	struct timespec ts = { interval_ms / 1000, (interval_ms % 1000) * 1000000 };
+	char state[32];
+	long i;
+
+	if (!dir || dev_attr(dir, name, "migration/state", state, sizeof(state))) {
+		fprintf(stderr, "gpumigctl: %s: no migration metrics (not a migratable gpumig device)\n",
+			name);
+		return 1;
+	}
+	for (i = 0; !count || i < count; i++) {
+		long long rem = metric(dir, name, "remaining_bytes");
+		long long rate = metric(dir, name, "dirty_rate_bytes_per_sec");
+		long long est = metric(dir, name, "stopcopy_estimate_bytes");
+		double eta = link > rate ? rem / (link - rate) : -1;
+
+		if (i)
+			nanosleep(&ts, NULL);
+		dev_attr(dir, name, "migration/state", state, sizeof(state));
+		if (json)
+			printf("{\"device\": \"%s\", \"state\": \"%s\", \"remaining_bytes\": %lld, \"dirty_rate_bytes_per_sec\": %lld, \"stopcopy_estimate_bytes\": %lld, \"seconds_left\": %.3f}\n",
+			       name, state, rem, rate, est, eta);
+		else if (eta >= 0)
+			printf("%s %-12s remaining %lld B, dirty %lld B/s, stop-copy %lld B, %.2f s left at %.0f Mbit/s\n",
+			       name, state, rem, rate, est, eta, link_mbit);
+		else
+			printf("%s %-12s remaining %lld B, dirty %lld B/s, stop-copy %lld B, never converges at %.0f Mbit/s\n",
+			       name, state, rem, rate, est, link_mbit);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static int watch_args(int argc, char **argv, int i)
+{
+	long interval = 1000, count = 0;
+	double link = 10000;
+	const char *name = argv[i++];
+
+	for (; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--interval"))
+			interval = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--count"))
+			count = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--link"))
+			link = atof(argv[i + 1]);
+		else
+			break;
+	}
+	if (i != argc || interval <= 0 || count < 0 || link <= 0) {
+		print_help(stderr);
+		return 2;
+	}
+	return cmd_watch(name, interval, count, link);
+}
+
 int main(int argc, char **argv)
 {
 	int i = 1;
@@ -481,6 +608,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[i], "nova-config") &&
 	    (argc == i + 1 || (argc == i + 2 && !strcmp(argv[i + 1], "--probe"))))
 		return cmd_nova(argc == i + 2);
+	if (!strcmp(argv[i], "check-compat") && argc == i + 3)
+		return cmd_check_compat(argv[i + 1], argv[i + 2]);
+	if (!strcmp(argv[i], "watch") && argc >= i + 2)
+		return watch_args(argc, argv, i + 1);
 	print_help(stderr);
 	return 2;
 }

@@ -659,7 +659,7 @@ static bool kasan_on(void)
 	bool on = false;
 
 	while (f && !on && fgets(line, sizeof(line), f))
-		on = strstr(line, " kasan_quarantine_put") != NULL;
+		on = !!strstr(line, " kasan_quarantine_put");
 	if (f)
 		fclose(f);
 	return on;

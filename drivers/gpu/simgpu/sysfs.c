@@ -51,8 +51,6 @@ static struct gpumig_mig *simgpu_dev_to_mig(struct device *dev)
 	return sdev->mig;
 }
 
-GPUMIG_DEFINE_METRICS(simgpu, simgpu_dev_to_mig);
-
 static ssize_t compat_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct simgpu_dev *sdev = dev_get_drvdata(dev);
@@ -81,13 +79,9 @@ static ssize_t unquarantine_store(struct device *dev, struct device_attribute *a
 }
 static DEVICE_ATTR_WO(unquarantine);
 
-static struct attribute *simgpu_mig_attrs[] = {
-	&dev_attr_compat.attr,
-	&dev_attr_status.attr,
-	&dev_attr_unquarantine.attr,
-	GPUMIG_METRIC_ATTRS(simgpu),
-	NULL,
-};
+GPUMIG_DEFINE_MIGRATION_ATTRS(simgpu, simgpu_dev_to_mig,
+			      &dev_attr_compat.attr, &dev_attr_status.attr,
+			      &dev_attr_unquarantine.attr);
 
 static const struct attribute_group simgpu_mig_group = {
 	.name = "migration",

@@ -33,8 +33,6 @@ static struct gpumig_mig *gvp_dev_to_mig(struct device *dev)
 	return dev_to_gvp(dev)->mig;
 }
 
-GPUMIG_DEFINE_METRICS(gvp, gvp_dev_to_mig);
-
 static ssize_t status_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct gvp_dev *g = dev_to_gvp(dev);
@@ -69,13 +67,9 @@ static ssize_t unquarantine_store(struct device *dev, struct device_attribute *a
 }
 static DEVICE_ATTR_WO(unquarantine);
 
-static struct attribute *gvp_mig_attrs[] = {
-	&dev_attr_status.attr,
-	&dev_attr_compat.attr,
-	&dev_attr_unquarantine.attr,
-	GPUMIG_METRIC_ATTRS(gvp),
-	NULL,
-};
+GPUMIG_DEFINE_MIGRATION_ATTRS(gvp, gvp_dev_to_mig,
+			      &dev_attr_status.attr, &dev_attr_compat.attr,
+			      &dev_attr_unquarantine.attr);
 
 static umode_t gvp_mig_visible(struct kobject *kobj, struct attribute *a, int n)
 {

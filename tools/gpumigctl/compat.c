@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumigctl's compatibility check: the kernel's own rule,
+ * gpumig_compat_check() from drivers/gpumig/stream.c built unchanged with
+ * the userspace shim (tools/fuzz/include), applied to the descriptors
+ * sysfs prints (migration/compat, gpumig_compat_format()).
+ */
+#include <kshim.h>
+#include <gpumig/stream.h>
+
+#include "compat.h"
+
+/* The number after "@key=" in @line, or false when it is not there. */
+static bool field(const char *line, const char *key, int base, unsigned long long *v)
+{
+	size_t n = strlen(key);
+	const char *p;
+	char *end;
+
+	for (p = line; (p = strstr(p, key)); p += n) {
+		if ((p == line || p[-1] == ' ') && p[n] == '=') {
+			errno = 0;
+			*v = strtoull(p + n + 1, &end, base);
+			return !errno && end != p + n + 1;
+		}
+	}
+	return false;
+}
+
+/* A descriptor line back into the struct: 0, or -1 if a field is missing. */
+static int parse(const char *line, struct gpumig_compat *c, unsigned int *major)
+{
+	unsigned long long v[8];
+	const char *t = strstr(line, "type=");
+	size_t n;
+
+	memset(c, 0, sizeof(*c));
+	if (!field(line, "stream", 10, &v[0]) || !field(line, "backend", 10, &v[1]) ||
+	    !field(line, "vram", 10, &v[2]) || !field(line, "queues", 10, &v[3]) ||
+	    !field(line, "features", 16, &v[4]) || !field(line, "page_size", 10, &v[5]) ||
+	    !field(line, "state_version", 10, &v[6]) || !t || (t != line && t[-1] != ' '))
+		return -1;
+	t += strlen("type=");
+	n = strcspn(t, "\n ");
+	if (!n || n >= sizeof(c->type_name))
+		return -1;
+	memcpy(c->type_name, t, n);
+	*major = v[0];
+	c->backend = v[1];
+	c->vram_size = v[2];
+	c->nr_queues = v[3];
+	c->features = v[4];
+	c->page_size = v[5];
+	c->arch_version = v[6];
+	return 0;
+}
+
+int gpumigctl_compat_check(const char *src, const char *dst, char *msg, size_t len)
+{
+	struct gpumig_compat s, d;
+	unsigned int smaj = 0, dmaj = 0;
+
+	if (parse(src, &s, &smaj)) {
+		snprintf(msg, len, "the source's descriptor cannot be read: %s", src);
+		return -EINVAL;
+	}
+	if (parse(dst, &d, &dmaj)) {
+		snprintf(msg, len, "the destination's descriptor cannot be read: %s", dst);
+		return -EINVAL;
+	}
+	if (smaj != dmaj) {
+		snprintf(msg, len, "stream version %u.x is not read by the destination (%u.x)",
+			 smaj, dmaj);
+		return -EPROTONOSUPPORT;
+	}
+	return gpumig_compat_check(&s, &d, msg, len);
+}

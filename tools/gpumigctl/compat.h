@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _GPUMIGCTL_COMPAT_H
+#define _GPUMIGCTL_COMPAT_H
+
+#include <stddef.h>
+
+/*
+ * May a destination with descriptor @dst accept a stream from a source
+ * with descriptor @src (both as migration/compat prints them)?  0, or a
+ * negative errno with @msg naming the first mismatch, as the kernel would.
+ */
+int gpumigctl_compat_check(const char *src, const char *dst, char *msg, size_t len);
+
+#endif
