@@ -847,16 +847,6 @@ static const enum vfio_device_mig_state mig_states[] = {
 	VFIO_DEVICE_STATE_PRE_COPY_P2P,
 };
 
-static const char *const mig_state_names[] = {
-	[VFIO_DEVICE_STATE_STOP] = "STOP",
-	[VFIO_DEVICE_STATE_RUNNING] = "RUNNING",
-	[VFIO_DEVICE_STATE_STOP_COPY] = "STOP_COPY",
-	[VFIO_DEVICE_STATE_RESUMING] = "RESUMING",
-	[VFIO_DEVICE_STATE_RUNNING_P2P] = "RUNNING_P2P",
-	[VFIO_DEVICE_STATE_PRE_COPY] = "PRE_COPY",
-	[VFIO_DEVICE_STATE_PRE_COPY_P2P] = "PRE_COPY_P2P",
-};
-
 struct mig_pair {
 	enum vfio_device_mig_state from;
 	enum vfio_device_mig_state to;
@@ -866,8 +856,8 @@ static struct mig_pair mig_pairs[ARRAY_SIZE(mig_states) * ARRAY_SIZE(mig_states)
 
 static void mig_pair_desc(struct mig_pair *p, char *desc)
 {
-	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s -> %s", mig_state_names[p->from],
-		 mig_state_names[p->to]);
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s -> %s", gpumig_state_name(p->from),
+		 gpumig_state_name(p->to));
 }
 
 KUNIT_ARRAY_PARAM(mig_pair, mig_pairs, mig_pair_desc);

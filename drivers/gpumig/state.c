@@ -571,6 +571,19 @@ static const char *const gpumig_state_names[] = {
 };
 
 /**
+ * gpumig_state_name() - a VFIO migration state by its uAPI name
+ * @state: enum vfio_device_mig_state
+ *
+ * Return: "RUNNING", "PRE_COPY"...; "?" for a value the uAPI does not have.
+ */
+const char *gpumig_state_name(u32 state)
+{
+	return state < ARRAY_SIZE(gpumig_state_names) && gpumig_state_names[state] ?
+	       gpumig_state_names[state] : "?";
+}
+EXPORT_SYMBOL_GPL(gpumig_state_name);
+
+/**
  * gpumig_metric_attr_show() - the show of every metric file
  * @dev: the front end's device
  * @attr: a struct gpumig_metric_attr's
@@ -596,8 +609,7 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 		gpumig_state_mutex_lock(m);
 		v = m->state;
 		gpumig_state_mutex_unlock(m);
-		return sysfs_emit(buf, "%s\n", v < ARRAY_SIZE(gpumig_state_names) &&
-				  gpumig_state_names[v] ? gpumig_state_names[v] : "?");
+		return sysfs_emit(buf, "%s\n", gpumig_state_name(v));
 	case GPUMIG_METRIC_REMAINING:
 		gpumig_state_mutex_lock(m);
 		v = m->saving ? gpumig_file_pending(m->saving, false) : 0;

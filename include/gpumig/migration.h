@@ -249,6 +249,7 @@ void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why);
 void gpumig_mig_vram_dirtied(struct gpumig_mig *m);
 int gpumig_mig_unquarantine(struct gpumig_mig *m);
 int gpumig_sysfs_confirm(const char *buf);
+const char *gpumig_state_name(u32 state);
 
 int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st);
 ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf);
