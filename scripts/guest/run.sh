@@ -155,7 +155,7 @@ trace_events() {
 	echo 1 > $t/tracing_on
 	"$tooldir/simgpu-client" -s migrate,quarantine -n trace_migrate -d "$dst" "$src" >/dev/null 2>&1
 	"$tooldir/simgpu-client" -s incompatible -n trace_refused -d "$other" "$src" >/dev/null 2>&1
-	"$tooldir/simgpu-client" -s dma_logging -n trace_logging "$src" >/dev/null 2>&1
+	"$tooldir/simgpu-client" -s dma_logging,dma_log_cut -n trace_logging "$src" >/dev/null 2>&1
 	echo 0 > $t/tracing_on
 	echo 0 > $t/events/gpumig/enable
 	cat $t/trace >"$log"

@@ -270,7 +270,10 @@ static int sweep_op(struct sweep *s, const struct op *o)
 	return fail("%s: still meeting injection points after %u", o->name, MAX_POINTS);
 }
 
-/* Open (group, container, device fd, regions, interrupts) with N failing. */
+/*
+ * Open (group, container, device fd, regions, interrupts) with N failing;
+ * the device is left open by the last attempt, which met no failure.
+ */
 static int sweep_open(struct sweep *s)
 {
 	unsigned int n;
@@ -345,7 +348,6 @@ int t_fault_sweep(struct gpu *g)
 
 	n = sweep_open(&s);
 	TRY(n < 0);
-	CHECK(gpu_open(g, s.name) == 0, "open after the open sweep");
 	total += n;
 	snprintf(line + strlen(line), sizeof(line) - strlen(line), " open %d,", n);
 	for (i = 0; i < ARRAY_SIZE(ops); i++) {

@@ -698,6 +698,8 @@ int t_soak(struct gpu *a)
 		/* A new kernel for each batch, running across its migrations. */
 		key = rnd();
 		iters = 2000 + rnd() % 2000;
+		/* The guest sets the GPU up afresh, as after a reboot. */
+		CHECK(gpu_reset(from) == 0, "reset before batch %d", n / (int)batch);
 		from->pt_root = 0;
 		gpu_setup(from, 16);
 		kbuf = sysbuf(from, VA_SYS, words * 4, &kiova);
