@@ -262,6 +262,9 @@ const char *knob_dir(const char *name)
 	return path;
 }
 
+/* Set by a fault sweep: called around the parts of gpu_open() it sweeps. */
+void (*gpu_open_window)(bool open);
+
 static int group_open(struct gpu *g)
 {
 	struct vfio_group_status gs = { .argsz = sizeof(gs) };
@@ -294,6 +297,8 @@ static int group_open(struct gpu *g)
 		fprintf(stderr, "# group/container setup: %s\n", strerror(errno));
 		return -1;
 	}
+	if (gpu_open_window)
+		gpu_open_window(true);
 	g->fd = ioctl(g->group, VFIO_GROUP_GET_DEVICE_FD, g->name);
 	if (g->fd < 0) {
 		fprintf(stderr, "# get device fd: %s\n", strerror(errno));
@@ -325,6 +330,8 @@ static int regions_map(struct gpu *g)
 	if (pwrite(g->fd, &cmd, sizeof(cmd), g->cfg_off + PCI_COMMAND) != sizeof(cmd))
 		return -1;
 
+	if (gpu_open_window)
+		gpu_open_window(false);	/* guest memory: the VMM's, not the device's */
 	g->mem = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (g->mem == MAP_FAILED) {
@@ -348,6 +355,8 @@ static int irqs_wire(struct gpu *g)
 {
 	struct vfio_irq_info ii = { .argsz = sizeof(ii), .index = VFIO_PCI_MSI_IRQ_INDEX };
 
+	if (gpu_open_window)
+		gpu_open_window(true);
 	if (ioctl(g->fd, VFIO_DEVICE_GET_IRQ_INFO, &ii))
 		return -1;
 	g->irq_index = ii.count ? VFIO_PCI_MSI_IRQ_INDEX : VFIO_PCI_MSIX_IRQ_INDEX;
@@ -374,6 +383,8 @@ int gpu_open(struct gpu *g, const char *name)
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	if (group_open(g) || regions_map(g) || irqs_wire(g))
 		goto err;
+	if (gpu_open_window)
+		gpu_open_window(false);
 	g->migration = !gpu_feature(g, VFIO_DEVICE_FEATURE_PROBE | VFIO_DEVICE_FEATURE_GET |
 				    VFIO_DEVICE_FEATURE_MIGRATION, NULL, 0);
 	if (g->pci)
@@ -388,6 +399,8 @@ int gpu_open(struct gpu *g, const char *name)
 	track_gpu(g);
 	return 0;
 err:
+	if (gpu_open_window)
+		gpu_open_window(false);
 	gpu_release(g);
 	return -1;
 }

@@ -42,6 +42,7 @@ struct gpu {
 };
 
 int gpu_open(struct gpu *g, const char *name);
+extern void (*gpu_open_window)(bool open);
 void gpu_close(struct gpu *g);
 int gpus_close(void);
 void data_fd_track(int fd);
