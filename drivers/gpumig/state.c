@@ -143,6 +143,7 @@ static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 		return ERR_CAST(migf);
 	get_file(migf->filp);
 	m->saving = migf;
+	gpumig_set_why(m, "%s", "");	/* a new migration: no error yet */
 	spin_lock_irq(&m->poll_lock);
 	m->poll_file = migf;
 	spin_unlock_irq(&m->poll_lock);
@@ -374,6 +375,7 @@ int gpumig_mig_open(struct gpumig_mig *m)
 		dev_err(m->vdev->dev, "refusing to reuse a quarantined device: %s\n", why);
 		ret = -EBUSY;
 	} else {
+		gpumig_set_why(m, "%s", "");	/* the last tenant's is not this one's */
 		atomic64_set(&m->stats.log_reports, 0);
 		atomic64_set(&m->stats.log_report_ns, 0);
 		atomic64_set(&m->stats.log_bitmap_ns, 0);
