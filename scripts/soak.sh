@@ -9,7 +9,7 @@
 # timing knobs changed at random between migrations.  It prints the
 # kernel's slab and available memory after a warm-up of 50 and at the
 # end, and fails on a wrong result, a leak or any kernel splat.  `make
-# check` runs the same scenario with 100 migrations.
+# check` runs the same scenario with 60 migrations.
 #
 #   scripts/soak.sh
 set -euo pipefail

@@ -671,11 +671,12 @@ static double pct(long long from, long long to)
 }
 
 /*
- * Migrations back and forth, SOAK_MIGRATIONS of them (100 unless the
+ * Migrations back and forth, SOAK_MIGRATIONS of them (60 unless the
  * environment says otherwise), with a kernel
  * in flight across each batch of 20 and its result checked word by word
  * after the batch, and the timing knobs (step length, acknowledgment
- * delay) changed at random between migrations.  After a warm-up of 50
+ * delay) changed at random between migrations.  After a warm-up (50, or
+ * half of a shorter run)
  * the kernel's slab and available memory are taken; at the end they must
  * be within 2 % of that.  Leaks and splats are the harness's to find.
  */
@@ -686,7 +687,7 @@ int t_soak(struct gpu *a)
 	uint64_t kiova;
 	long long slab0 = -1, avail0 = -1, slab1, avail1;
 	struct gpu b, *from = a, *to = &b;
-	int total = 100, warm, n = 0;
+	int total = 60, warm, n = 0;
 	const char *env = getenv("SOAK_MIGRATIONS");
 	char v[32];
 
