@@ -8,7 +8,9 @@
 # with a kernel in flight, its result checked after every 20, and the
 # timing knobs changed at random between migrations.  It prints the
 # kernel's slab and available memory after a warm-up of 50 and at the
-# end, and fails on a wrong result, a leak or any kernel splat.  `make
+# end, and fails on a wrong result, a leak or any kernel splat.  Between
+# the two, QEMU migrates its verifying guest SOAK_QEMU_MIGRATIONS times
+# (50 unless set) back and forth between mdevs (qemu_mig.py --pingpong).  `make
 # check` runs the same scenario with 60 migrations.
 #
 #   scripts/soak.sh
@@ -22,6 +24,7 @@ out=$BUILD/soak
 rm -rf "$out"
 mkdir -p "$out"
 echo "${SOAK_MIGRATIONS:-1000}" >"$out/soak-migrations"
+echo "${SOAK_QEMU_MIGRATIONS:-50}" >"$out/soak-qemu-migrations"
 dir=$(stage debug)
 make -s -C "$kdir" M="$dir" modules >"$out/build.log" 2>&1 ||
 	{ cat "$out/build.log" >&2; die "module build failed"; }
@@ -37,6 +40,17 @@ for k in "$out"/soak-mdev.ktap "$out"/soak-vf.ktap; do
 	sed -n 's/^    # //p' "$k" | grep -v '^Subtest:'
 	grep -q '^ok 1' "$k" || { echo "FAILED: $k"; grep 'not ok\|^    # ' "$k"; rc=1; }
 done
+if [ "${SOAK_QEMU_MIGRATIONS:-50}" -gt 0 ]; then
+	k=$out/soak-qemu/qemu.ktap
+	if [ -s "$k" ]; then
+		grep -E 'ping-pong migrations|no wrong result' "$k"
+		sed 's/^/QEMU soak memory, /' "$out/soak-qemu.txt"
+		grep -q 'not ok' "$k" && { echo "FAILED: $k"; grep 'not ok' "$k"; rc=1; }
+	else
+		echo "no results in $k"
+		rc=1
+	fi
+fi
 pat='BUG:|WARNING:|KASAN|UBSAN|Oops|general protection|possible (recursive|circular) locking|kmemleak: .* new suspected'
 if grep -E "$pat" "$out/dmesg.txt"; then
 	echo "FAILED: the kernel log above"

@@ -578,7 +578,8 @@ bench)
 	;;
 soak)
 	# make soak: the soak scenario, SOAK_MIGRATIONS from the host, on two
-	# mdevs and then on two VFs on gpumig-vfio-pci.
+	# mdevs, QEMU ping-pong on mdevs, then the scenario on two VFs on
+	# gpumig-vfio-pci.
 	export SOAK_MIGRATIONS=$(cat "$out/soak-migrations")
 	check "load the VFIO stack" vfio_stack
 	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
@@ -591,6 +592,20 @@ soak)
 			>"$out/soak-mdev.ktap" 2>>"$out/guest.log"
 		echo 1 > /sys/bus/mdev/devices/$a/remove
 		echo 1 > /sys/bus/mdev/devices/$b/remove
+	fi
+	# QEMU-driven: SOAK_QEMU_MIGRATIONS ping-pong migrations of the
+	# verifying guest (qemu_mig.py makes its own instances), with the
+	# kernel's memory before and after.
+	n=$(cat "$out/soak-qemu-migrations")
+	if [ "$n" -gt 0 ]; then
+		mem_line() { awk '/^(Slab|MemAvailable):/ { printf "%s %s KiB ", $1, $2 }' /proc/meminfo; }
+		sync; echo 3 > /proc/sys/vm/drop_caches
+		echo "before: $(mem_line)" >"$out/soak-qemu.txt"
+		check "QEMU soak: $n ping-pong migrations, guest verifying (soak-qemu/qemu.ktap)" \
+			timeout $((600 + 30 * n)) python3 "$(dirname "$0")/qemu_mig.py" \
+			--guest "$tooldir/gpumig-guest.elf" --out "$out/soak-qemu" --pingpong "$n"
+		sync; echo 3 > /proc/sys/vm/drop_caches
+		echo "after: $(mem_line)" >>"$out/soak-qemu.txt"
 	fi
 	check "unload simgpu" rmmod simgpu
 	pf=$(pf_addrs | head -n 1)
