@@ -20,7 +20,7 @@ endif
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install check static kunit fuzz demo bench soak deps \
+.PHONY: all modules clean install check static kunit fuzz fuzz-long demo bench soak deps \
 	dkms-install dkms-remove
 
 all: modules
@@ -54,6 +54,13 @@ kunit:
 
 fuzz:
 	scripts/check.sh --only fuzz
+
+# The long fuzz: 10^7 stream-parser executions and 10^6 of the
+# architectural-state validator, on two processes each (FUZZ_RUNS to change).
+fuzz-long:
+	scripts/install-deps.sh
+	$(MAKE) -C tools/fuzz O=$(CURDIR)/build/fuzz-bin all
+	scripts/fuzz.sh --runs $(or $(FUZZ_RUNS),10000000) build/fuzz-bin
 
 demo:
 	scripts/demo.sh

@@ -261,10 +261,10 @@ if want distro-vm; then
 fi
 
 if want fuzz; then
-	run_check "fuzz: build the stream fuzzer (clang, libFuzzer, ASan, UBSan)" \
+	run_check "fuzz: build the fuzz targets (clang, libFuzzer, ASan, UBSan)" \
 		make -C "$GPUMIG_TOP/tools/fuzz" O="$BUILD/fuzz-bin" all
-	run_check "fuzz: stream parser, $fuzz_seconds s" \
-		"$GPUMIG_TOP/scripts/fuzz.sh" "$BUILD/fuzz-bin" "$fuzz_seconds"
+	run_check "fuzz: stream parser and architectural-state validator, $fuzz_seconds s on 2 processes" \
+		"$GPUMIG_TOP/scripts/fuzz.sh" --seconds "$fuzz_seconds" "$BUILD/fuzz-bin"
 fi
 
 log "all steps took $(($(date +%s) - T_START)) s"

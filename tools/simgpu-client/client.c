@@ -122,6 +122,7 @@ static const struct scenario {
 	{ "pingpong", t_pingpong, NEEDS_DST | NEEDS_MIGRATION },
 	{ "soak", t_soak, NEEDS_DST | NEEDS_MIGRATION },	/* SOAK_MIGRATIONS, 100 */
 	{ "quarantine", t_quarantine, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "race", t_race, NEEDS_DST | NEEDS_MIGRATION },	/* RACE_SECONDS, 10 */
 	{ "fault_sweep", t_fault_sweep, NEEDS_MIGRATION },	/* fail-nth: the debug kernel */
 	{ "pf_gone", t_pf_gone, NEEDS_MIGRATION },	/* unbinds the VF's PF */
 	{ "remove_open", t_remove_open, 0 },	/* destroys the instance */

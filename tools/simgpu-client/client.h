@@ -75,6 +75,7 @@ int t_pf_gone(struct gpu *g);
 /* hostile.c */
 int t_hostile(struct gpu *g);
 
+int migrate_trip(struct gpu *from, struct gpu *to, int n);
 int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
 		 const struct blob *pre, const struct blob *stop);
 long long status_value(const char *name, const char *key);
@@ -109,6 +110,9 @@ int t_poll(struct gpu *g);
 int t_metrics(struct gpu *g);
 int t_kill_resume(struct gpu *g);
 int t_dma_log_lifecycle(struct gpu *g);
+
+/* race.c */
+int t_race(struct gpu *g);
 
 /* fault.c */
 int t_fault_sweep(struct gpu *g);

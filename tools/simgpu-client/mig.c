@@ -555,7 +555,7 @@ int t_close_mid_migration(struct gpu *g)
 }
 
 /* One trip of a ping-pong: the whole stream of @from goes into @to. */
-static int pingpong_trip(struct gpu *from, struct gpu *to, int n)
+int migrate_trip(struct gpu *from, struct gpu *to, int n)
 {
 	struct blob s = { 0 };
 	int fd = -1, rfd = -1, ret = -1;
@@ -614,7 +614,7 @@ int t_pingpong(struct gpu *a)
 	CHECK(gpu_open(&b, dst_name) == 0, "open second instance");
 	knob_set(&b, "kernel_step_us", "1000");
 	for (n = 0; n < 20; n++) {
-		TRY(pingpong_trip(from, to, n));
+		TRY(migrate_trip(from, to, n));
 		usleep(20000);
 		from = to;
 		to = from == a ? &b : a;
@@ -715,7 +715,7 @@ int t_soak(struct gpu *a)
 			knob_set(to, "kernel_step_us", v);
 			snprintf(v, sizeof(v), "%u", rnd() % 20);
 			knob_set(from, "ack_delay_ms", v);
-			TRY(pingpong_trip(from, to, n));
+			TRY(migrate_trip(from, to, n));
 			from = to;
 			to = from == a ? &b : a;
 			if (n + 1 == warm) {
