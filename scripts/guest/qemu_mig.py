@@ -18,12 +18,16 @@ named (bound to gpumig-vfio-pci, by profile) are assigned with
 -device vfio-pci,host=ADDR instead.
 """
 import argparse
+import ctypes
+import fcntl
 import json
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 
 MDEV_TYPES = "/sys/class/mdev_bus/simgpu/mdev_supported_types"
@@ -336,10 +340,135 @@ def describe(info, src_dev):
                int(src_dev.get("stopcopy_bytes", 0)), src_dev.get("dma_log_reports")))
 
 
-def one_migration(run, src, dst, sock, label):
-    """A live migration that must succeed; returns the query-migrate info."""
+VFIO_MIG_GET_PRECOPY_INFO = 0x3B79     # _IO(';', 100 + 21)
+VRAM_BLOCK = 64 << 10                   # the engine's VRAM block
+SYS_PIDFD_GETFD = 438
+
+
+class Sampler(threading.Thread):
+    """The device's own figures against VFIO's, during a QEMU migration.
+
+    Takes a copy of QEMU's saving fd (pidfd_getfd(2), as root) and, while
+    the device is in PRE_COPY, reads VFIO_MIG_GET_PRECOPY_INFO on it just
+    before and just after migration/remaining_bytes: the sysfs figure must
+    lie between the two answers (initial plus dirty) within one VRAM block.
+    When the device enters STOP_COPY it reads stopcopy_estimate_bytes and
+    what stop-copy had sent by then (stopcopy_bytes); the copy of the fd is
+    closed there, before QEMU ends the migration."""
+
+    def __init__(self, vm):
+        super().__init__(daemon=True)
+        self.vm, self.dev = vm, vm.dev
+        self.stop = threading.Event()
+        self.samples, self.bad = [], []
+        self.estimate = None            # (estimate, sent by then)
+        self.error = None
+
+    def _metric(self, name):
+        return sysfs(self.dev.sysdir() + "/migration/" + name)
+
+    def _save_fd(self):
+        fddir = "/proc/%d/fd" % self.vm.p.pid
+        for fd in os.listdir(fddir):
+            try:
+                if os.readlink(os.path.join(fddir, fd)) == "anon_inode:gpumig_save":
+                    return int(fd)
+            except OSError:
+                pass
+        return None
+
+    @staticmethod
+    def _precopy_info(fd):
+        buf = bytearray(struct.pack("=IIQQ", 24, 0, 0, 0))
+        fcntl.ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, buf)
+        _, _, initial, dirty = struct.unpack("=IIQQ", buf)
+        return initial + dirty
+
+    def run(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        pidfd = os.pidfd_open(self.vm.p.pid)
+        fd = -1
+        try:
+            while not self.stop.is_set():
+                state = self._metric("state")
+                if state == "STOP_COPY":
+                    est, sent = self._metric("stopcopy_estimate_bytes"), \
+                        self._metric("stopcopy_bytes")
+                    if self._metric("state") == "STOP_COPY":
+                        self.estimate = (int(est), int(sent))
+                        return
+                if state != "PRE_COPY":
+                    time.sleep(0.002)
+                    continue
+                if fd < 0:
+                    target = self._save_fd()
+                    if target is None:
+                        time.sleep(0.002)
+                        continue
+                    fd = libc.syscall(SYS_PIDFD_GETFD, pidfd, target, 0)
+                    if fd < 0:
+                        self.error = "pidfd_getfd: %s" % os.strerror(ctypes.get_errno())
+                        return
+                try:
+                    a = self._precopy_info(fd)
+                    rem = int(self._metric("remaining_bytes"))
+                    b = self._precopy_info(fd)
+                except OSError:
+                    time.sleep(0.002)       # the device left PRE_COPY
+                    continue
+                self.samples.append((a, rem, b))
+                if not min(a, b) - VRAM_BLOCK <= rem <= max(a, b) + VRAM_BLOCK:
+                    self.bad.append((a, rem, b))
+                time.sleep(0.005)
+        except Exception as ex:         # report it, never hang the run
+            self.error = repr(ex)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            os.close(pidfd)
+
+
+def check_samples(run, sampler, label):
+    """The checks of issue 14 on one sampled migration."""
+    src = sampler.dev
+    busy = [x for x in sampler.samples if x[1]]
+    run.check("%s: remaining_bytes equals PRECOPY_INFO (initial + dirty) within a VRAM "
+              "block in every pre-copy sample" % label,
+              not sampler.error and len(busy) >= 3 and not sampler.bad,
+              "%s; %d samples, %d with data pending, outside: %s"
+              % (sampler.error, len(sampler.samples), len(busy), sampler.bad[:3]))
+    if busy:
+        a, rem, b = max(busy, key=lambda x: x[1])
+        run.note("%s: %d pre-copy samples, %d with data pending; the largest: PRECOPY_INFO "
+                 "%d, remaining_bytes %d, PRECOPY_INFO %d"
+                 % (label, len(sampler.samples), len(busy), a, rem, b))
+    sent = int(sysfs(src.sysdir() + "/migration/stopcopy_bytes"))
+    est = sampler.estimate
+    run.check("%s: stop-copy sent no more than the estimate read when it began" % label,
+              est is not None and sent <= est[0] + est[1],
+              "estimate %s, sent %d" % (est, sent))
+    if est:
+        run.note("%s: stop-copy estimate %d bytes (read with %d already sent), sent %d"
+                 % (label, est[0], est[1], sent))
+
+
+def one_migration(run, src, dst, sock, label, sample=False):
+    """A live migration that must succeed; returns the query-migrate info.
+    With @sample, the device's figures are checked against VFIO's."""
     before = src.last_iter()
+    sampler = Sampler(src) if sample else None
+    if sampler:
+        # Slow enough that pre-copy lasts: samples with data pending.
+        # (Without device dirty tracking all guest RAM is re-sent each
+        # round, and a slower link would never converge.)
+        if src.dev.status().get("dirty_tracking") == "device":
+            src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": 8 << 20})
+        sampler.start()
     info = migrate(src, dst, sock)
+    if sampler:
+        sampler.stop.set()
+        sampler.join(60)
+        check_samples(run, sampler, label)
     dev = src.dev.status()
     ok = info.get("status") == "completed"
     run.check("%s: migration completed" % label, ok,
@@ -411,7 +540,7 @@ def main():
             return
         b = VM("b", m2, args, incoming=True)
         vms.append(b)
-        info = one_migration(run, a, b, sock, "live migration")
+        info = one_migration(run, a, b, sock, "live migration", sample=not args.demo)
         if info and args.demo:
             dev = info["_device"]
             ram, vfio = info.get("ram", {}), info.get("vfio", {})

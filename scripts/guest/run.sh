@@ -262,7 +262,7 @@ simgpu_suite() {
 	if check "create two more simgpu-256M instances for migration" sh -c \
 		"echo $src > $parent/mdev_supported_types/simgpu-256M/create &&
 		 echo $dst > $parent/mdev_supported_types/simgpu-256M/create"; then
-		timeout 1500 "$tooldir/simgpu-client" -s migrate,dirty_precopy,stop_fails,reset_precopy,hostile,kill_resume,pingpong,soak,quarantine,fault_sweep -n simgpu_migration \
+		timeout 1500 "$tooldir/simgpu-client" -s migrate,dirty_precopy,stop_fails,reset_precopy,hostile,kill_resume,pingpong,soak,race,quarantine,fault_sweep -n simgpu_migration \
 			-d "$dst" "$src" >"$out/client-migration.ktap" 2>>"$out/guest.log"
 		timeout 300 "$tooldir/simgpu-client" -s incompatible -n simgpu_migration_compat \
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"
@@ -470,7 +470,7 @@ pci_suite() {
 		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
 	echo "vm: client on VF 1 ($GVP) exited $?"
 	timeout 1800 "$tooldir/simgpu-client" \
-		-s migrate,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,kill_resume,pingpong,soak,quarantine,fault_sweep \
+		-s migrate,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,kill_resume,pingpong,soak,race,quarantine,fault_sweep \
 		-n gvp_migration -d "$vf3" "$vf1" >"$out/client-gvp-migration.ktap" 2>>"$out/guest.log"
 	echo "vm: client migration scenarios on VFs exited $?"
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \

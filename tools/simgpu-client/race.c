@@ -165,6 +165,7 @@ static void race_data_one(struct race *r, int fd, bool resuming, uint8_t *buf,
 	struct vfio_precopy_info info = { .argsz = sizeof(info) };
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	ssize_t n;
+	int err;
 
 	switch (rnd() % 4) {
 	case 0:
@@ -188,8 +189,14 @@ static void race_data_one(struct race *r, int fd, bool resuming, uint8_t *buf,
 		break;
 	case 1:
 		n = ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info);
-		/* Any fd but a pre-copy one refuses it; never with EFAULT. */
-		race_count(r, T_DATA, "PRECOPY_INFO", n < 0 ? -errno : 0);
+		/*
+		 * A saving fd refuses it outside PRE_COPY (EINVAL); a resuming
+		 * fd has no ioctls at all (ENOTTY, and only there).
+		 */
+		err = n < 0 ? errno : 0;
+		if (err == ENOTTY && resuming)
+			err = EINVAL;
+		race_count(r, T_DATA, "PRECOPY_INFO", -err);
 		break;
 	case 2:
 		n = poll(&pfd, 1, rnd() % 20);
