@@ -32,6 +32,7 @@ import time
 
 MDEV_TYPES = "/sys/class/mdev_bus/simgpu/mdev_supported_types"
 QEMU = "qemu-system-x86_64"
+GPUMIGCTL = "gpumigctl"          # next to the guest program (main())
 DEFAULT_BW = 128 << 20          # QEMU's default max-bandwidth
 # Without device dirty tracking QEMU counts all guest memory dirty in every
 # round, so what stop-copy must send never shrinks below guest RAM: allow
@@ -464,11 +465,38 @@ def one_migration(run, src, dst, sock, label, sample=False):
         if src.dev.status().get("dirty_tracking") == "device":
             src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": 8 << 20})
         sampler.start()
+        # What an orchestrator's script sees meanwhile: gpumigctl watch.
+        watch = subprocess.Popen([GPUMIGCTL, "--json", "watch", src.dev.name,
+                                  "--interval", "20", "--count", "150", "--link", "64"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     info = migrate(src, dst, sock)
     if sampler:
         sampler.stop.set()
         sampler.join(60)
         check_samples(run, sampler, label)
+        try:
+            out = watch.communicate(timeout=60)[0]
+        except subprocess.TimeoutExpired:
+            watch.kill()
+            out = watch.communicate()[0]
+        lines = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+        pre = [x for x in lines if x.get("state") == "PRE_COPY" and x["remaining_bytes"] > 0]
+        link = 64e6 / 8
+
+        def eta_ok(x):
+            rate = x["dirty_rate_bytes_per_sec"]
+            if rate >= link:
+                return x["seconds_left"] == -1
+            return abs(x["seconds_left"] - x["remaining_bytes"] / (link - rate)) < 0.002
+
+        run.check("%s: gpumigctl watch saw pre-copy with data pending, and the time "
+                  "it takes at the link" % label,
+                  pre and all(eta_ok(x) for x in pre),
+                  "%d samples, %d in pre-copy with data; %s" % (len(lines), len(pre),
+                                                                out[-300:]))
+        if pre:
+            run.note("%s: gpumigctl watch: %d samples, %d in pre-copy with data pending, "
+                     "e.g. %s" % (label, len(lines), len(pre), json.dumps(pre[0])))
     dev = src.dev.status()
     ok = info.get("status") == "completed"
     run.check("%s: migration completed" % label, ok,
@@ -512,6 +540,8 @@ def main():
     ap.add_argument("--pci", nargs="+", metavar="PROFILE=ADDR,...",
                     help="VFs bound to gpumig-vfio-pci: three of 256M, one of 64M")
     args = ap.parse_args()
+    global GPUMIGCTL
+    GPUMIGCTL = os.path.join(os.path.dirname(os.path.abspath(args.guest)), "gpumigctl")
     os.makedirs(args.out, exist_ok=True)
     run = Run(args)
     sock = os.path.join(args.out, "mig.sock")

@@ -540,14 +540,17 @@ static int cmd_watch(const char *name, long interval_ms, long count, double link
 		return 1;
 	}
 	for (i = 0; !count || i < count; i++) {
-		long long rem = metric(dir, name, "remaining_bytes");
-		long long rate = metric(dir, name, "dirty_rate_bytes_per_sec");
-		long long est = metric(dir, name, "stopcopy_estimate_bytes");
-		double eta = link > rate ? rem / (link - rate) : -1;
+		long long rem, rate, est;
+		double eta;
 
+		/* One sample: the state and the figures read together. */
 		if (i)
 			nanosleep(&ts, NULL);
 		dev_attr(dir, name, "migration/state", state, sizeof(state));
+		rem = metric(dir, name, "remaining_bytes");
+		rate = metric(dir, name, "dirty_rate_bytes_per_sec");
+		est = metric(dir, name, "stopcopy_estimate_bytes");
+		eta = link > rate ? rem / (link - rate) : -1;
 		if (json)
 			printf("{\"device\": \"%s\", \"state\": \"%s\", \"remaining_bytes\": %lld, \"dirty_rate_bytes_per_sec\": %lld, \"stopcopy_estimate_bytes\": %lld, \"seconds_left\": %.3f}\n",
 			       name, state, rem, rate, est, eta);
