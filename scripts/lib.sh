@@ -51,8 +51,12 @@ kernel_tree() {
 	echo "$dir/src"
 }
 
-debug_kdir() { kernel_tree 6.12 "$GPUMIG_TOP/scripts/kconfig/debug.config" full; }
-newest_kdir() { kernel_tree 7.3 "$GPUMIG_TOP/scripts/kconfig/debug.config" prepare; }
+# The debug kernel (KUnit, KASAN, lockdep, kmemleak, IOMMUFD_DRIVER) is built
+# from the newest kernel source Debian carries, 7.3: it is both the
+# sanitizer lane and the newest kernel's lane.  Users' 6.12 is Debian's own
+# kernel (the distro lane) and the 6.12 compile checks (its headers).
+DEBUG_SERIES=7.3
+debug_kdir() { kernel_tree $DEBUG_SERIES "$GPUMIG_TOP/scripts/kconfig/debug.config" full; }
 
 # The PCI test VM's hardware: an IOMMU with interrupt remapping and a
 # simgpu-pci PF behind a root port whose prefetchable window holds the VFs'

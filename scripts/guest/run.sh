@@ -295,6 +295,41 @@ simgpu_suite() {
 	check "QEMU end to end: every check passed (qemu/qemu.ktap)" \
 		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu"
+	qemu11_lane "QEMU 11.1 end to end on mdevs: every check passed (qemu11/qemu.ktap)" \
+		"$out/qemu11"
+}
+
+# qemu11_root: QEMU 11.1's trixie root (scripts/trixie-root.sh) made
+# writable by an overlay, with /dev, /proc, /sys, /tmp and the run's
+# directories bound at their own paths, so QEMU run in it with chroot sees
+# what the harness gives it.  Prints the root; fails without one.
+qemu11_root() {
+	local lower m=/run/gpumig-trixie d
+	[ -s "$out/qemu11-root" ] || return 1
+	lower=$(cat "$out/qemu11-root")
+	if [ ! -d $m/merged/usr ]; then
+		mkdir -p $m && mount -t tmpfs tmpfs $m &&
+			mkdir -p $m/upper $m/work $m/merged &&
+			mount -t overlay overlay \
+				-o "lowerdir=$lower,upperdir=$m/upper,workdir=$m/work" $m/merged ||
+			return 1
+		for d in /dev /proc /sys /tmp "$out" "$tooldir"; do
+			mkdir -p "$m/merged$d" && mount --rbind "$d" "$m/merged$d" || return 1
+		done
+	fi
+	echo $m/merged
+}
+
+# qemu11_lane NAME OUT [qemu_mig.py args]: the QEMU end-to-end suite again
+# with QEMU 11.1 (and its system-wide remaining bytes), three ping-pongs.
+qemu11_lane() {
+	local name=$1 dir=$2 root
+	shift 2
+	[ -s "$out/qemu11-root" ] || return 0
+	root=$(qemu11_root) || { check "QEMU 11.1's trixie root mounted in the VM" false; return; }
+	check "$name" timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
+		--qemu "chroot $root qemu-system-x86_64" --pingpong 3 \
+		--guest "$tooldir/gpumig-guest.elf" --out "$dir" "$@"
 }
 
 
@@ -480,6 +515,8 @@ pci_suite() {
 		timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
 		--pci "256M=$vf1,$vf3" "64M=$vf0"
+	qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
+		"$out/qemu11-pci" --pci "256M=$vf1,$vf3" "64M=$vf0"
 
 	check "$GVP, simgpu-pf and gpumig cannot be unloaded while QEMU holds a VF" \
 		unload_refused "/sys/bus/pci/devices/$vf0" gpumig_vfio_pci simgpu_pf gpumig
