@@ -14,40 +14,70 @@
 #define SIMGPU_REGION_SHIFT	40
 #define SIMGPU_REGION_MASK	((1ULL << SIMGPU_REGION_SHIFT) - 1)
 
+/* Fill @info (its index and argsz given) for region @info->index. */
+static int simgpu_region_info_fill(struct vfio_region_info *info)
+{
+	if (info->index >= VFIO_PCI_NUM_REGIONS)
+		return -EINVAL;
+	info->offset = (u64)info->index << SIMGPU_REGION_SHIFT;
+	info->cap_offset = 0;
+	switch (info->index) {
+	case VFIO_PCI_CONFIG_REGION_INDEX:
+		info->size = SIMGPU_CFG_SIZE;
+		info->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+		break;
+	case VFIO_PCI_BAR0_REGION_INDEX:
+		info->size = SIMGPU_BAR0_SIZE;
+		info->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+		break;
+	default:
+		info->size = 0;
+		info->flags = 0;
+		break;
+	}
+	return 0;
+}
+
+#ifdef GPUMIG_HAVE_REGION_INFO_CAPS
+/**
+ * simgpu_region_info_caps() - vfio_device_ops.get_region_info_caps
+ * @vdev: device
+ * @info: the region's info, copied in and out by the VFIO core
+ * @caps: capabilities (simgpu's regions have none)
+ *
+ * Kernels whose VFIO core answers VFIO_DEVICE_GET_REGION_INFO itself
+ * (7.3 does; 6.12 passes the ioctl on) ask the driver through this.
+ *
+ * Return: 0 or -EINVAL.
+ */
+int simgpu_region_info_caps(struct vfio_device *vdev, struct vfio_region_info *info,
+			    struct vfio_info_cap *caps)
+{
+	return simgpu_region_info_fill(info);
+}
+#else
 /**
  * simgpu_region_info() - VFIO_DEVICE_GET_REGION_INFO
- * @sdev: device
  * @arg: the user's struct vfio_region_info
  *
  * Return: 0 or a negative errno.
  */
-int simgpu_region_info(struct simgpu_dev *sdev, unsigned long arg)
+int simgpu_region_info(unsigned long arg)
 {
 	unsigned long minsz = offsetofend(struct vfio_region_info, offset);
 	struct vfio_region_info info;
+	int ret;
 
 	if (copy_from_user(&info, (void __user *)arg, minsz))
 		return -EFAULT;
-	if (info.argsz < minsz || info.index >= VFIO_PCI_NUM_REGIONS)
+	if (info.argsz < minsz)
 		return -EINVAL;
-	info.offset = (u64)info.index << SIMGPU_REGION_SHIFT;
-	info.cap_offset = 0;
-	switch (info.index) {
-	case VFIO_PCI_CONFIG_REGION_INDEX:
-		info.size = SIMGPU_CFG_SIZE;
-		info.flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
-		break;
-	case VFIO_PCI_BAR0_REGION_INDEX:
-		info.size = SIMGPU_BAR0_SIZE;
-		info.flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
-		break;
-	default:
-		info.size = 0;
-		info.flags = 0;
-		break;
-	}
+	ret = simgpu_region_info_fill(&info);
+	if (ret)
+		return ret;
 	return copy_to_user((void __user *)arg, &info, minsz) ? -EFAULT : 0;
 }
+#endif
 
 /* Width of the next access at @pos with @left bytes to go, or 0 if none fits. */
 static u32 simgpu_access_len(unsigned int index, u64 pos, size_t left)

@@ -111,7 +111,14 @@ void simgpu_debugfs_add(struct simgpu_dev *sdev);
 void simgpu_debugfs_remove(struct simgpu_dev *sdev);
 
 /* regions.c */
-int simgpu_region_info(struct simgpu_dev *sdev, unsigned long arg);
+#ifdef GPUMIG_HAVE_REGION_INFO_CAPS
+struct vfio_info_cap;
+struct vfio_region_info;
+int simgpu_region_info_caps(struct vfio_device *vdev, struct vfio_region_info *info,
+			    struct vfio_info_cap *caps);
+#else
+int simgpu_region_info(unsigned long arg);
+#endif
 ssize_t simgpu_region_rw(struct simgpu_dev *sdev, char __user *buf, size_t count,
 			 loff_t *ppos, bool write);
 

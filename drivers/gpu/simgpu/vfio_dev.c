@@ -56,8 +56,10 @@ static long simgpu_ioctl(struct vfio_device *vdev, unsigned int cmd, unsigned lo
 	switch (cmd) {
 	case VFIO_DEVICE_GET_INFO:
 		return simgpu_device_info(arg);
+#ifndef GPUMIG_HAVE_REGION_INFO_CAPS
 	case VFIO_DEVICE_GET_REGION_INFO:
-		return simgpu_region_info(sdev, arg);
+		return simgpu_region_info(arg);
+#endif
 	case VFIO_DEVICE_GET_IRQ_INFO:
 		return simgpu_irq_info(arg);
 	case VFIO_DEVICE_SET_IRQS:
@@ -183,6 +185,9 @@ static const struct vfio_device_ops simgpu_vfio_dev_ops = {
 	.read = simgpu_read,
 	.write = simgpu_write,
 	.ioctl = simgpu_ioctl,
+#ifdef GPUMIG_HAVE_REGION_INFO_CAPS
+	.get_region_info_caps = simgpu_region_info_caps,
+#endif
 	.request = simgpu_request,
 	.dma_unmap = simgpu_dma_unmap,
 	.bind_iommufd = vfio_iommufd_emulated_bind,
