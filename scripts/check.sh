@@ -130,7 +130,35 @@ log_clean() {
 	pat+='suspicious RCU|lock held when returning|INFO: task .* blocked|'
 	pat+='kmemleak: .* new suspected memory leaks|refcount_t:'
 	[ -s "$dir/dmesg.txt" ] || { echo "no kernel log came back"; return 1; }
-	if grep -E "$pat" "$dir/dmesg.txt"; then
+	# One kernel defect outside gpumig is set aside, and counted: from 7.3
+	# pci_stop_and_remove_bus_device() asserts pci_rescan_remove_lock, but a
+	# PF driver's .remove reached through a driver unbind (sysfs, rmmod)
+	# runs without it, and pci_disable_sriov() there removes the VFs
+	# through that function (the PF-gone test unbinds simgpu-pf with VFs
+	# enabled; in-tree PF drivers do the same).  Taking the lock in .remove
+	# would deadlock when the PF itself is hot-removed (the lock is held
+	# then).  Only a WARNING of that function whose trace holds
+	# pci_disable_sriov under pci_device_remove is set aside (testing.rst).
+	awk '
+		/WARNING: drivers\/pci\/remove\.c:[0-9]+ at pci_stop_and_remove_bus_device/ {
+			held = $0; n = 0; next
+		}
+		held != "" {
+			trace = trace "\n" $0
+			if (++n < 40 && !/---\[ end trace/) next
+			if (trace ~ /pci_disable_sriov/ && trace ~ /pci_device_remove/)
+				known++
+			else
+				print held trace
+			held = ""; trace = ""
+			next
+		}
+		{ print }
+		END {
+			if (held != "") print held trace
+			if (known) printf "known upstream defect set aside: %d x pci_stop_and_remove_bus_device without pci_rescan_remove_lock (pci_disable_sriov in a PF driver'"'"'s remove)\n", known > "/dev/stderr"
+		}' "$dir/dmesg.txt" >"$dir/dmesg.checked"
+	if grep -E "$pat" "$dir/dmesg.checked"; then
 		return 1
 	fi
 	if [ -s "$dir/kmemleak.txt" ]; then
