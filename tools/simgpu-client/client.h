@@ -40,6 +40,7 @@ struct blob {
 };
 
 int mig_set(struct gpu *g, uint32_t state, int *data_fd);
+int mig_get(struct gpu *g, uint32_t *state);
 int64_t mig_data_size(struct gpu *g);
 int mig_read(int fd, struct blob *b);
 int mig_write(int fd, const uint8_t *p, size_t len, size_t piece);

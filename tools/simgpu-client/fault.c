@@ -83,17 +83,6 @@ static bool disarm(void)
 	return hit;
 }
 
-static int get_state(struct gpu *g, uint32_t *state)
-{
-	struct vfio_device_feature_mig_state ms = { 0 };
-	int ret = gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
-				      VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE,
-			      &ms, sizeof(ms));
-
-	*state = ms.device_state;
-	return ret;
-}
-
 static void close_data(struct sweep *s)
 {
 	if (s->fd >= 0)
@@ -110,7 +99,7 @@ static int settle(struct sweep *s)
 	dma_log_stop(s->g);
 	CHECK(gpu_reset(s->g) == 0, "reset after an injected failure: %s",
 	      strerror(errno));
-	CHECK(get_state(s->g, &st) == 0 && st == VFIO_DEVICE_STATE_RUNNING,
+	CHECK(mig_get(s->g, &st) == 0 && st == VFIO_DEVICE_STATE_RUNNING,
 	      "state %u after reset, not RUNNING", st);
 	return 0;
 }

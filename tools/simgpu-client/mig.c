@@ -49,6 +49,18 @@ int mig_set(struct gpu *g, uint32_t state, int *data_fd)
 	return 0;
 }
 
+/* The device's migration state (GET): 0 or -errno. */
+int mig_get(struct gpu *g, uint32_t *state)
+{
+	struct vfio_device_feature_mig_state ms = { 0 };
+	int ret = gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
+				      VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE,
+			      &ms, sizeof(ms));
+
+	*state = ms.device_state;
+	return ret;
+}
+
 int64_t mig_data_size(struct gpu *g)
 {
 	struct vfio_device_feature_mig_data_size ds = { 0 };

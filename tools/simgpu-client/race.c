@@ -126,17 +126,6 @@ static int race_set(struct gpu *g, uint32_t state, int *fd)
 	return ret;
 }
 
-static int race_get(struct gpu *g, uint32_t *state)
-{
-	struct vfio_device_feature_mig_state ms = { 0 };
-	int ret = gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
-				      VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE,
-			      &ms, sizeof(ms));
-
-	*state = ms.device_state;
-	return ret;
-}
-
 static void *race_state(void *p)
 {
 	static const uint32_t states[] = {
@@ -280,7 +269,7 @@ static void *race_status(void *p)
 
 		ret = read_attr(r->g->name, files[rnd() % ARRAY_SIZE(files)], v, sizeof(v));
 		race_count(r, T_STATUS, "a migration/ file", ret ? -errno : 0);
-		ret = race_get(r->g, &s);
+		ret = mig_get(r->g, &s);
 		race_count(r, T_STATUS, "GET MIG_DEVICE_STATE", ret);
 		if (!ret && s > VFIO_DEVICE_STATE_PRE_COPY_P2P)
 			race_bad(r, T_STATUS, "GET returned no state", EINVAL);
@@ -407,7 +396,7 @@ static int race_after(struct gpu *a)
 
 	dma_log_stop(a);
 	CHECK(gpu_reset(a) == 0, "reset after the race: %s", strerror(errno));
-	CHECK(race_get(a, &s) == 0 && s == VFIO_DEVICE_STATE_RUNNING,
+	CHECK(mig_get(a, &s) == 0 && s == VFIO_DEVICE_STATE_RUNNING,
 	      "state after the reset: %u", s);
 	CHECK(read_attr(a->name, "migration/migratable", v, sizeof(v)) == 0,
 	      "migration/migratable");
