@@ -39,6 +39,8 @@ enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
  *	R arch restore, C teardown, S scrub, L/l logging start/stop
  * @name: device name
  * @fail: the op that fails
+ * @backed: blocks that hint "not zero" whatever they hold, as simgpu's
+ *	hint does for a backed page of zeroes
  * @during_count: called inside vram_dirty_count (an engine lock held)
  * @during_quiesce: called at the end of a quiesce (the state mutex held)
  */
@@ -56,6 +58,7 @@ struct fake_dev {
 	char log[512];
 	char name[32];
 	enum fake_fail fail;
+	unsigned long backed;
 	void (*during_count)(struct fake_dev *f);
 	void (*during_quiesce)(struct fake_dev *f);
 };
@@ -120,6 +123,8 @@ static int f_track(void *priv, bool on)
 
 static bool f_block_zero(struct fake_dev *f, unsigned long b)
 {
+	if (test_bit(b, &f->backed))
+		return false;
 	return !memchr_inv(f->vram + b * GPUMIG_BLOCK_SIZE, 0, GPUMIG_BLOCK_SIZE);
 }
 
@@ -817,6 +822,47 @@ static void mig_status_pending(struct kunit *test)
 	fput(sf);
 }
 
+/*
+ * A block counted at full size that turns out to hold zeroes is sent as a
+ * short zero section: what remains of the first pass must shrink with
+ * what was counted, so PRECOPY_INFO still adds up to the pending bytes.
+ */
+static void mig_status_pending_zero_hint(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 4);
+	struct vfio_precopy_info info;
+	struct gpumig_mig_status st;
+	struct file *sf;
+	loff_t pos = 0;
+	size_t room = 4 * GPUMIG_BLOCK_SIZE;
+	u8 *buf = kunit_kzalloc(test, room, GFP_KERNEL);
+	u64 full = gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false);
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	f->backed = 0x3f;			/* blocks 0-5: backed, all zero */
+	memset(f->vram + 6 * GPUMIG_BLOCK_SIZE, 1, 10);
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+	KUNIT_EXPECT_GE(test, info.initial_bytes, 7 * full);
+	/* The header and the six short sections of blocks 0-5, a bit more. */
+	for (i = 0; i < 7; i++) {
+		KUNIT_EXPECT_GT(test, kernel_read(sf, buf, 200, &pos), 0);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		gpumig_mig_status(f->mig, &st);
+		KUNIT_EXPECT_EQ(test, st.pending_bytes, info.initial_bytes + info.dirty_bytes);
+		KUNIT_EXPECT_EQ(test, info.dirty_bytes, 0ULL);
+	}
+	KUNIT_EXPECT_LT(test, info.initial_bytes, 3 * full);
+	/* Block 0, already sent, changes: that is dirty, not initial. */
+	memset(f->vram, 2, 10);
+	set_bit(0, &f->dirty);
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+	KUNIT_EXPECT_EQ(test, info.dirty_bytes, full);
+	fput(sf);
+}
+
 /* DMA logging goes to the backend under the engine; stopped at close. */
 static void mig_dma_log_routing(struct kunit *test)
 {
@@ -939,6 +985,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_close_mid_migration),
 	KUNIT_CASE(mig_track_failure),
 	KUNIT_CASE(mig_status_pending),
+	KUNIT_CASE(mig_status_pending_zero_hint),
 	KUNIT_CASE(mig_dma_log_routing),
 	KUNIT_CASE_PARAM(mig_state_pair, mig_pair_gen_params),
 	{}

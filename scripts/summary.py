@@ -17,8 +17,17 @@ PLAN = re.compile(r'^(\s*)1\.\.(\d+)\s*$')
 SUBTEST = re.compile(r'^(\s*)# Subtest: (.*)$')
 
 
-def parse_ktap(path):
+DIAG_LINES = 4
+DIAG_WIDTH = 400
+
+
+def parse_ktap(path, diags=None):
     """Return a list of (name, status), one per test case.
+
+    With @diags (a dict), each failed case's diagnostics (the lines just
+    before its result, as KTAP puts them; the first DIAG_LINES, each
+    cut at DIAG_WIDTH) are stored under its name: a CI log that keeps only
+    the summary still says why.
 
     A suite starts at "# Subtest:" (outside any suite); its cases are the
     result lines at the suite's indentation.  A parameterised case's own
@@ -31,6 +40,7 @@ def parse_ktap(path):
     cases = []
     suite, plan, seen, depth = None, 0, 0, 0
     params = []
+    recent = []
 
     def close():
         nonlocal suite
@@ -60,8 +70,14 @@ def parse_ktap(path):
             continue
         m = RESULT.match(line)
         if not m:
+            d = line.strip()
+            if d and not d.startswith('# Subtest:') and not d.startswith('KTAP'):
+                recent.append(d[:DIAG_WIDTH])
             continue
         indent = len(m.group(1))
+        if diags is not None and m.group(2) == 'not ok' and recent:
+            diags[f'{suite}.{m.group(4).strip()}'] = recent[:DIAG_LINES]
+        recent = []
         if indent == depth:
             name = f'{suite}.{m.group(4).strip()}'
             if params:
@@ -105,7 +121,8 @@ def main():
         for fn in sorted(files):
             if not fn.endswith('.ktap'):
                 continue
-            cases = parse_ktap(os.path.join(root, fn))
+            diags = {}
+            cases = parse_ktap(os.path.join(root, fn), diags)
             p = sum(1 for _, s in cases if s == 'pass')
             fl = [n for n, s in cases if s == 'fail']
             sk = sum(1 for _, s in cases if s == 'skip')
@@ -113,6 +130,8 @@ def main():
             print(f'  ktap  {rel}: {p} passed, {len(fl)} failed, {sk} skipped')
             for n in fl:
                 print(f'    FAILED {n}')
+                for d in diags.get(n, []):
+                    print(f'      {d}')
             passed += p
             failed += len(fl)
             skipped += sk

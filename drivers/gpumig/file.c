@@ -142,6 +142,15 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 		if (ret)
 			return ret;
 		zero = !memchr_inv(migf->tmp, 0, GPUMIG_BLOCK_SIZE);
+		/*
+		 * Counted at full size (the hint said data), sent short: what
+		 * remains of the first pass shrinks by the difference too.
+		 */
+		if (zero)
+			migf->initial_left -=
+				min_t(u64, migf->initial_left,
+				      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) -
+				      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, true));
 	}
 	migf->cursor = blk + 1;
 	return gpumig_emit_vram(&migf->w, migf->buf, GPUMIG_SECTION_BUF, off,
@@ -426,9 +435,14 @@ VISIBLE_IF_KUNIT int gpumig_mig_precopy_info(struct file *filp,
 		ret = -EINVAL;
 		goto out;
 	}
+	/*
+	 * initial_left is counted ahead (a block's hint can change before it
+	 * is read): never more than what is pending, so initial plus dirty is
+	 * always what the device still has, as the status reports it.
+	 */
 	pending = gpumig_file_pending_locked(migf, false);
-	info->initial_bytes = migf->initial_left;
-	info->dirty_bytes = pending > migf->initial_left ? pending - migf->initial_left : 0;
+	info->initial_bytes = min(migf->initial_left, pending);
+	info->dirty_bytes = pending - info->initial_bytes;
 	info->flags = 0;
 out:
 	mutex_unlock(&migf->lock);

@@ -323,13 +323,22 @@ def wait_migration(src, until=("completed", "failed", "cancelled"), timeout=900)
     return {"status": "timeout"}
 
 
-def migrate_sampled(src, dst, sock, samples):
+def migrate_sampled(src, dst, sock, samples, release=None):
     """migrate(), sampling query-migrate between two readings of the source
-    device's remaining_bytes while it is in PRE_COPY: (before, info, after)."""
+    device's remaining_bytes while it is in PRE_COPY: (before, info, after).
+    With @release (an Event and a max-bandwidth), the migration starts at
+    RELEASE_BW and gets that bandwidth once the Event is set (or after
+    RELEASE_AFTER seconds): pre-copy lasts until the samplers have enough."""
     path = src.dev.sysdir() + "/migration/"
+    if release:
+        src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": RELEASE_BW})
     start_migration(src, dst, sock)
-    deadline = time.time() + 900
+    start = time.time()
+    deadline = start + 900
     while time.time() < deadline:
+        if release and (release[0].is_set() or time.time() - start > RELEASE_AFTER):
+            src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[1]})
+            release = None
         d1 = int(sysfs(path + "remaining_bytes"))
         info = src.qmp.cmd("query-migrate")
         d2 = int(sysfs(path + "remaining_bytes"))
@@ -425,6 +434,17 @@ VFIO_MIG_GET_PRECOPY_INFO = 0x3B79     # _IO(';', 100 + 21)
 # taken a moment apart may differ by that much.
 VRAM_SECTION = (64 << 10) + 40
 SYS_PIDFD_GETFD = 438
+# A sampled migration starts this slow, whatever the machine's speed, and
+# speeds up once the Sampler holds SAMPLES_WANTED samples with data pending
+# (or after RELEASE_AFTER seconds): a fast machine's pre-copy is otherwise
+# over in a few samples (about 170 ms on the distro kernel).
+RELEASE_BW = 1 << 20
+RELEASE_AFTER = 8
+SAMPLES_WANTED = 20
+# A sample outside its bracket is taken again this many times: the guest
+# can dirty blocks and QEMU read them between two readings, which moves
+# the figures by more than a section; a wrong figure stays wrong.
+RETAKES = 3
 
 
 class Sampler(threading.Thread):
@@ -442,7 +462,9 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.vm, self.dev = vm, vm.dev
         self.stop = threading.Event()
+        self.enough = threading.Event()     # SAMPLES_WANTED with data pending
         self.samples, self.bad = [], []
+        self.retaken = 0
         self.estimate = None            # (estimate, sent by then)
         self.error = None
 
@@ -492,16 +514,23 @@ class Sampler(threading.Thread):
                         self.error = "pidfd_getfd: %s" % os.strerror(ctypes.get_errno())
                         return
                 try:
-                    a = self._precopy_info(fd)
-                    rem = int(self._metric("remaining_bytes"))
-                    b = self._precopy_info(fd)
+                    for attempt in range(RETAKES + 1):
+                        a = self._precopy_info(fd)
+                        rem = int(self._metric("remaining_bytes"))
+                        b = self._precopy_info(fd)
+                        inside = min(a, b) - VRAM_SECTION <= rem <= max(a, b) + VRAM_SECTION
+                        if inside:
+                            break
+                        self.retaken += 1
                 except OSError:
                     time.sleep(0.002)       # the device left PRE_COPY
                     continue
                 self.samples.append((a, rem, b))
-                if not min(a, b) - VRAM_SECTION <= rem <= max(a, b) + VRAM_SECTION:
+                if not inside:
                     self.bad.append((a, rem, b))
-                time.sleep(0.005)
+                if sum(1 for x in self.samples if x[1]) >= SAMPLES_WANTED:
+                    self.enough.set()
+                time.sleep(0.002)
         except Exception as ex:         # report it, never hang the run
             self.error = repr(ex)
         finally:
@@ -521,9 +550,10 @@ def check_samples(run, sampler, label):
               % (sampler.error, len(sampler.samples), len(busy), sampler.bad[:3]))
     if busy:
         a, rem, b = max(busy, key=lambda x: x[1])
-        run.note("%s: %d pre-copy samples, %d with data pending; the largest: PRECOPY_INFO "
-                 "%d, remaining_bytes %d, PRECOPY_INFO %d"
-                 % (label, len(sampler.samples), len(busy), a, rem, b))
+        run.note("%s: %d pre-copy samples, %d with data pending, %d taken again (the "
+                 "figures moved meanwhile); the largest: PRECOPY_INFO %d, remaining_bytes "
+                 "%d, PRECOPY_INFO %d"
+                 % (label, len(sampler.samples), len(busy), sampler.retaken, a, rem, b))
     sent = int(sysfs(src.sysdir() + "/migration/stopcopy_bytes"))
     est = sampler.estimate
     run.check("%s: stop-copy sent no more than the estimate read when it began" % label,
@@ -542,17 +572,18 @@ def one_migration(run, src, dst, sock, label, sample=False):
     if sampler:
         # Slow enough that pre-copy lasts: samples with data pending.
         # Without device dirty tracking all 64 MiB of guest RAM is re-sent
-        # each round: at 32 MiB/s that still fits DOWNTIME_MS.
+        # each round: at 32 MiB/s that still fits DOWNTIME_MS.  Slower
+        # still (RELEASE_BW) until the Sampler has enough.
         tracked = src.dev.status().get("dirty_tracking") == "device"
-        src.qmp.cmd("migrate-set-parameters",
-                    **{"max-bandwidth": (8 if tracked else 32) << 20})
+        release = (sampler.enough, (8 if tracked else 32) << 20)
         sampler.start()
         # What an orchestrator's script sees meanwhile: gpumigctl watch.
         watch = subprocess.Popen([GPUMIGCTL, "--json", "watch", src.dev.name,
                                   "--interval", "20", "--count", "150", "--link", "64"],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     samples = []
-    info = migrate_sampled(src, dst, sock, samples) if sampler else migrate(src, dst, sock)
+    info = migrate_sampled(src, dst, sock, samples, release) if sampler \
+        else migrate(src, dst, sock)
     if sampler:
         check_remaining(run, src, samples, label)
         sampler.stop.set()
