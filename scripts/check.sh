@@ -102,6 +102,27 @@ checkpatch() {
 		-f $files) || return 1
 }
 
+# One version number (dkms.conf's PACKAGE_VERSION): every module built in
+# @1 and gpumigctl report it.
+versions_agree() {
+	local dir=$1 want ko got n=0 tmp
+	want=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$GPUMIG_TOP/dkms.conf")
+	[ -n "$want" ] || { echo "no PACKAGE_VERSION in dkms.conf"; return 1; }
+	for ko in "$dir"/*.ko; do
+		[ -e "$ko" ] || continue
+		got=$(modinfo -F version "$ko")
+		[ "$got" = "$want" ] || { echo "$ko: version '$got', dkms.conf: '$want'"; return 1; }
+		n=$((n + 1))
+	done
+	[ $n -ge 4 ] || { echo "only $n modules in $dir"; return 1; }
+	tmp=$(mktemp -d)
+	make -s -C "$GPUMIG_TOP/tools/gpumigctl" O="$tmp" >/dev/null &&
+		got=$("$tmp/gpumigctl" --version)
+	rm -rf "$tmp"
+	[ "$got" = "gpumigctl $want" ] || { echo "gpumigctl --version: '$got'"; return 1; }
+	echo "$n modules and gpumigctl: $want"
+}
+
 # Memory a user's migration or DMA-logging fd makes the kernel allocate is
 # charged to the user's memory cgroup (GFP_KERNEL_ACCOUNT), as vfio-pci's
 # own migration drivers do; an allocation there that is not says why in an
@@ -232,6 +253,8 @@ if want static; then
 	fi
 	run_check "allocations under a user's fd charged to its memory cgroup" charged_allocs
 	run_check "build W=1 + sparse C=2: Debian $KVER_DISTRO" build_clean distro "$DISTRO_KDIR" C=2
+	run_check "one version: the modules and gpumigctl report dkms.conf's" \
+		versions_agree "$BUILD/distro"
 fi
 
 TOOLS=$BUILD/tools

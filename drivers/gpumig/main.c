@@ -28,4 +28,4 @@ module_exit(gpumig_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("The gpumig authors");
 MODULE_DESCRIPTION("gpumig VFIO live-migration engine");
-MODULE_VERSION("0.1");
+MODULE_VERSION(GPUMIG_VERSION);

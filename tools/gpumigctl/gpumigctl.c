@@ -31,6 +31,7 @@ static bool json;
 static void print_help(FILE *f)
 {
 	fputs("usage: gpumigctl [--json] COMMAND [ARGS]\n"
+	      "       gpumigctl --version\n"
 	      "\n"
 	      "  list                  gpumig devices: mdev instances and functions bound to\n"
 	      "                        gpumig-vfio-pci, with their migration status\n"
@@ -595,6 +596,10 @@ int main(int argc, char **argv)
 	if (i < argc && !strcmp(argv[i], "--json")) {
 		json = true;
 		i++;
+	}
+	if (i < argc && !strcmp(argv[i], "--version") && argc == i + 1) {
+		printf("gpumigctl %s\n", GPUMIG_VERSION);
+		return 0;
 	}
 	if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 		print_help(i >= argc ? stderr : stdout);

@@ -335,4 +335,4 @@ module_exit(simgpu_pf_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("The gpumig authors");
 MODULE_DESCRIPTION("simgpu-pf: the physical function of simgpu-pci (gpumig test hardware)");
-MODULE_VERSION("0.1");
+MODULE_VERSION(GPUMIG_VERSION);

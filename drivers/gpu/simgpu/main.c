@@ -93,4 +93,4 @@ module_exit(simgpu_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("The gpumig authors");
 MODULE_DESCRIPTION("simgpu: a simulated GPU as VFIO mediated devices");
-MODULE_VERSION("0.1");
+MODULE_VERSION(GPUMIG_VERSION);

@@ -90,4 +90,4 @@ module_pci_driver(gvp_driver);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("The gpumig authors");
 MODULE_DESCRIPTION("gpumig-vfio-pci: live migration of simgpu VFs through vfio-pci-core and the gpumig engine");
-MODULE_VERSION("0.1");
+MODULE_VERSION(GPUMIG_VERSION);
