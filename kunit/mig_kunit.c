@@ -863,6 +863,77 @@ static void mig_status_pending_zero_hint(struct kunit *test)
 	fput(sf);
 }
 
+/*
+ * The guest re-initialises the device during PRE_COPY: with the VMM's
+ * PRECOPY_INFOv2 opt-in, the next PRECOPY_INFO says REINIT once, with all
+ * that is pending as initial bytes; without it, nothing changes.
+ */
+static void mig_precopy_reinit(struct kunit *test)
+{
+#ifdef VFIO_PRECOPY_INFO_REINIT
+	u64 full = gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false);
+	struct vfio_precopy_info info;
+	int v2, last;
+
+	for (v2 = 0; v2 <= 1; v2++) {
+		struct fake_dev *f = fake_new(test, 2);
+		u8 *buf = kunit_kzalloc(test, F_VRAM * 2, GFP_KERNEL);
+		struct file *sf;
+		loff_t pos = 0;
+
+		KUNIT_ASSERT_NOT_NULL(test, buf);
+		f->vdev.precopy_info_v2 = v2;
+		memset(f->vram, 1, 10);
+		/* Before pre-copy: part of the first pass, no REINIT. */
+		gpumig_mig_reconfigured(f->mig);
+		sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+		KUNIT_ASSERT_NOT_NULL(test, sf);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		KUNIT_EXPECT_EQ(test, info.flags, 0U);
+		drain(sf, buf, F_VRAM * 2, &last);
+		KUNIT_EXPECT_EQ(test, last, -ENOMSG);
+
+		/* The guest resets the device and writes two blocks. */
+		gpumig_mig_reconfigured(f->mig);
+		memset(f->vram + 2 * GPUMIG_BLOCK_SIZE, 2, 10);
+		memset(f->vram + 3 * GPUMIG_BLOCK_SIZE, 3, 10);
+		set_bit(2, &f->dirty);
+		set_bit(3, &f->dirty);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		if (v2) {
+			KUNIT_EXPECT_EQ(test, info.flags, (u32)VFIO_PRECOPY_INFO_REINIT);
+			KUNIT_EXPECT_EQ(test, info.initial_bytes, 2 * full);
+			KUNIT_EXPECT_EQ(test, info.dirty_bytes, 0ULL);
+		} else {
+			KUNIT_EXPECT_EQ(test, info.flags, 0U);
+			KUNIT_EXPECT_EQ(test, info.initial_bytes, 0ULL);
+			KUNIT_EXPECT_EQ(test, info.dirty_bytes, 2 * full);
+		}
+		/* Once: the next answer has no flag, and reads count down. */
+		KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 100, &pos), (ssize_t)100);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		KUNIT_EXPECT_EQ(test, info.flags, 0U);
+		KUNIT_EXPECT_EQ(test, info.initial_bytes, v2 ? 2 * full - 100 : 0ULL);
+		/* A block dirtied now is dirty, not initial. */
+		memset(f->vram + 5 * GPUMIG_BLOCK_SIZE, 5, 10);
+		set_bit(5, &f->dirty);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		KUNIT_EXPECT_EQ(test, info.dirty_bytes, v2 ? full : 3 * full - 100);
+		drain(sf, buf, F_VRAM * 2, &last);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		KUNIT_EXPECT_EQ(test, info.initial_bytes + info.dirty_bytes, 0ULL);
+		/* With nothing pending, said at once all the same. */
+		gpumig_mig_reconfigured(f->mig);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		KUNIT_EXPECT_EQ(test, info.flags, v2 ? (u32)VFIO_PRECOPY_INFO_REINIT : 0U);
+		KUNIT_EXPECT_EQ(test, info.initial_bytes + info.dirty_bytes, 0ULL);
+		fput(sf);
+	}
+#else
+	kunit_skip(test, "the kernel has no VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2");
+#endif
+}
+
 /* DMA logging goes to the backend under the engine; stopped at close. */
 static void mig_dma_log_routing(struct kunit *test)
 {
@@ -986,6 +1057,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_track_failure),
 	KUNIT_CASE(mig_status_pending),
 	KUNIT_CASE(mig_status_pending_zero_hint),
+	KUNIT_CASE(mig_precopy_reinit),
 	KUNIT_CASE(mig_dma_log_routing),
 	KUNIT_CASE_PARAM(mig_state_pair, mig_pair_gen_params),
 	{}

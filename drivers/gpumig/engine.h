@@ -101,6 +101,7 @@ struct gpumig_mig_file {
 	u8 *tmp;
 	unsigned long cursor;
 	u64 initial_left;
+	int reconfig_seen;
 	u64 round_bytes;
 	wait_queue_head_t wq;
 	struct delayed_work recheck;
@@ -134,6 +135,8 @@ struct gpumig_mig_file {
  * @why_lock: guards @why, which the state machine (under @state_mutex)
  *	and a resuming file (under its own lock) both write
  * @why: the quarantine reason or the last refusal
+ * @reconfig_seq: bumped by gpumig_mig_reconfigured(); a saving file
+ *	compares it with the value it last saw (lockless)
  * @stats: the last migration, as the device saw it (atomics)
  */
 struct gpumig_mig {
@@ -160,6 +163,7 @@ struct gpumig_mig {
 	spinlock_t why_lock;		/* see above */
 	char why[GPUMIG_MSG_LEN];
 
+	atomic_t reconfig_seq;
 	struct gpumig_mig_stats stats;
 };
 

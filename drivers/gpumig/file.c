@@ -415,11 +415,41 @@ u64 gpumig_stopcopy_size(struct gpumig_mig *m)
 	       gpumig_dirty_vram_bytes(m) + gpumig_tail_bytes(m);
 }
 
+#ifdef VFIO_PRECOPY_INFO_REINIT
+#define GPUMIG_PRECOPY_REINIT	VFIO_PRECOPY_INFO_REINIT
+
+/*
+ * Was the device re-initialised (gpumig_mig_reconfigured()) since @migf
+ * last looked, and may the VMM be told (it opted in to
+ * VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2, which the VFIO core records)?
+ */
+static bool gpumig_file_reinit(struct gpumig_mig_file *migf)
+{
+	int seq = atomic_read(&migf->m->reconfig_seq);
+
+	lockdep_assert_held(&migf->lock);
+	if (seq == migf->reconfig_seen)
+		return false;
+	migf->reconfig_seen = seq;
+	return migf->m->vdev->precopy_info_v2;
+}
+#else
+/* A kernel without VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2: never. */
+#define GPUMIG_PRECOPY_REINIT	0
+
+static bool gpumig_file_reinit(struct gpumig_mig_file *migf)
+{
+	return false;
+}
+#endif
+
 /**
  * gpumig_mig_precopy_info() - VFIO_MIG_GET_PRECOPY_INFO of a saving file
  * @filp: the data file
  * @info: filled with initial_bytes (what remains of the first full pass)
- *	and dirty_bytes (what changed since and is not read yet)
+ *	and dirty_bytes (what changed since and is not read yet); after the
+ *	guest re-initialised the device, once, VFIO_PRECOPY_INFO_REINIT and
+ *	everything pending as initial_bytes (see gpumig_mig_reconfigured())
  *
  * Return: 0, or -EINVAL outside PRE_COPY.
  */
@@ -441,9 +471,19 @@ VISIBLE_IF_KUNIT int gpumig_mig_precopy_info(struct file *filp,
 	 * always what the device still has, as the status reports it.
 	 */
 	pending = gpumig_file_pending_locked(migf, false);
+	info->flags = 0;
+	if (gpumig_file_reinit(migf)) {
+		/*
+		 * Everything pending now is the new initial data, possibly
+		 * none yet: reported at once all the same, since a VMM that
+		 * first learns of it as it stops the device fails the
+		 * migration (QEMU 11.1's last check before switchover).
+		 */
+		migf->initial_left = pending;
+		info->flags = GPUMIG_PRECOPY_REINIT;
+	}
 	info->initial_bytes = min(migf->initial_left, pending);
 	info->dirty_bytes = pending - info->initial_bytes;
-	info->flags = 0;
 out:
 	mutex_unlock(&migf->lock);
 	return ret;
@@ -726,6 +766,8 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 		return ERR_PTR(ret);
 	}
 	gpumig_writer_init(&migf->w);
+	/* A re-initialisation before now is part of the first pass. */
+	migf->reconfig_seen = atomic_read(&m->reconfig_seq);
 	migf->initial_left = gpumig_blob_section_size(sizeof(struct gpumig_wire_header)) +
 			     gpumig_dirty_vram_bytes(m);
 	ret = gpumig_produced(migf, gpumig_emit_header(&migf->w, migf->buf,

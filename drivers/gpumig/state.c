@@ -359,6 +359,28 @@ void gpumig_mig_vram_dirtied(struct gpumig_mig *m)
 EXPORT_SYMBOL_GPL(gpumig_mig_vram_dirtied);
 
 /**
+ * gpumig_mig_reconfigured() - the guest re-initialised the device
+ * @m: device
+ *
+ * A front end calls this when the guest resets or reconfigures the device
+ * through its own registers (not a VMM's VFIO_DEVICE_RESET, which ends the
+ * data files).  During PRE_COPY, when the VMM opted in to
+ * VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2, the next VFIO_MIG_GET_PRECOPY_INFO
+ * reports VFIO_PRECOPY_INFO_REINIT once, with everything the device has
+ * pending at that moment as new initial bytes: a VMM that waits for the
+ * initial data before switching over (QEMU's switchover-ack) then waits
+ * for the re-initialised state too.  Without the opt-in nothing changes:
+ * the new state is dirty data, as the original uAPI has it.
+ *
+ * Context: any; lockless.
+ */
+void gpumig_mig_reconfigured(struct gpumig_mig *m)
+{
+	atomic_inc(&m->reconfig_seq);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_reconfigured);
+
+/**
  * gpumig_mig_open() - a tenant opens the device
  * @m: device
  *

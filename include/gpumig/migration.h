@@ -247,6 +247,7 @@ int gpumig_mig_close(struct gpumig_mig *m);
 void gpumig_mig_reset(struct gpumig_mig *m);
 void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why);
 void gpumig_mig_vram_dirtied(struct gpumig_mig *m);
+void gpumig_mig_reconfigured(struct gpumig_mig *m);
 int gpumig_mig_unquarantine(struct gpumig_mig *m);
 int gpumig_sysfs_confirm(const char *buf);
 const char *gpumig_state_name(u32 state);

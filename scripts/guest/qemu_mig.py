@@ -74,7 +74,8 @@ class QMP:
             raise EOFError("QMP connection closed")
         return json.loads(line)
 
-    def cmd(self, name, **args):
+    def cmd(self, _command, **args):
+        name = _command
         msg = {"execute": name}
         if args:
             msg["arguments"] = args
@@ -645,6 +646,95 @@ def keeps_running(run, vm, label):
                vm.last_iter(), "; ".join(vm.failures()[:3])))
 
 
+def guest_write(vm, gpa, value):
+    """Write a 32-bit word into the guest's memory through QEMU's own
+    mapping of it (HMP gpa2hva, then /proc/PID/mem), as a debugger would."""
+    out = vm.qmp.cmd("human-monitor-command", **{"command-line": "gpa2hva 0x%x" % gpa})
+    m = re.search(r" is (0x[0-9a-fA-F]+)", out)
+    if not m:
+        raise RuntimeError("gpa2hva 0x%x: %s" % (gpa, out.strip()))
+    with open("/proc/%d/mem" % vm.p.pid, "r+b", buffering=0) as f:
+        f.seek(int(m.group(1), 16))
+        f.write(struct.pack("<I", value))
+
+
+def wait_for(cond, timeout, step=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+# While the guest re-initialises its GPU the migration crawls at this
+# rate: slower than the guest dirties its memory, so QEMU cannot switch
+# over before the harness lets it.
+REINIT_HOLD_BW = 256 << 10
+REINIT_GEN = 7
+
+
+def reinit_migration(run, src, dst, sock, mailbox):
+    """Issue 15: the guest resets and re-initialises its GPU during
+    pre-copy.  On a kernel with VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2,
+    QEMU 11.1 (which opts in, with switchover-ack on a pc-q35-11.1
+    machine) must see VFIO_PRECOPY_INFO_REINIT, have the destination
+    acknowledge the new initial data before it switches over, and the
+    guest must find its re-initialised VRAM intact on the destination.
+    QEMU's own trace events are the witness."""
+    label = "REINIT"
+    for ev in ("vfio_query_precopy_size*", "vfio_send_init_data_flag"):
+        src.qmp.cmd("trace-event-set-state", name=ev, enable=True)
+    base = os.path.getsize(src.errlog)
+
+    def trace():
+        with open(src.errlog, errors="replace") as f:
+            f.seek(base)
+            return f.read()
+
+    before = src.last_iter()
+    src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": REINIT_HOLD_BW})
+    start_migration(src, dst, sock)
+    sent = wait_for(lambda: "vfio_send_init_data_flag" in trace(), 300)
+    run.check("%s: QEMU sent the device's initial data and asked the destination to "
+              "acknowledge it" % label, sent, trace()[-400:])
+    guest_write(src, mailbox, REINIT_GEN)
+    done = wait_for(lambda: any("reinit %d done" % REINIT_GEN in ln for ln in src.lines()),
+                    300)
+    st = src.qmp.cmd("query-migrate").get("status")
+    run.check("%s: the guest reset its GPU and loaded 1.5 MiB of VRAM again, in pre-copy"
+              % label, done and st == "active",
+              "reinit done: %s, migration %s; %s" % (done, st, "; ".join(src.lines()[-2:])))
+    src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": DEFAULT_BW})
+    info = wait_migration(src)
+    t = trace()
+    seen = re.findall(r"vfio_query_precopy_size +\(([^)]*)\) init (\d+), dirty (\d+), "
+                      r"reinit 1", t)
+    run.check("%s: QEMU 11.1 saw VFIO_PRECOPY_INFO_REINIT" % label, seen,
+              "no 'reinit 1' in QEMU's trace: %s" % t[-600:])
+    if seen:
+        run.note("%s: QEMU saw REINIT with %s new initial bytes (%s dirty)"
+                 % (label, seen[0][1], seen[0][2]))
+    acks = t.count("vfio_send_init_data_flag")
+    run.check("%s: QEMU asked the destination to acknowledge the new initial data, and "
+              "sent it again (%d INIT_DATA_SENT)" % (label, acks),
+              "vfio_query_precopy_size_request_switchover_ack" in t and acks >= 2, t[-600:])
+    dev = src.dev.status()
+    ok = info.get("status") == "completed"
+    run.check("%s: migration completed" % label, ok,
+              "status %s: %s" % (info.get("status"), info.get("error-desc", "")))
+    if not ok:
+        return False
+    run.note("%s: %s" % (label, describe(info, dev)))
+    run.check("%s: destination running" % label, wait_running(dst))
+    resumed = dst.wait_iter(before + 3 + 24)
+    run.check("%s: the guest keeps verifying on the destination, its re-initialised VRAM "
+              "too" % label, resumed and not dst.failures(),
+              "last iteration %d (source had %d); %s" %
+              (dst.last_iter(), before, "; ".join(dst.failures()[:3])))
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--guest", required=True)
@@ -654,6 +744,9 @@ def main():
     ap.add_argument("--pingpong", type=int, default=10)
     ap.add_argument("--qemu", default="qemu-system-x86_64",
                     help="the QEMU command, e.g. 'chroot ROOT qemu-system-x86_64'")
+    ap.add_argument("--reinit", action="store_true",
+                    help="also the REINIT scenario: QEMU 11.1 on a kernel with "
+                    "VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2, simgpu mdevs")
     ap.add_argument("--pci", nargs="+", metavar="PROFILE=ADDR,...",
                     help="VFs bound to gpumig-vfio-pci: three of 256M, one of 64M")
     args = ap.parse_args()
@@ -803,6 +896,16 @@ def main():
             done += 1
         run.check("%d ping-pong migrations with the guest verifying" % args.pingpong,
                   done == args.pingpong, "%d done" % done)
+        if args.reinit and done == args.pingpong:
+            mailbox = [re.search(r"mailbox (0x[0-9a-f]+)", ln) for ln in a.lines()]
+            mailbox = [int(m.group(1), 16) for m in mailbox if m]
+            run.check("REINIT: the guest said where its mailbox is", mailbox)
+            nxt = VM("r", spare, args, incoming=True)
+            vms.append(nxt)
+            if mailbox and reinit_migration(run, cur, nxt, sock, mailbox[0]):
+                cur.quit()
+                vms.remove(cur)
+                cur = nxt
         run.check("no wrong result in the guest, %d iterations verified" % cur.last_iter(),
                   not cur.failures(), "; ".join(cur.failures()[:3]))
     except Exception as ex:          # report, never hang the VM run

@@ -295,8 +295,11 @@ simgpu_suite() {
 	check "QEMU end to end: every check passed (qemu/qemu.ktap)" \
 		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu"
+	# REINIT needs a kernel with VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2 (7.3).
+	local reinit=()
+	grep -qs VFIO_PRECOPY_INFO_REINIT "$kdir/include/uapi/linux/vfio.h" && reinit=(--reinit)
 	qemu11_lane "QEMU 11.1 end to end on mdevs: every check passed (qemu11/qemu.ktap)" \
-		"$out/qemu11"
+		"$out/qemu11" "${reinit[@]}"
 }
 
 # qemu11_root: QEMU 11.1's trixie root (scripts/trixie-root.sh) made

@@ -16,6 +16,17 @@
  * for (QEMU resets the device when a migration fails at stop-copy): the
  * iteration's results are void, not wrong, and it is run again.
  *
+ * The test harness can also ask the guest to re-initialise its GPU, as a
+ * driver does after a hang or a reconfiguration: it writes a generation
+ * number into mailbox[0] (whose address the guest prints at start) through
+ * QEMU's memory; between iterations the guest resets the GPU, sets it up
+ * again, loads RCHUNKS * 64 KiB of VRAM with that generation's data, sets
+ * mailbox[1] and says
+ *
+ *   gpumig-guest: reinit G done
+ *
+ * From then on every iteration also checks one chunk of that VRAM.
+ *
  * Guest physical addresses are IOVAs (QEMU maps guest RAM 1:1 for the
  * device), and paging is off, so a pointer is what the device sees.
  */
@@ -27,7 +38,9 @@ typedef unsigned char u8;
 
 #define VA_SYS		0x10000000ULL	/* the dma area below */
 #define VA_VRAM		0x40000000ULL	/* the first VRAM pages */
-#define VRAM_MAPPED	(32 * 4096)
+#define RCHUNKS		24		/* re-initialised VRAM: 1.5 MiB */
+#define VA_REGION	(VA_VRAM + 2 * CBYTES)
+#define VRAM_MAPPED	(2 * CBYTES + RCHUNKS * CBYTES)
 #define KWORDS		4096		/* kernel buffer: 16 KiB */
 #define KITERS		16
 #define CBYTES		65536		/* DMA copy size */
@@ -42,6 +55,7 @@ struct dma_area {
 	u32 csrc[CBYTES / 4];
 	u32 cdst[CBYTES / 4];
 	u32 vcheck[CBYTES / 4];
+	u32 rcheck[CBYTES / 4];
 	u32 fill[1024];
 	u64 fence[SIMGPU_PAGE_SIZE / sizeof(u64)];
 	u64 stamps[STAMP_PAGES][SIMGPU_PAGE_SIZE / sizeof(u64)];
@@ -58,6 +72,8 @@ static u32 expect[KWORDS];
 static u32 vpattern[CBYTES / 4];
 static u32 *bar;		/* BAR0, accessed with mmio_read/mmio_write */
 static u32 tail[2];
+static u32 mailbox[2];		/* the harness's generation; the one loaded */
+static u32 region_gen;		/* the generation the VRAM region holds, or 0 */
 
 static inline void port_out8(unsigned short port, u8 v)
 {
@@ -313,6 +329,43 @@ static int gpu_setup(void)
 	return 0;
 }
 
+/* Word @i of chunk @c of generation @gen's VRAM region: never all zero. */
+static u32 region_word(u32 gen, u32 c, u32 i)
+{
+	u32 x = (gen * 0x10001U + c) * 2654435761U + i * 0x9e3779b9U + 1;
+
+	x ^= x >> 15;
+	x *= 0x2c1b3c6dU;
+	x ^= x >> 12;
+	return x | 1;
+}
+
+/*
+ * What a driver does when it re-initialises its GPU: a reset through the
+ * control register, the setup again, and its working set loaded.
+ */
+static int reinit_gpu(u32 gen)
+{
+	u32 c, i;
+
+	wr(SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+	if (gpu_setup())
+		return -1;
+	for (c = 0; c < RCHUNKS; c++) {
+		for (i = 0; i < CBYTES / 4; i++)
+			dma.csrc[i] = region_word(gen, c, i);
+		submit(1, SIMGPU_OP_COPY, VA_REGION + c * CBYTES, VA_OF(csrc), CBYTES, 0);
+		if (wait_idle(0)) {
+			say("FAIL reinit %u: chunk %u", gen, c);
+			return -1;
+		}
+	}
+	region_gen = gen;
+	mailbox[1] = gen;
+	say("reinit %u done", gen);
+	return 0;
+}
+
 static int check_words(u32 n, const char *what, const u32 *got, const u32 *want,
 		       u32 words)
 {
@@ -354,6 +407,12 @@ static int iteration(u32 n)
 	submit(1, SIMGPU_OP_COPY, VA_OF(cdst), VA_VRAM, CBYTES, 0);
 	submit(1, SIMGPU_OP_COPY, VA_OF(vcheck), VA_VRAM + CBYTES, CBYTES, 0);
 	submit(1, SIMGPU_OP_FILL, VA_OF(fill), sizeof(dma.fill), pat, 0);
+	if (region_gen) {
+		for (i = 0; i < CBYTES / 4; i++)
+			dma.rcheck[i] = 0;
+		submit(1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_REGION + (n % RCHUNKS) * CBYTES,
+		       CBYTES, 0);
+	}
 	submit(1, SIMGPU_OP_FENCE, VA_OF(fence[1]), n, 0, 0);
 	bad = wait_idle(n);
 	if (bad > 0 || device_lost()) {
@@ -371,6 +430,13 @@ static int iteration(u32 n)
 	bad |= check_words(n, "kernel", dma.kbuf, expect, KWORDS);
 	bad |= check_words(n, "copy", dma.cdst, dma.csrc, CBYTES / 4);
 	bad |= check_words(n, "vram", dma.vcheck, vpattern, CBYTES / 4);
+	for (i = 0; region_gen && i < CBYTES / 4; i++)
+		if (dma.rcheck[i] != region_word(region_gen, n % RCHUNKS, i)) {
+			say("FAIL iter %u: reinit %u chunk %u word %u is 0x%x", n, region_gen,
+			    n % RCHUNKS, i, dma.rcheck[i]);
+			bad = 1;
+			break;
+		}
 	for (i = 0; i < 1024; i++)
 		if (dma.fill[i] != pat) {
 			say("FAIL iter %u: fill word %u is 0x%x", n, i, dma.fill[i]);
@@ -396,7 +462,7 @@ void guest_main(void)
 {
 	u32 n, failures = 0;
 
-	say("start");
+	say("start; mailbox 0x%x", (u32)mailbox);
 	if (find_gpu()) {
 		say("FAIL setup: no simgpu on the PCI bus");
 		return;
@@ -413,6 +479,9 @@ void guest_main(void)
 			failures++;
 		else
 			say("iter %u ok", n);
+		asm volatile("" : : : "memory");	/* the harness writes mailbox[0] */
+		if (mailbox[0] && mailbox[0] != mailbox[1] && reinit_gpu(mailbox[0]))
+			failures++;
 		if (failures > 10) {
 			say("FAIL too many failures, stopping");
 			return;

@@ -671,6 +671,8 @@ void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
 			 * host resumes it, at the next RUNNING.
 			 */
 			simgpu_reset_locked(core);
+			if (core->env->guest_reset)
+				core->env->guest_reset(core->ctx);
 			if (run != SIMGPU_RUN) {
 				WRITE_ONCE(core->run_state, SIMGPU_STOPPED);
 				core->env->kick(core->ctx);	/* a drain waiter */

@@ -52,10 +52,20 @@ static void simgpu_env_stepped(void *ctx)
 	simgpu_proc_stepped(&sdev->proc);
 }
 
+/* A migration in pre-copy reports the state that follows as new initial data. */
+static void simgpu_env_guest_reset(void *ctx)
+{
+	struct simgpu_dev *sdev = ctx;
+
+	if (sdev->mig)
+		gpumig_mig_reconfigured(sdev->mig);
+}
+
 const struct simgpu_env_ops simgpu_mdev_env = {
 	.dma_rw = simgpu_env_dma_rw,
 	.vram_rw = simgpu_env_vram_rw,
 	.raise_irq = simgpu_env_raise_irq,
 	.kick = simgpu_env_kick,
 	.stepped = simgpu_env_stepped,
+	.guest_reset = simgpu_env_guest_reset,
 };

@@ -58,6 +58,9 @@ enum simgpu_run_state {
  * @raise_irq: signal the device's interrupt
  * @kick: work arrived (a doorbell, a request): run the processor soon
  * @stepped: a processor pass ended; whoever waits on the device may look
+ * @guest_reset: the guest reset the device through its control register
+ *	(optional): its state starts over, which a migration in pre-copy
+ *	may want to know
  *
  * Every op may be called with the core's lock held and must not sleep on
  * it; @dma_rw and @vram_rw may sleep otherwise.
@@ -68,6 +71,7 @@ struct simgpu_env_ops {
 	void (*raise_irq)(void *ctx);
 	void (*kick)(void *ctx);
 	void (*stepped)(void *ctx);
+	void (*guest_reset)(void *ctx);
 };
 
 /**
