@@ -30,6 +30,7 @@ struct fake_env {
 	unsigned int irqs;
 	unsigned int dma_faults;
 	unsigned int kicks;
+	unsigned int guest_resets;
 	struct simgpu_core core;
 	struct simgpu_vram vram;
 };
@@ -75,12 +76,20 @@ static void fake_stepped(void *ctx)
 {
 }
 
+static void fake_guest_reset(void *ctx)
+{
+	struct fake_env *e = ctx;
+
+	e->guest_resets++;
+}
+
 static const struct simgpu_env_ops fake_env_ops = {
 	.dma_rw = fake_dma_rw,
 	.vram_rw = fake_vram_rw,
 	.raise_irq = fake_raise_irq,
 	.kick = fake_kick,
 	.stepped = fake_stepped,
+	.guest_reset = fake_guest_reset,
 };
 
 static void *fake_ptr(struct fake_env *e, u64 iova)
@@ -532,6 +541,11 @@ static void core_guest_reset_while_paused(struct kunit *test)
 	simgpu_mmio_write(c, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
 	KUNIT_EXPECT_TRUE(test, simgpu_core_paused(c));
 	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_CONTROL), 0U);
+	/* The host hears of it (a migration's REINIT), once per reset. */
+	KUNIT_EXPECT_EQ(test, e->guest_resets, 1U);
+	simgpu_mmio_write(c, SIMGPU_REG_CONTROL, SIMGPU_CTRL_ENABLE);
+	KUNIT_EXPECT_EQ(test, e->guest_resets, 1U);
+	simgpu_mmio_write(c, SIMGPU_REG_CONTROL, 0);
 	/* The guest sets the device up again and submits: nothing runs. */
 	fake_program(e, 1);
 	fake_map(e, VA_BUF, buf, 4096, SIMGPU_PTE_WRITE);
