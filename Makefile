@@ -10,13 +10,9 @@
 
 ifeq ($(KERNELRELEASE),)
 
+# The running kernel unless told otherwise (KVER=, or KDIR= for a tree).
 KVER ?= $(shell uname -r)
-DISTRO_KVER ?= 6.12.117+deb12-amd64
-ifneq ($(wildcard /lib/modules/$(KVER)/build),)
 KDIR ?= /lib/modules/$(KVER)/build
-else
-KDIR ?= /lib/modules/$(DISTRO_KVER)/build
-endif
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
@@ -26,7 +22,9 @@ PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 all: modules
 
 modules:
-	@test -d "$(KDIR)" || { echo "KDIR=$(KDIR) does not exist; pass KDIR=/path/to/kernel/build"; exit 1; }
+	@test -d "$(KDIR)" || { echo "gpumig: no kernel build tree at $(KDIR)."; \
+		echo "  Install the headers of kernel $(KVER) (Debian: apt install linux-headers-$(KVER)),"; \
+		echo "  or pass KVER=<release> or KDIR=/path/to/kernel/build."; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 install: modules
@@ -71,10 +69,12 @@ bench:
 soak:
 	scripts/soak.sh
 
+# DKMS for the running kernel, or KVER=.  dkms-remove takes gpumig off
+# every kernel.
 dkms-install:
-	scripts/dkms.sh install $(DISTRO_KVER)
+	scripts/dkms.sh install $(KVER)
 
 dkms-remove:
-	scripts/dkms.sh remove $(DISTRO_KVER)
+	scripts/dkms.sh remove
 
 endif
