@@ -39,6 +39,7 @@ enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
  *	R arch restore, C teardown, S scrub, L/l logging start/stop
  * @name: device name
  * @fail: the op that fails
+ * @hw_resets: the guest's resets as hardware counts them (guest_resets)
  * @backed: blocks that hint "not zero" whatever they hold, as simgpu's
  *	hint does for a backed page of zeroes
  * @during_count: called inside vram_dirty_count (an engine lock held)
@@ -59,6 +60,7 @@ struct fake_dev {
 	char name[32];
 	enum fake_fail fail;
 	unsigned long backed;
+	u32 hw_resets;
 	void (*during_count)(struct fake_dev *f);
 	void (*during_quiesce)(struct fake_dev *f);
 };
@@ -119,6 +121,13 @@ static int f_track(void *priv, bool on)
 	f->tracking = on;
 	f->dirty = on ? (1UL << F_BLOCKS) - 1 : 0;
 	return 0;
+}
+
+static u32 f_guest_resets(void *priv)
+{
+	struct fake_dev *f = priv;
+
+	return f->hw_resets;
 }
 
 static bool f_block_zero(struct fake_dev *f, unsigned long b)
@@ -266,6 +275,7 @@ static const struct gpumig_backend_ops fake_ops = {
 	.vram_track = f_track,
 	.vram_next_dirty = f_next_dirty,
 	.vram_dirty_count = f_dirty_count,
+	.guest_resets = f_guest_resets,
 	.vram_read = f_vram_read,
 	.vram_write = f_vram_write,
 	.arch_size = f_arch_size,
@@ -927,6 +937,12 @@ static void mig_precopy_reinit(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
 		KUNIT_EXPECT_EQ(test, info.flags, v2 ? (u32)VFIO_PRECOPY_INFO_REINIT : 0U);
 		KUNIT_EXPECT_EQ(test, info.initial_bytes + info.dirty_bytes, 0ULL);
+		/* A reset the hardware counted (a VF's PF): the same, once. */
+		f->hw_resets++;
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		KUNIT_EXPECT_EQ(test, info.flags, v2 ? (u32)VFIO_PRECOPY_INFO_REINIT : 0U);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+		KUNIT_EXPECT_EQ(test, info.flags, 0U);
 		fput(sf);
 	}
 #else

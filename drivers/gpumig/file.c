@@ -415,6 +415,16 @@ u64 gpumig_stopcopy_size(struct gpumig_mig *m)
 	       gpumig_dirty_vram_bytes(m) + gpumig_tail_bytes(m);
 }
 
+/* Re-initialisations so far: the front end's and the hardware's count. */
+static int gpumig_reconfig_seq(struct gpumig_mig *m)
+{
+	int seq = atomic_read(&m->reconfig_seq);
+
+	if (m->ops->guest_resets)
+		seq += m->ops->guest_resets(m->priv);
+	return seq;
+}
+
 #ifdef VFIO_PRECOPY_INFO_REINIT
 #define GPUMIG_PRECOPY_REINIT	VFIO_PRECOPY_INFO_REINIT
 
@@ -425,7 +435,7 @@ u64 gpumig_stopcopy_size(struct gpumig_mig *m)
  */
 static bool gpumig_file_reinit(struct gpumig_mig_file *migf)
 {
-	int seq = atomic_read(&migf->m->reconfig_seq);
+	int seq = gpumig_reconfig_seq(migf->m);
 
 	lockdep_assert_held(&migf->lock);
 	if (seq == migf->reconfig_seen)
@@ -767,7 +777,7 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	}
 	gpumig_writer_init(&migf->w);
 	/* A re-initialisation before now is part of the first pass. */
-	migf->reconfig_seen = atomic_read(&m->reconfig_seq);
+	migf->reconfig_seen = gpumig_reconfig_seq(m);
 	migf->initial_left = gpumig_blob_section_size(sizeof(struct gpumig_wire_header)) +
 			     gpumig_dirty_vram_bytes(m);
 	ret = gpumig_produced(migf, gpumig_emit_header(&migf->w, migf->buf,

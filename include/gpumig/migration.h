@@ -109,6 +109,11 @@ struct rb_root_cached;
  * @dma_log_report: call @report for every run of pages written in
  *	[@iova, @iova + @len) since the last report, and clear them.  State
  *	mutex.
+ * @guest_resets: how many times the guest has reset the device through
+ *	its own registers so far, for hardware that counts them (a VF's
+ *	PF does); a change during PRE_COPY is a gpumig_mig_reconfigured().
+ *	Optional (a front end that sees the reset calls that instead).
+ *	File lock, or the state mutex.
  * @notifies_dirty: the backend calls gpumig_mig_vram_dirtied() whenever a
  *	VRAM block becomes dirty while tracking; without it (hardware that
  *	raises no interrupt for that) the engine looks again every
@@ -135,6 +140,7 @@ struct gpumig_backend_ops {
 	int (*dma_log_report)(void *priv, u64 iova, u64 len,
 			      void (*report)(void *ctx, u64 iova, u64 len),
 			      void *ctx);
+	u32 (*guest_resets)(void *priv);
 	bool notifies_dirty;
 };
 

@@ -72,6 +72,7 @@ struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf, const struct simgpu_pf
 void simgpu_pf_vf_put(struct simgpu_pf_vf *vf);
 void simgpu_pf_vf_info(struct simgpu_pf_vf *vf, struct simgpu_pf_vf_info *info);
 u32 simgpu_pf_vf_resets(struct simgpu_pf_vf *vf);
+u32 simgpu_pf_vf_guest_resets(struct simgpu_pf_vf *vf);
 u32 simgpu_pf_vf_state(struct simgpu_pf_vf *vf);
 u64 simgpu_pf_vf_stat(struct simgpu_pf_vf *vf, unsigned int s);
 u32 simgpu_pf_vf_knob(struct simgpu_pf_vf *vf, unsigned int k);

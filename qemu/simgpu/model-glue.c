@@ -30,6 +30,7 @@ struct simgpu_model *simgpu_model_new(const struct simgpu_model_env *env, void *
 	m->ops.raise_irq = env->raise_irq;
 	m->ops.kick = env->kick;
 	m->ops.stepped = env->stepped;
+	m->ops.guest_reset = env->guest_reset;
 	if (simgpu_core_init(&m->core, &m->ops, ctx, nr_queues, vram_size)) {
 		free(m);
 		return NULL;

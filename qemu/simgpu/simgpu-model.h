@@ -21,6 +21,7 @@ struct simgpu_model;
  * @raise_irq: the VF's interrupt
  * @kick: work arrived: run the processor soon
  * @stepped: a processor pass ended
+ * @guest_reset: the guest reset the VF through its control register
  */
 struct simgpu_model_env {
 	int (*dma_rw)(void *ctx, uint64_t iova, void *buf, size_t len, bool write);
@@ -28,6 +29,7 @@ struct simgpu_model_env {
 	void (*raise_irq)(void *ctx);
 	void (*kick)(void *ctx);
 	void (*stepped)(void *ctx);
+	void (*guest_reset)(void *ctx);
 };
 
 struct simgpu_model *simgpu_model_new(const struct simgpu_model_env *env, void *ctx,

@@ -99,6 +99,7 @@ struct SimgpuVfState {
 	uint64_t vram_size;
 	uint32_t queues;
 	uint32_t resets;
+	uint32_t guest_resets;		/* through CONTROL, since enabled */
 	QEMUBH *bh;
 	QEMUTimer *timer;
 	int64_t not_before;		/* the throttle's pause ends */
@@ -217,12 +218,21 @@ static void simgpu_env_stepped(void *ctx)
 	simgpu_pf_poll(simgpu_vf_pf(vf), simgpu_vf_index(vf));
 }
 
+/* The PF counts them: a migration driver reports new initial data. */
+static void simgpu_env_guest_reset(void *ctx)
+{
+	SimgpuVfState *vf = ctx;
+
+	vf->guest_resets++;
+}
+
 static const struct simgpu_model_env simgpu_env = {
 	.dma_rw = simgpu_env_dma_rw,
 	.vram_rw = simgpu_env_vram_rw,
 	.raise_irq = simgpu_env_raise_irq,
 	.kick = simgpu_env_kick,
 	.stepped = simgpu_env_stepped,
+	.guest_reset = simgpu_env_guest_reset,
 };
 
 /*
@@ -607,6 +617,8 @@ static uint64_t simgpu_pf_vf_read(SimgpuPfState *pf, unsigned int n, hwaddr reg)
 		return simgpu_profiles[p].queues;
 	case SIMGPU_PF_VF_RESETS:
 		return vf ? vf->resets : 0;
+	case SIMGPU_PF_VF_GUEST_RESETS:
+		return vf ? vf->guest_resets : 0;
 	case SIMGPU_PF_VF_STATE:
 		return !vf ? 0 : SIMGPU_PF_VF_STATE_ENABLED |
 		       (simgpu_model_paused(vf->model) ? SIMGPU_PF_VF_STATE_PAUSED : 0) |
@@ -769,6 +781,7 @@ static void simgpu_vf_enable(SimgpuVfState *vf)
 	vf->populated = bitmap_new(vf->nr_blocks);
 	vf->model = simgpu_model_new(&simgpu_env, vf, vf->queues, vf->vram_size);
 	vf->resets = 0;
+	vf->guest_resets = 0;
 	simgpu_vf_scrub(vf);
 }
 

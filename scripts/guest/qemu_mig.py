@@ -613,6 +613,19 @@ def one_migration(run, src, dst, sock, label, sample=False):
         if pre:
             run.note("%s: gpumigctl watch: %d samples, %d in pre-copy with data pending, "
                      "e.g. %s" % (label, len(lines), len(pre), json.dumps(pre[0])))
+    dev = landed(run, src, dst, info, label, before, 3)
+    if dev is None:
+        return None
+    info["_device"] = dev
+    info["_iters"] = (before, dst.last_iter())
+    return info
+
+
+def landed(run, src, dst, info, label, before, iters, what=""):
+    """The checks after a migration that must succeed: completed, the
+    destination runs, the guest verifies @iters more iterations there
+    (@what says what else it checks).  Returns the source device's status,
+    or None when the migration did not complete."""
     dev = src.dev.status()
     ok = info.get("status") == "completed"
     run.check("%s: migration completed" % label, ok,
@@ -621,14 +634,12 @@ def one_migration(run, src, dst, sock, label, sample=False):
         return None
     run.note("%s: %s" % (label, describe(info, dev)))
     run.check("%s: destination running" % label, wait_running(dst))
-    resumed = dst.wait_iter(before + 3)
-    run.check("%s: the guest keeps verifying on the destination" % label,
+    resumed = dst.wait_iter(before + iters)
+    run.check("%s: the guest keeps verifying on the destination%s" % (label, what),
               resumed and not dst.failures(),
               "last iteration %d (source had %d); %s" %
               (dst.last_iter(), before, "; ".join(dst.failures()[:3])))
-    info["_device"] = dev
-    info["_iters"] = (before, dst.last_iter())
-    return info
+    return dev
 
 
 def stopped(vm):
@@ -719,20 +730,9 @@ def reinit_migration(run, src, dst, sock, mailbox):
     run.check("%s: QEMU asked the destination to acknowledge the new initial data, and "
               "sent it again (%d INIT_DATA_SENT)" % (label, acks),
               "vfio_query_precopy_size_request_switchover_ack" in t and acks >= 2, t[-600:])
-    dev = src.dev.status()
-    ok = info.get("status") == "completed"
-    run.check("%s: migration completed" % label, ok,
-              "status %s: %s" % (info.get("status"), info.get("error-desc", "")))
-    if not ok:
-        return False
-    run.note("%s: %s" % (label, describe(info, dev)))
-    run.check("%s: destination running" % label, wait_running(dst))
-    resumed = dst.wait_iter(before + 3 + 24)
-    run.check("%s: the guest keeps verifying on the destination, its re-initialised VRAM "
-              "too" % label, resumed and not dst.failures(),
-              "last iteration %d (source had %d); %s" %
-              (dst.last_iter(), before, "; ".join(dst.failures()[:3])))
-    return True
+    # every chunk of the re-initialised VRAM is checked once in 24
+    return landed(run, src, dst, info, label, before, 3 + 24,
+                  ", its re-initialised VRAM too") is not None
 
 
 def main():
@@ -746,7 +746,7 @@ def main():
                     help="the QEMU command, e.g. 'chroot ROOT qemu-system-x86_64'")
     ap.add_argument("--reinit", action="store_true",
                     help="also the REINIT scenario: QEMU 11.1 on a kernel with "
-                    "VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2, simgpu mdevs")
+                    "VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2")
     ap.add_argument("--pci", nargs="+", metavar="PROFILE=ADDR,...",
                     help="VFs bound to gpumig-vfio-pci: three of 256M, one of 64M")
     args = ap.parse_args()

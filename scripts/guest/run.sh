@@ -295,11 +295,15 @@ simgpu_suite() {
 	check "QEMU end to end: every check passed (qemu/qemu.ktap)" \
 		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu"
-	# REINIT needs a kernel with VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2 (7.3).
-	local reinit=()
-	grep -qs VFIO_PRECOPY_INFO_REINIT "$kdir/include/uapi/linux/vfio.h" && reinit=(--reinit)
 	qemu11_lane "QEMU 11.1 end to end on mdevs: every check passed (qemu11/qemu.ktap)" \
-		"$out/qemu11" "${reinit[@]}"
+		"$out/qemu11" $(reinit_arg)
+}
+
+# --reinit for qemu_mig.py where the kernel has
+# VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2 (7.3's uAPI), else nothing.
+reinit_arg() {
+	grep -qs VFIO_PRECOPY_INFO_REINIT "$kdir/include/uapi/linux/vfio.h" && echo --reinit
+	return 0
 }
 
 # qemu11_root: QEMU 11.1's trixie root (scripts/trixie-root.sh) made
@@ -519,7 +523,7 @@ pci_suite() {
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
 		--pci "256M=$vf1,$vf3" "64M=$vf0"
 	qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
-		"$out/qemu11-pci" --pci "256M=$vf1,$vf3" "64M=$vf0"
+		"$out/qemu11-pci" $(reinit_arg) --pci "256M=$vf1,$vf3" "64M=$vf0"
 
 	check "$GVP, simgpu-pf and gpumig cannot be unloaded while QEMU holds a VF" \
 		unload_refused "/sys/bus/pci/devices/$vf0" gpumig_vfio_pci simgpu_pf gpumig

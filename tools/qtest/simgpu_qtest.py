@@ -28,6 +28,7 @@ PF_APERTURE_LO, PF_INT_STATUS, PF_ARCH_SIZE, PF_XFER_MAX = 0x010, 0x018, 0x028, 
 PF_VF_BASE, PF_VF_STRIDE = 0x1000, 0x100
 VF_CMD, VF_STATUS, VF_ARG0, VF_RESULT = 0x00, 0x04, 0x10, 0x30
 VF_PROFILE, VF_VRAM_LO, VF_QUEUES, VF_STATE = 0x40, 0x44, 0x4c, 0x54
+VF_RESETS, VF_GUEST_RESETS = 0x50, 0x58
 STATUS_BUSY = 1 << 31
 CMD_PAUSE, CMD_RESUME, CMD_INVALIDATE, CMD_SAVE, CMD_RESTORE = 1, 2, 3, 4, 5
 CMD_VRAM_READ, CMD_VRAM_WRITE, CMD_TRACK, CMD_DIRTY, CMD_SCRUB = 6, 7, 8, 9, 10
@@ -263,7 +264,11 @@ def t_still_works(r):
     for n in range(r.nvfs):
         assert r.command(n, CMD_SCRUB) == 0
     bar = r.vf_bar0(0)
+    guest, flr = q.readl(r.vfreg(0, VF_GUEST_RESETS)), q.readl(r.vfreg(0, VF_RESETS))
     q.writel(bar + SG_CONTROL, 2)                                   # reset
+    # the PF counts the VF user's own reset (not as a function-level one)
+    assert q.readl(r.vfreg(0, VF_GUEST_RESETS)) == guest + 1, "GUEST_RESETS not counted"
+    assert q.readl(r.vfreg(0, VF_RESETS)) == flr, "a CONTROL reset counted as an FLR"
     tables, ring, buf = RAM_BUF + 0x10000, RAM_BUF + 0x20000, RAM_BUF + 0x30000
     va = 0x10000000
     q.write(tables, bytes(0x3000))
@@ -323,7 +328,8 @@ def main():
         run("exact errors at the ABI's edges; broken states refused", t_limits, r)
         run("%d random VF register writes while it runs" % a.ops, t_vf_registers, r, rnd,
             a.ops)
-        run("the device still works afterwards, byte for byte", t_still_works, r)
+        run("the device still works afterwards, byte for byte; the PF counts a VF "
+            "user's reset", t_still_works, r)
         print("# %d qtest commands; %s of the nonsense commands failed with a status"
               % (q.cmds, errors))
     q.close()

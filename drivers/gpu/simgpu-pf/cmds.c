@@ -542,6 +542,18 @@ u32 simgpu_pf_vf_state(struct simgpu_pf_vf *vf)
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_state);
 
+/* A per-VF counter register, or 0 once the PF is gone. */
+static u32 simgpu_pf_vf_counter(struct simgpu_pf_vf *vf, u32 reg)
+{
+	u32 n = 0;
+
+	mutex_lock(&vf->cmd_lock);
+	if (!vf->gone)
+		n = simgpu_pf_vf_reg(vf, reg);
+	mutex_unlock(&vf->cmd_lock);
+	return n;
+}
+
 /**
  * simgpu_pf_vf_resets() - function-level resets of the VF since it was enabled
  * @vf: claimed VF
@@ -550,15 +562,25 @@ EXPORT_SYMBOL_GPL(simgpu_pf_vf_state);
  */
 u32 simgpu_pf_vf_resets(struct simgpu_pf_vf *vf)
 {
-	u32 n = 0;
-
-	mutex_lock(&vf->cmd_lock);
-	if (!vf->gone)
-		n = simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_RESETS);
-	mutex_unlock(&vf->cmd_lock);
-	return n;
+	return simgpu_pf_vf_counter(vf, SIMGPU_PF_VF_RESETS);
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_resets);
+
+/**
+ * simgpu_pf_vf_guest_resets() - resets the VF's user made through the VF's
+ *	own control register since it was enabled
+ * @vf: claimed VF
+ *
+ * A migration driver compares it during pre-copy: a guest that started its
+ * GPU over has new initial data (VFIO_PRECOPY_INFO_REINIT).
+ *
+ * Return: the count, or 0 once the PF is gone.
+ */
+u32 simgpu_pf_vf_guest_resets(struct simgpu_pf_vf *vf)
+{
+	return simgpu_pf_vf_counter(vf, SIMGPU_PF_VF_GUEST_RESETS);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_guest_resets);
 
 /* ---- claims --------------------------------------------------------------- */
 

@@ -91,6 +91,7 @@
 #define SIMGPU_PF_VF_QUEUES		0x4c	/* RO: the profile's queues */
 #define SIMGPU_PF_VF_RESETS		0x50	/* RO: function-level resets so far */
 #define SIMGPU_PF_VF_STATE		0x54	/* RO: SIMGPU_PF_VF_STATE_* */
+#define SIMGPU_PF_VF_GUEST_RESETS	0x58	/* RO: the VF user's CONTROL resets */
 #define SIMGPU_PF_VF_STATE_ENABLED	(1U << 0)	/* SR-IOV enabled it */
 #define SIMGPU_PF_VF_STATE_PAUSED	(1U << 1)	/* PAUSE completed */
 #define SIMGPU_PF_VF_STATE_TRACKING	(1U << 2)	/* VRAM_TRACK on */

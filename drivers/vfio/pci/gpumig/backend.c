@@ -209,6 +209,14 @@ static int gvp_be_vram_read(void *priv, u64 off, void *buf, u32 len)
 	return simgpu_pf_vf_vram_read(g->vf, off, buf, len);
 }
 
+/* The guest's resets through the VF's CONTROL register, as the PF counts them. */
+static u32 gvp_be_guest_resets(void *priv)
+{
+	struct gvp_dev *g = priv;
+
+	return simgpu_pf_vf_guest_resets(g->vf);
+}
+
 static int gvp_be_vram_write(void *priv, u64 off, const void *buf, u32 len)
 {
 	struct gvp_dev *g = priv;
@@ -456,6 +464,7 @@ const struct gpumig_backend_ops gvp_backend_ops = {
 	.dma_log_start = gvp_be_dma_log_start,
 	.dma_log_stop = gvp_be_dma_log_stop,
 	.dma_log_report = gvp_be_dma_log_report,
+	.guest_resets = gvp_be_guest_resets,
 };
 
 /**
