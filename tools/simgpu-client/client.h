@@ -76,6 +76,10 @@ int t_pf_gone(struct gpu *g);
 /* hostile.c */
 int t_hostile(struct gpu *g);
 
+/* golden.c */
+int t_golden_save(struct gpu *g);
+int t_golden_load(struct gpu *g);
+
 int migrate_trip(struct gpu *from, struct gpu *to, int n);
 int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
 		 const struct blob *pre, const struct blob *stop);
