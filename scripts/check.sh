@@ -311,7 +311,34 @@ if want dkms; then
 fi
 
 if want distro-vm; then
-	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "distro VM: boot $KVER_DISTRO, DKMS modules, mdev and PCI suites" \
+	# The package lane's inputs: gpumig-dkms built with dh-dkms, and a
+	# Debian root for it to be installed into (run.sh, package_suite).
+	mkdir -p "$RES/distro"
+	t0=$(date +%s)
+	if deb=$("$GPUMIG_TOP/scripts/deb.sh" 2>"$RES/deb.log"); then
+		record "Debian package gpumig-dkms built with dh-dkms" pass $(($(date +%s) - t0))
+		echo "$deb" >"$RES/distro/pkg-deb"
+	else
+		record "Debian package gpumig-dkms built with dh-dkms" FAIL $(($(date +%s) - t0)) "see build/results/deb.log"
+	fi
+	t0=$(date +%s)
+	if root=$("$GPUMIG_TOP/scripts/bookworm-root.sh" 2>"$RES/bookworm-root.log"); then
+		record "bookworm root with Debian's $KVER_DISTRO and DKMS ready" pass $(($(date +%s) - t0))
+		echo "$root" >"$RES/distro/pkg-root"
+	else
+		record "bookworm root with Debian's $KVER_DISTRO and DKMS ready" FAIL $(($(date +%s) - t0)) "see build/results/bookworm-root.log"
+	fi
+	# The compiler cache the VM's DKMS build reads (scripts/pkg-ccache.sh).
+	if [ -s "$RES/distro/pkg-deb" ] && [ -s "$RES/distro/pkg-root" ]; then
+		t0=$(date +%s)
+		if cc=$("$GPUMIG_TOP/scripts/pkg-ccache.sh" "$root" "$deb" 2>"$RES/pkg-ccache.log"); then
+			record "gpumig-dkms installed natively into a copy of that root (fills the VM's compiler cache)" pass $(($(date +%s) - t0))
+			echo "$cc" >"$RES/distro/pkg-ccache"
+		else
+			record "gpumig-dkms installed natively into a copy of that root (fills the VM's compiler cache)" FAIL $(($(date +%s) - t0)) "see build/results/pkg-ccache.log"
+		fi
+	fi
+	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "distro VM: boot $KVER_DISTRO, DKMS modules, mdev and PCI suites, the package" \
 		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${PCI_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"
 	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
