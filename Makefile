@@ -35,12 +35,14 @@ install: modules
 # out-of-tree modules; extra on older kernels).  Unload them first
 # (README.md: stop or migrate the VMs, stop the instances, then
 # modprobe -r gpumig-vfio-pci simgpu simgpu-pf gpumig).
+# INSTALL_MOD_PATH prefixes both, as kbuild's modules_install does.
 GPUMIG_KOS := gpumig simgpu simgpu-pf gpumig-vfio-pci
 uninstall:
 	@for d in updates extra; do for m in $(GPUMIG_KOS); do \
-		for f in /lib/modules/$(KVER)/$$d/$$m.ko /lib/modules/$(KVER)/$$d/$$m.ko.*; do \
+		for f in $(INSTALL_MOD_PATH)/lib/modules/$(KVER)/$$d/$$m.ko \
+			 $(INSTALL_MOD_PATH)/lib/modules/$(KVER)/$$d/$$m.ko.*; do \
 			[ -e "$$f" ] || continue; echo "  rm $$f"; rm -f "$$f"; done; done; done
-	depmod $(KVER)
+	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $(KVER)
 
 clean:
 	@if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi

@@ -123,6 +123,26 @@ versions_agree() {
 	echo "$n modules and gpumigctl: $want"
 }
 
+# make uninstall, on a module tree of its own (INSTALL_MOD_PATH): each of
+# gpumig's modules, plain or compressed, in updates/ or extra/, goes;
+# another module stays; depmod runs.
+uninstall_check() {
+	local t k=0.0.0-gpumig-test m
+	t=$(mktemp -d)
+	mkdir -p "$t/lib/modules/$k/updates" "$t/lib/modules/$k/extra" "$t/lib/modules/$k/kernel"
+	for m in gpumig simgpu simgpu-pf gpumig-vfio-pci; do
+		touch "$t/lib/modules/$k/updates/$m.ko" "$t/lib/modules/$k/extra/$m.ko.xz"
+	done
+	touch "$t/lib/modules/$k/updates/other.ko" "$t/lib/modules/$k/kernel/vfio.ko"
+	make -s -C "$GPUMIG_TOP" uninstall KVER=$k INSTALL_MOD_PATH="$t" || { rm -rf "$t"; return 1; }
+	find "$t/lib/modules/$k" -name '*.ko*' | sort
+	[ "$(find "$t/lib/modules/$k" -name '*.ko*' | wc -l)" -eq 2 ] &&
+		[ -e "$t/lib/modules/$k/updates/other.ko" ] && [ -e "$t/lib/modules/$k/modules.dep" ]
+	local rc=$?
+	rm -rf "$t"
+	return $rc
+}
+
 # Memory a user's migration or DMA-logging fd makes the kernel allocate is
 # charged to the user's memory cgroup (GFP_KERNEL_ACCOUNT), as vfio-pci's
 # own migration drivers do; an allocation there that is not says why in an
@@ -255,6 +275,8 @@ if want static; then
 	run_check "build W=1 + sparse C=2: Debian $KVER_DISTRO" build_clean distro "$DISTRO_KDIR" C=2
 	run_check "one version: the modules and gpumigctl report dkms.conf's" \
 		versions_agree "$BUILD/distro"
+	run_check "make uninstall removes what make install put in updates/ and extra/, nothing else" \
+		uninstall_check
 fi
 
 TOOLS=$BUILD/tools
