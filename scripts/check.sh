@@ -290,9 +290,12 @@ if (want debug-vm || want distro-vm || named pci-vm) && [ -n "$DEBUG_KDIR" ]; th
 fi
 
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
-	# Always rebuild: the static step may not have run (--only).
-	build_clean debug "$DEBUG_KDIR" >"$RES/build-debug-vm.log" 2>&1 ||
-		record "build modules for the debug VM" FAIL 0 "see build/results/build-debug-vm.log"
+	# The static step built them (and failed on any diagnostic); without it
+	# (--only), build them here.
+	if ! want static || ! grep -q "^build W=1 + sparse C=2: debug $DEBUG_SERIES	pass" "$CHECKS"; then
+		build_clean debug "$DEBUG_KDIR" >"$RES/build-debug-vm.log" 2>&1 ||
+			record "build modules for the debug VM" FAIL 0 "see build/results/build-debug-vm.log"
+	fi
 	mkdir -p "$RES/debug"
 	[ -n "$TRIXIE_ROOT" ] && echo "$TRIXIE_ROOT" >"$RES/debug/qemu11-root"
 	VM_MEMORY=3G VM_TIMEOUT=3300 run_check "debug VM: boot $DEBUG_SERIES, KUnit, mdev and PCI suites, QEMU 10.0 and 11.1" \
@@ -360,8 +363,19 @@ if want distro-vm; then
 			record "gpumig-dkms installed natively into a copy of that root (fills the VM's compiler cache)" FAIL $(($(date +%s) - t0)) "see build/results/pkg-ccache.log"
 		fi
 	fi
+	# The package lane's root as a read-only disk (bookworm-root.sh).
+	DISTRO_VM_ARGS=("${PCI_VM_ARGS[@]}")
+	if [ -s "$RES/distro/pkg-root" ] && [ -f "$(cat "$RES/distro/pkg-root").img" ]; then
+		disk="-drive file=$(cat "$RES/distro/pkg-root").img,if=virtio,format=raw,readonly=on"
+		if [ -n "$QEMU_BIN" ]; then
+			DISTRO_VM_ARGS=(--qemu "$QEMU_BIN" --append "intel_iommu=on"
+					--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $disk")
+		else
+			DISTRO_VM_ARGS=(--qemu-opts "$disk")
+		fi
+	fi
 	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "distro VM: boot $KVER_DISTRO, DKMS modules, mdev and PCI suites, the package" \
-		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${PCI_VM_ARGS[@]}" -- \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${DISTRO_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"
 	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
 fi

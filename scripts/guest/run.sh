@@ -337,10 +337,16 @@ simgpu_suite() {
 	# QEMU end to end: the guest program, live migration, negative paths,
 	# ping-pong (it creates its own instances).
 	check "QEMU end to end: every check passed (qemu/qemu.ktap)" \
-		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" \
+		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" --pingpong "$(pingpongs)" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu"
 	qemu11_lane "QEMU 11.1 end to end on mdevs: every check passed (qemu11/qemu.ktap)" \
 		"$out/qemu11" $(reinit_arg)
+}
+
+# QEMU 10 ping-pongs: ten on Debian's kernel; four on the debug kernel,
+# where each costs seconds under KASAN (make soak runs fifty there).
+pingpongs() {
+	if [ "$mode" = distro ]; then echo 10; else echo 4; fi
 }
 
 # --reinit for qemu_mig.py where the kernel has
@@ -563,7 +569,7 @@ pci_suite() {
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
 	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
 	check "QEMU end to end on VFs: every check passed (qemu-pci/qemu.ktap)" \
-		timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
+		timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" --pingpong "$(pingpongs)" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
 		--pci "256M=$vf1,$vf3" "64M=$vf0"
 	qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
@@ -623,10 +629,17 @@ moddir_gvp=$moddir/gpumig-vfio-pci.ko
 # rules are not the package's), so this runs last.
 PKG=/run/gpumig-pkg
 pkg_root() {
-	local lower m=$PKG d
+	local lower m=$PKG d dev
 	lower=$(cat "$out/pkg-root")
-	mkdir -p $m && mount -t tmpfs tmpfs $m &&
-		mkdir -p $m/upper $m/work $m/merged &&
+	mkdir -p $m && mount -t tmpfs tmpfs $m || return 1
+	# The same root on a read-only disk, where the VM has it: page-cached,
+	# unlike the 9p root (bookworm-root.sh).
+	dev=$(findfs LABEL=gpumig-host 2>/dev/null)
+	if [ -n "$dev" ]; then
+		mkdir -p $m/disk && mount -o ro,noload "$dev" $m/disk && lower=$m/disk || return 1
+		echo "package root: $dev" >>"$out/guest.log"
+	fi
+	mkdir -p $m/upper $m/work $m/merged &&
 		mount -t overlay overlay \
 			-o "lowerdir=$lower,upperdir=$m/upper,workdir=$m/work" $m/merged || return 1
 	mount -t tmpfs tmpfs $m/merged/run && mount -t tmpfs tmpfs $m/merged/tmp || return 1
@@ -642,11 +655,12 @@ pkg_root() {
 in_root() { chroot $PKG/merged env SYSTEMD_IGNORE_CHROOT=1 "$@"; }
 
 pkg_installed() {
-	local k
-	k=$(uname -r)
+	local k t0
+	k=$(uname -r) t0=$(date +%s)
 	DEBIAN_FRONTEND=noninteractive DEBIAN_KERNEL_USE_CCACHE=1 CCACHE_DIR=/ccache \
 		CCACHE_READONLY=1 CCACHE_TEMPDIR=/tmp in_root apt-get install -y -q \
 		"$(cat "$out/pkg-deb")" >"$out/pkg-install.log" 2>&1 || { cat "$out/pkg-install.log"; return 1; }
+	echo "package: apt install took $(($(date +%s) - t0)) s" | tee -a "$out/pkg-install.log"
 	in_root dkms status gpumig | tee -a "$out/pkg-install.log" | grep -q "gpumig/.*, $k, .*: installed" &&
 		for m in gpumig simgpu simgpu-pf gpumig-vfio-pci; do
 			in_root modinfo -k "$k" -n $m | grep -q "^/lib/modules/$k/updates/dkms/$m.ko" || return 1
@@ -706,12 +720,14 @@ pkg_bugreport() {
 # undefine them: they are the operator's, not the package's), unload,
 # purge; then nothing of the package is left on the root.
 pkg_removed() {
-	local left
+	local left t0
 	in_root mdevctl stop --uuid "$PKG_SRC" && in_root mdevctl stop --uuid "$PKG_DST" &&
 		in_root mdevctl undefine --uuid "$PKG_SRC" && in_root mdevctl undefine --uuid "$PKG_DST" &&
 		in_root modprobe -r simgpu gpumig || return 1
+	t0=$(date +%s)
 	DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y -q gpumig-dkms \
 		>"$out/pkg-purge.log" 2>&1 || { cat "$out/pkg-purge.log"; return 1; }
+	echo "package: apt purge took $(($(date +%s) - t0)) s" | tee -a "$out/pkg-purge.log"
 	! grep -q 'still loaded' "$out/pkg-purge.log" || return 1
 	left=$(cd $PKG/merged && find . -xdev \( -iname '*gpumig*' -o -iname '*simgpu*' \) \
 		-not -path './var/lib/dpkg/*' -not -path './var/log/*' -not -path './var/cache/*' \
