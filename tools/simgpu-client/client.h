@@ -44,6 +44,7 @@ int mig_get(struct gpu *g, uint32_t *state);
 int64_t mig_data_size(struct gpu *g);
 int mig_read(int fd, struct blob *b);
 int mig_write(int fd, const uint8_t *p, size_t len, size_t piece);
+int mig_capture(struct gpu *g, struct blob *b);
 
 /* work.c */
 int t_info(struct gpu *g);

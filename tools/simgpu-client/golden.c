@@ -128,19 +128,6 @@ static int image_of(const struct blob *b, struct image *im, size_t size)
 	return 0;
 }
 
-static int capture(struct gpu *g, struct blob *b)
-{
-	int fd = -1, ret;
-
-	if (mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) ||
-	    mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, &fd))
-		return -1;
-	ret = mig_read(fd, b);
-	data_fd_close(fd);
-	mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL);
-	return ret;
-}
-
 /*
  * Restore @len bytes into @g: 0 when it runs, else the first error (the
  * device then stays where the refusal left it, its last_error set, until
@@ -183,7 +170,7 @@ int t_golden_save(struct gpu *g)
 	gpu_map_range(g, VA_VRAM, 0, GOLDEN_VRAM, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS, GOLDEN_VRAM, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "copy into VRAM did not finish");
-	CHECK(capture(g, &b) == 0 && b.len > GOLDEN_VRAM, "capture");
+	CHECK(mig_capture(g, &b) == 0 && b.len > GOLDEN_VRAM, "capture");
 	f = fopen(path, "w");
 	CHECK(f, "cannot write %s", path);
 	if (fwrite(b.p, 1, b.len, f) != b.len) {
@@ -263,7 +250,7 @@ int t_golden_load(struct gpu *g)
 	/* The golden stream loads, and the device then holds its VRAM. */
 	ret = restore(g, gold.p, gold.len, &werr);
 	CHECK(!ret, "the golden stream was refused (%d)", ret);
-	CHECK(capture(g, &again) == 0, "capture after the restore");
+	CHECK(mig_capture(g, &again) == 0, "capture after the restore");
 	ret = image_of(&gold, &a, GOLDEN_VRAM);
 	if (!ret)
 		ret = image_of(&again, &b, GOLDEN_VRAM);
