@@ -16,8 +16,8 @@ KDIR ?= /lib/modules/$(KVER)/build
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install check static kunit fuzz fuzz-long demo bench soak deps \
-	dkms-install dkms-remove
+.PHONY: all modules clean install uninstall check static kunit fuzz fuzz-long demo bench soak \
+	deps dkms-install dkms-remove deb
 
 all: modules
 
@@ -29,6 +29,20 @@ modules:
 
 install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
+
+# Undo `make install` for KVER (the running kernel unless told): the
+# modules go from /lib/modules/KVER/updates (kbuild's INSTALL_MOD_DIR for
+# out-of-tree modules; extra on older kernels).  Unload them first
+# (README.md: stop or migrate the VMs, stop the instances, then
+# modprobe -r gpumig-vfio-pci simgpu simgpu-pf gpumig).
+# INSTALL_MOD_PATH prefixes both, as kbuild's modules_install does.
+GPUMIG_KOS := gpumig simgpu simgpu-pf gpumig-vfio-pci
+uninstall:
+	@for d in updates extra; do for m in $(GPUMIG_KOS); do \
+		for f in $(INSTALL_MOD_PATH)/lib/modules/$(KVER)/$$d/$$m.ko \
+			 $(INSTALL_MOD_PATH)/lib/modules/$(KVER)/$$d/$$m.ko.*; do \
+			[ -e "$$f" ] || continue; echo "  rm $$f"; rm -f "$$f"; done; done; done
+	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $(KVER)
 
 clean:
 	@if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
@@ -76,5 +90,10 @@ dkms-install:
 
 dkms-remove:
 	scripts/dkms.sh remove
+
+# The Debian package gpumig-dkms (debian/), built with Debian's dh-dkms
+# into build/deb/.
+deb:
+	scripts/deb.sh
 
 endif

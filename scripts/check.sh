@@ -123,6 +123,26 @@ versions_agree() {
 	echo "$n modules and gpumigctl: $want"
 }
 
+# make uninstall, on a module tree of its own (INSTALL_MOD_PATH): each of
+# gpumig's modules, plain or compressed, in updates/ or extra/, goes;
+# another module stays; depmod runs.
+uninstall_check() {
+	local t k=0.0.0-gpumig-test m
+	t=$(mktemp -d)
+	mkdir -p "$t/lib/modules/$k/updates" "$t/lib/modules/$k/extra" "$t/lib/modules/$k/kernel"
+	for m in gpumig simgpu simgpu-pf gpumig-vfio-pci; do
+		touch "$t/lib/modules/$k/updates/$m.ko" "$t/lib/modules/$k/extra/$m.ko.xz"
+	done
+	touch "$t/lib/modules/$k/updates/other.ko" "$t/lib/modules/$k/kernel/vfio.ko"
+	make -s -C "$GPUMIG_TOP" uninstall KVER=$k INSTALL_MOD_PATH="$t" || { rm -rf "$t"; return 1; }
+	find "$t/lib/modules/$k" -name '*.ko*' | sort
+	[ "$(find "$t/lib/modules/$k" -name '*.ko*' | wc -l)" -eq 2 ] &&
+		[ -e "$t/lib/modules/$k/updates/other.ko" ] && [ -e "$t/lib/modules/$k/modules.dep" ]
+	local rc=$?
+	rm -rf "$t"
+	return $rc
+}
+
 # Memory a user's migration or DMA-logging fd makes the kernel allocate is
 # charged to the user's memory cgroup (GFP_KERNEL_ACCOUNT), as vfio-pci's
 # own migration drivers do; an allocation there that is not says why in an
@@ -255,6 +275,8 @@ if want static; then
 	run_check "build W=1 + sparse C=2: Debian $KVER_DISTRO" build_clean distro "$DISTRO_KDIR" C=2
 	run_check "one version: the modules and gpumigctl report dkms.conf's" \
 		versions_agree "$BUILD/distro"
+	run_check "make uninstall removes what make install put in updates/ and extra/, nothing else" \
+		uninstall_check
 fi
 
 TOOLS=$BUILD/tools
@@ -268,9 +290,12 @@ if (want debug-vm || want distro-vm || named pci-vm) && [ -n "$DEBUG_KDIR" ]; th
 fi
 
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
-	# Always rebuild: the static step may not have run (--only).
-	build_clean debug "$DEBUG_KDIR" >"$RES/build-debug-vm.log" 2>&1 ||
-		record "build modules for the debug VM" FAIL 0 "see build/results/build-debug-vm.log"
+	# The static step built them (and failed on any diagnostic); without it
+	# (--only), build them here.
+	if ! want static || ! grep -q "^build W=1 + sparse C=2: debug $DEBUG_SERIES	pass" "$CHECKS"; then
+		build_clean debug "$DEBUG_KDIR" >"$RES/build-debug-vm.log" 2>&1 ||
+			record "build modules for the debug VM" FAIL 0 "see build/results/build-debug-vm.log"
+	fi
 	mkdir -p "$RES/debug"
 	[ -n "$TRIXIE_ROOT" ] && echo "$TRIXIE_ROOT" >"$RES/debug/qemu11-root"
 	VM_MEMORY=3G VM_TIMEOUT=3300 run_check "debug VM: boot $DEBUG_SERIES, KUnit, mdev and PCI suites, QEMU 10.0 and 11.1" \
@@ -311,8 +336,46 @@ if want dkms; then
 fi
 
 if want distro-vm; then
-	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "distro VM: boot $KVER_DISTRO, DKMS modules, mdev and PCI suites" \
-		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${PCI_VM_ARGS[@]}" -- \
+	# The package lane's inputs: gpumig-dkms built with dh-dkms, and a
+	# Debian root for it to be installed into (run.sh, package_suite).
+	mkdir -p "$RES/distro"
+	t0=$(date +%s)
+	if deb=$("$GPUMIG_TOP/scripts/deb.sh" 2>"$RES/deb.log"); then
+		record "Debian package gpumig-dkms built with dh-dkms" pass $(($(date +%s) - t0))
+		echo "$deb" >"$RES/distro/pkg-deb"
+	else
+		record "Debian package gpumig-dkms built with dh-dkms" FAIL $(($(date +%s) - t0)) "see build/results/deb.log"
+	fi
+	t0=$(date +%s)
+	if root=$("$GPUMIG_TOP/scripts/bookworm-root.sh" 2>"$RES/bookworm-root.log"); then
+		record "bookworm root with Debian's $KVER_DISTRO and DKMS ready" pass $(($(date +%s) - t0))
+		echo "$root" >"$RES/distro/pkg-root"
+	else
+		record "bookworm root with Debian's $KVER_DISTRO and DKMS ready" FAIL $(($(date +%s) - t0)) "see build/results/bookworm-root.log"
+	fi
+	# The compiler cache the VM's DKMS build reads (scripts/pkg-ccache.sh).
+	if [ -s "$RES/distro/pkg-deb" ] && [ -s "$RES/distro/pkg-root" ]; then
+		t0=$(date +%s)
+		if cc=$("$GPUMIG_TOP/scripts/pkg-ccache.sh" "$root" "$deb" 2>"$RES/pkg-ccache.log"); then
+			record "gpumig-dkms installed natively into a copy of that root (fills the VM's compiler cache)" pass $(($(date +%s) - t0))
+			echo "$cc" >"$RES/distro/pkg-ccache"
+		else
+			record "gpumig-dkms installed natively into a copy of that root (fills the VM's compiler cache)" FAIL $(($(date +%s) - t0)) "see build/results/pkg-ccache.log"
+		fi
+	fi
+	# The package lane's root as a read-only disk (bookworm-root.sh).
+	DISTRO_VM_ARGS=("${PCI_VM_ARGS[@]}")
+	if [ -s "$RES/distro/pkg-root" ] && [ -f "$(cat "$RES/distro/pkg-root").img" ]; then
+		disk="-drive file=$(cat "$RES/distro/pkg-root").img,if=virtio,format=raw,readonly=on"
+		if [ -n "$QEMU_BIN" ]; then
+			DISTRO_VM_ARGS=(--qemu "$QEMU_BIN" --append "intel_iommu=on"
+					--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $disk")
+		else
+			DISTRO_VM_ARGS=(--qemu-opts "$disk")
+		fi
+	fi
+	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "distro VM: boot $KVER_DISTRO, DKMS modules, mdev and PCI suites, the package" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${DISTRO_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"
 	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
 fi

@@ -15,11 +15,11 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 stamp=/var/lib/gpumig-deps.stamp
-want_rev=6
+want_rev=7
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_rev" ] &&
    [ -d "/lib/modules/$KVER_DISTRO/build" ] && command -v vng >/dev/null &&
    command -v sparse >/dev/null && command -v meson >/dev/null &&
-   command -v mmdebstrap >/dev/null &&
+   command -v mmdebstrap >/dev/null && command -v dh_dkms >/dev/null &&
    ls /usr/src/linux-source-6.12.tar.* >/dev/null 2>&1; then
 	echo "install-deps: already done"
 	exit 0
@@ -73,6 +73,7 @@ apt_install() {
 $SUDO apt-get update -q
 apt_install build-essential bc bison flex libelf-dev libssl-dev dwarves cpio \
 	kmod rsync python3 sparse dkms mdevctl socat busybox-static mmdebstrap \
+	debhelper dh-dkms \
 	gcc-multilib clang libclang-rt-14-dev lld xz-utils zstd \
 	"linux-image-${KVER_DISTRO}-unsigned" "linux-headers-${KVER_DISTRO}" \
 	linux-source-6.12

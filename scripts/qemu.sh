@@ -35,7 +35,11 @@ fetch_source() {
 	(cd "$SRC" && apt-get source --download-only "qemu=$QEMU_DEB" >"$SRC/fetch.log" 2>&1) || true
 	[ -f "$TARBALL" ] || die "could not fetch $TARBALL (see $SRC/fetch.log)"
 	local want
-	want=$(apt-cache showsrc "qemu=$QEMU_DEB" | awk '/^Checksums-Sha256:/ {s=1; next} /^[^ ]/ {s=0} s && $3 ~ /orig.tar.xz$/ {print $1; exit}')
+	# apt-cache showsrc takes no "=version": pick the stanza of $QEMU_DEB.
+	want=$(apt-cache showsrc qemu | awk -v v="$QEMU_DEB" '
+		/^Package:/ { mine = 0 } /^Version:/ { mine = ($2 == v) }
+		/^Checksums-Sha256:/ { s = 1; next } /^[^ ]/ { s = 0 }
+		mine && s && $3 ~ /orig\.tar\.xz$/ { print $1; exit }')
 	[ -n "$want" ] && echo "$want  $TARBALL" | sha256sum -c --quiet - ||
 		die "$TARBALL does not match the archive's checksum"
 }

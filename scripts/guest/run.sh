@@ -222,6 +222,39 @@ mdevctl_types() {
 	done
 }
 
+# orchestrator_names: every mdevNameSelector, mediatedDeviceTypes entry
+# and enabled_mdev_types value of orchestrators.rst is the name and the id
+# of one simgpu type.
+orchestrator_names() {
+	local doc v n=0
+	doc=$(dirname "$0")/../../Documentation/gpumig/orchestrators.rst
+	for v in $(sed -n -e 's/^ *- mdevNameSelector: \(.*\)$/\1/p' \
+			  -e 's/^ *enabled_mdev_types = \(.*\)$/\1/p' \
+			  -e '/mediatedDeviceTypes:/{n;s/^ *- \(.*\)$/\1/p}' "$doc"); do
+		[ "$(cat "/sys/class/mdev_bus/simgpu/mdev_supported_types/$v/name")" = "$v" ] ||
+			{ echo "$v: not a simgpu type"; return 1; }
+		n=$((n + 1))
+	done
+	[ $n -ge 3 ]
+}
+
+# golden_load DEV: every golden stream of tools/golden for DEV's type
+# (simgpu-64M-*.stream.gz for an mdev) into DEV: it loads, the device holds
+# its VRAM, and edited copies of it (newer major, newer state version) are
+# refused with a message.  One KTAP file per stream.
+golden_load() {
+	local dev=$1 t f name
+	t=$(basename "$(readlink /sys/bus/mdev/devices/$dev/mdev_type 2>/dev/null)")
+	for f in "$(dirname "$0")"/../../tools/golden/*-"$t".stream.gz; do
+		[ -e "$f" ] || continue
+		name=$(basename "$f" .stream.gz)
+		gunzip -c "$f" >"$out/golden.bin" || { check "$name: unpack" false; continue; }
+		GOLDEN_STREAM=$out/golden.bin timeout 300 "$tooldir/simgpu-client" -s golden_load \
+			-n "golden_${name//[-.]/_}" "$dev" >"$out/client-golden-$name.ktap" 2>>"$out/guest.log"
+		rm -f "$out/golden.bin"
+	done
+}
+
 # simgpu_suite: one instance of every type, the client's scenarios on each,
 # a second tenant on a reused instance, removal while open.
 simgpu_suite() {
@@ -241,6 +274,15 @@ simgpu_suite() {
 		"[ \$(cat $parent/mdev_supported_types/simgpu-1G/available_instances) -eq 0 ] &&
 		 [ \$(cat $parent/mdev_supported_types/simgpu-256M/available_instances) -eq 2 ] &&
 		 [ \$(cat $parent/mdev_supported_types/simgpu-64M/available_instances) -eq 11 ]"
+	# Selectors (KubeVirt's mdevNameSelector, Nova's enabled_mdev_types)
+	# match a type's name or id: the same string, no spaces or commas.
+	check "each type's name is its type id (selector-safe: no spaces, no commas)" sh -c \
+		"for d in $parent/mdev_supported_types/*; do
+		     n=\$(cat \$d/name) && [ \"\$n\" = \"\${d##*/}\" ] || exit 1
+		     case \$n in *[' ,']*) exit 1 ;; esac
+		 done"
+	check "the type names orchestrators.rst gives KubeVirt and Nova are simgpu's" \
+		orchestrator_names
 	check "types and instances publish the migration descriptor" sh -c \
 		"grep -q 'type=simgpu-256M vram=268435456 queues=4' $parent/mdev_supported_types/simgpu-256M/description &&
 		 grep -q 'backend=1 type=simgpu-64M' /sys/bus/mdev/devices/${uuids[0]}/migration/compat"
@@ -255,6 +297,8 @@ simgpu_suite() {
 			>"$out/client-$t.ktap" 2>>"$out/guest.log"
 		echo "vm: client on $t exited $?"
 	done
+	# The golden streams of earlier releases load (tools/golden/README).
+	golden_load "${uuids[0]}"
 	# Migration between two instances of one type, then to another type.
 	local src dst
 	src=$(cat /proc/sys/kernel/random/uuid)
@@ -293,10 +337,16 @@ simgpu_suite() {
 	# QEMU end to end: the guest program, live migration, negative paths,
 	# ping-pong (it creates its own instances).
 	check "QEMU end to end: every check passed (qemu/qemu.ktap)" \
-		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" \
+		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" --pingpong "$(pingpongs)" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu"
 	qemu11_lane "QEMU 11.1 end to end on mdevs: every check passed (qemu11/qemu.ktap)" \
 		"$out/qemu11" $(reinit_arg)
+}
+
+# QEMU 10 ping-pongs: ten on Debian's kernel; four on the debug kernel,
+# where each costs seconds under KASAN (make soak runs fifty there).
+pingpongs() {
+	if [ "$mode" = distro ]; then echo 10; else echo 4; fi
 }
 
 # --reinit for qemu_mig.py where the kernel has
@@ -519,7 +569,7 @@ pci_suite() {
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
 	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
 	check "QEMU end to end on VFs: every check passed (qemu-pci/qemu.ktap)" \
-		timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
+		timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" --pingpong "$(pingpongs)" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
 		--pci "256M=$vf1,$vf3" "64M=$vf0"
 	qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
@@ -567,6 +617,157 @@ moddir_gvp=$moddir/gpumig-vfio-pci.ko
 
 # The VM runs on the project's QEMU with simgpu-pci: the PCI suite too, in
 # the same boot.
+# package_suite: the gpumig-dkms package (scripts/deb.sh) on a Debian
+# host (scripts/bookworm-root.sh: Debian's kernel image and headers, DKMS,
+# udev, mdevctl), the way an operator meets it: apt installs it (DKMS
+# builds the modules for the running kernel), mdevctl defines two
+# auto-start instances, the boot-time steps run (systemd-modules-load,
+# then udevd's coldplug; and again with udevd already running), the
+# instances come back and migrate, gpumig-bugreport describes them, and
+# removal in the documented order leaves nothing behind.  The root is an
+# overlay on tmpfs; the VM's own udevd is stopped first (the host root's
+# rules are not the package's), so this runs last.
+PKG=/run/gpumig-pkg
+pkg_root() {
+	local lower m=$PKG d dev
+	lower=$(cat "$out/pkg-root")
+	mkdir -p $m && mount -t tmpfs tmpfs $m || return 1
+	# The same root on a read-only disk, where the VM has it: page-cached,
+	# unlike the 9p root (bookworm-root.sh).
+	dev=$(findfs LABEL=gpumig-host 2>/dev/null)
+	if [ -n "$dev" ]; then
+		mkdir -p $m/disk && mount -o ro,noload "$dev" $m/disk && lower=$m/disk || return 1
+		echo "package root: $dev" >>"$out/guest.log"
+	fi
+	mkdir -p $m/upper $m/work $m/merged &&
+		mount -t overlay overlay \
+			-o "lowerdir=$lower,upperdir=$m/upper,workdir=$m/work" $m/merged || return 1
+	mount -t tmpfs tmpfs $m/merged/run && mount -t tmpfs tmpfs $m/merged/tmp || return 1
+	for d in /dev /proc /sys "$out" "$tooldir" "$(dirname "$(cat "$out/pkg-deb")")"; do
+		mkdir -p "$m/merged$d" && mount --rbind "$d" "$m/merged$d" || return 1
+	done
+	# The compiler cache the host filled (scripts/pkg-ccache.sh), read-only.
+	if [ -s "$out/pkg-ccache" ]; then
+		mkdir -p $m/merged/ccache && mount --bind -o ro "$(cat "$out/pkg-ccache")" $m/merged/ccache
+	fi
+}
+# systemd's tools (udevadm) ignore requests in a chroot unless told not to.
+in_root() { chroot $PKG/merged env SYSTEMD_IGNORE_CHROOT=1 "$@"; }
+
+pkg_installed() {
+	local k t0
+	k=$(uname -r) t0=$(date +%s)
+	DEBIAN_FRONTEND=noninteractive DEBIAN_KERNEL_USE_CCACHE=1 CCACHE_DIR=/ccache \
+		CCACHE_READONLY=1 CCACHE_TEMPDIR=/tmp in_root apt-get install -y -q \
+		"$(cat "$out/pkg-deb")" >"$out/pkg-install.log" 2>&1 || { cat "$out/pkg-install.log"; return 1; }
+	echo "package: apt install took $(($(date +%s) - t0)) s" | tee -a "$out/pkg-install.log"
+	in_root dkms status gpumig | tee -a "$out/pkg-install.log" | grep -q "gpumig/.*, $k, .*: installed" &&
+		for m in gpumig simgpu simgpu-pf gpumig-vfio-pci; do
+			in_root modinfo -k "$k" -n $m | grep -q "^/lib/modules/$k/updates/dkms/$m.ko" || return 1
+		done &&
+		in_root dpkg -L gpumig-dkms >"$out/pkg-files.txt"
+}
+
+# pkg_boot ORDER: the boot-time steps.  "coldplug": modules-load.d first,
+# then udevd starts and replays the devices (systemd's order at boot);
+# "hotplug": udevd running when simgpu loads.  Then both auto-start
+# instances exist.
+pkg_boot() {
+	local u
+	if [ "$1" = coldplug ]; then
+		in_root /lib/systemd/systemd-modules-load || return 1
+		in_root /lib/systemd/systemd-udevd --daemon || return 1
+		in_root udevadm trigger --type=subsystems --action=add &&
+			in_root udevadm trigger --type=devices --action=add || return 1
+	else
+		in_root udevadm control --ping || return 1
+		in_root /lib/systemd/systemd-modules-load || return 1
+	fi
+	in_root udevadm settle --timeout=120
+	for u in "$PKG_SRC" "$PKG_DST"; do
+		[ "$(basename "$(readlink /sys/bus/mdev/devices/$u/mdev_type)")" = simgpu-256M ] ||
+			{ echo "instance $u not started"; return 1; }
+	done
+}
+
+# pkg_down: what a reboot does to the running state (the instances and the
+# modules go; mdevctl's definitions stay).
+pkg_down() {
+	echo 1 > /sys/bus/mdev/devices/$PKG_SRC/remove &&
+		echo 1 > /sys/bus/mdev/devices/$PKG_DST/remove &&
+		in_root modprobe -r simgpu gpumig
+}
+
+pkg_reboot() { pkg_down && pkg_boot hotplug; }
+
+pkg_bugreport() {
+	local f=$out/pkg-bugreport.txt v
+	v=$(in_root dpkg-query -W -f='${Version}' gpumig-dkms) &&
+		in_root gpumig-bugreport -o /tmp/report.txt >/dev/null &&
+		cp $PKG/merged/tmp/report.txt "$f" || return 1
+	grep -q "gpumig/$v, $(uname -r), .*: installed" "$f" &&
+		grep -qx "/sys/module/simgpu/version: $v" "$f" &&
+		grep -qx "/sys/module/gpumig/version: $v" "$f" &&
+		grep -q "^-- $PKG_SRC " "$f" && grep -q "^-- $PKG_DST " "$f" &&
+		[ "$(grep -c '/migration/state: RUNNING$' "$f")" -eq 2 ] &&
+		[ "$(grep -c '/migration/precopy_bytes: [0-9]' "$f")" -eq 2 ] &&
+		grep -qx "/sys/module/simgpu/parameters/vram_budget_mb: 2048" "$f" &&
+		grep -q "simgpu: 3 types" "$f" &&
+		grep -q "\"$PKG_SRC\"" "$f"
+}
+
+# Removal in the order operating.rst gives: stop the instances (and
+# undefine them: they are the operator's, not the package's), unload,
+# purge; then nothing of the package is left on the root.
+pkg_removed() {
+	local left t0
+	in_root mdevctl stop --uuid "$PKG_SRC" && in_root mdevctl stop --uuid "$PKG_DST" &&
+		in_root mdevctl undefine --uuid "$PKG_SRC" && in_root mdevctl undefine --uuid "$PKG_DST" &&
+		in_root modprobe -r simgpu gpumig || return 1
+	t0=$(date +%s)
+	DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y -q gpumig-dkms \
+		>"$out/pkg-purge.log" 2>&1 || { cat "$out/pkg-purge.log"; return 1; }
+	echo "package: apt purge took $(($(date +%s) - t0)) s" | tee -a "$out/pkg-purge.log"
+	! grep -q 'still loaded' "$out/pkg-purge.log" || return 1
+	left=$(cd $PKG/merged && find . -xdev \( -iname '*gpumig*' -o -iname '*simgpu*' \) \
+		-not -path './var/lib/dpkg/*' -not -path './var/log/*' -not -path './var/cache/*' \
+		-not -path './etc/mdevctl.d/*' -print)
+	[ -z "$left" ] || { echo "left behind: $left"; return 1; }
+	while read -r f; do
+		[ -d "$PKG/merged$f" ] || [ ! -e "$PKG/merged$f" ] || { echo "left behind: $f"; return 1; }
+	done <"$out/pkg-files.txt"
+	! in_root dpkg -s gpumig-dkms >/dev/null 2>&1 &&
+		! grep -qE '^(gpumig|simgpu) ' /proc/modules
+}
+
+package_suite() {
+	[ -s "$out/pkg-root" ] && [ -s "$out/pkg-deb" ] || return 0
+	PKG_SRC=6b8d3e0a-3f4b-4c4e-9a53-5a0b3c5d0011 PKG_DST=6b8d3e0a-3f4b-4c4e-9a53-5a0b3c5d0012
+	modprobe -r gpumig_vfio_pci simgpu_pf simgpu gpumig 2>/dev/null
+	udevadm control --exit 2>/dev/null
+	check "package: a writable Debian root with $(uname -r)'s image and headers" pkg_root ||
+		return
+	check "package: apt installs gpumig-dkms; DKMS builds the 4 modules for $(uname -r)" \
+		pkg_installed || return
+	check "package: modules-load.d loads simgpu, modprobe.d's options are all commented" sh -c \
+		"grep -qx simgpu $PKG/merged/usr/lib/modules-load.d/gpumig.conf &&
+		 ! grep -v '^#' $PKG/merged/etc/modprobe.d/gpumig.conf | grep -q .  &&
+		 grep -q '^#options simgpu vram_budget_mb=' $PKG/merged/etc/modprobe.d/gpumig.conf"
+	check "package: mdevctl defines two auto-start simgpu-256M instances" sh -c \
+		"chroot $PKG/merged mdevctl define --uuid $PKG_SRC --parent simgpu --type simgpu-256M --auto &&
+		 chroot $PKG/merged mdevctl define --uuid $PKG_DST --parent simgpu --type simgpu-256M --auto"
+	check "package: boot (modules-load.d, then udev coldplug): both instances started" \
+		pkg_boot coldplug
+	timeout 300 "$tooldir/simgpu-client" -s migrate,dirty_precopy -n package_migration \
+		-d "$PKG_DST" "$PKG_SRC" >"$out/client-package.ktap" 2>>"$out/guest.log"
+	check "package: gpumig-bugreport lists versions, DKMS, both instances' metrics, the log" \
+		pkg_bugreport
+	check "package: reboot with udevd running (MDEV_STATE=registered): both instances started" \
+		pkg_reboot
+	check "package: removal in the documented order; apt purge leaves no module, no file" \
+		pkg_removed
+}
+
 pci_if_present() {
 	if [ -n "$(pf_addrs)" ]; then
 		pci_suite
@@ -672,6 +873,23 @@ soak)
 	fi
 	check "unload gpumig" rmmod gpumig
 	;;
+package)
+	# The package suite alone (Debian's kernel), after the golden streams
+	# load; with OUT/golden-save, first write a golden stream to the file
+	# it names (tools/golden/README).
+	check "load the VFIO stack" vfio_stack
+	check "load gpumig.ko and simgpu.ko" sh -c "insmod $moddir/gpumig.ko && insmod $moddir/simgpu.ko"
+	u=$(cat /proc/sys/kernel/random/uuid)
+	echo "$u" > /sys/class/mdev_bus/simgpu/mdev_supported_types/simgpu-64M/create
+	if [ -s "$out/golden-save" ]; then
+		GOLDEN_STREAM=$(cat "$out/golden-save") "$tooldir/simgpu-client" -s golden_save \
+			-n golden_save "$u" >"$out/client-golden-save.ktap" 2>>"$out/guest.log"
+	fi
+	golden_load "$u"
+	echo 1 > /sys/bus/mdev/devices/$u/remove
+	check "unload" rmmod simgpu gpumig
+	package_suite
+	;;
 distro)
 	check "modprobe gpumig and simgpu (DKMS install)" modprobe -a gpumig simgpu
 	check "the modules are the DKMS build" sh -c \
@@ -681,6 +899,7 @@ distro)
 	check "unload simgpu" rmmod simgpu
 	check "unload gpumig" rmmod gpumig
 	pci_if_present
+	package_suite
 	;;
 esac
 

@@ -127,6 +127,8 @@ static const struct scenario {
 	{ "pf_gone", t_pf_gone, NEEDS_MIGRATION },	/* unbinds the VF's PF */
 	{ "remove_open", t_remove_open, 0 },	/* destroys the instance */
 	{ "bench_dirty", t_bench_dirty, NEEDS_MIGRATION },	/* the benchmark, not a test */
+	{ "golden_save", t_golden_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
+	{ "golden_load", t_golden_load, NEEDS_MIGRATION },	/* GOLDEN_STREAM: loads it */
 };
 
 #define NR_SCENARIOS ARRAY_SIZE(scenarios)

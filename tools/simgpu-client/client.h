@@ -44,6 +44,7 @@ int mig_get(struct gpu *g, uint32_t *state);
 int64_t mig_data_size(struct gpu *g);
 int mig_read(int fd, struct blob *b);
 int mig_write(int fd, const uint8_t *p, size_t len, size_t piece);
+int mig_capture(struct gpu *g, struct blob *b);
 
 /* work.c */
 int t_info(struct gpu *g);
@@ -75,6 +76,10 @@ int t_pf_gone(struct gpu *g);
 
 /* hostile.c */
 int t_hostile(struct gpu *g);
+
+/* golden.c */
+int t_golden_save(struct gpu *g);
+int t_golden_load(struct gpu *g);
 
 int migrate_trip(struct gpu *from, struct gpu *to, int n);
 int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,

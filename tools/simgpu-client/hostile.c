@@ -22,8 +22,8 @@
 
 #include "client.h"
 
-/* Capture a whole stream (STOP_COPY) of @g into @b. */
-static int capture(struct gpu *g, struct blob *b)
+/* Capture a whole stream (STOP_COPY) of @g into @b; @g runs again after. */
+int mig_capture(struct gpu *g, struct blob *b)
 {
 	int fd = -1, ret;
 
@@ -183,7 +183,7 @@ int t_hostile(struct gpu *g)
 		      SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 1 << 20, 0x77, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fill");
-	CHECK(capture(g, &b) == 0 && b.len > 1000, "capture");
+	CHECK(mig_capture(g, &b) == 0 && b.len > 1000, "capture");
 
 	/* The intact stream is accepted (control). */
 	ret = offer(dst_name, b.p, b.len, &werr);
@@ -223,7 +223,7 @@ int t_kill_resume(struct gpu *g)
 		gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM + off, SIMGPU_MAX_XFER, 0x5eed, 0);
 	CHECK(gpu_wait_idle(g, 0, 600000) == 0, "fill all VRAM: error %u",
 	      qrd(g, 0, SIMGPU_QREG_ERROR));
-	CHECK(capture(g, &b) == 0 && b.len > g->vram, "capture (%zu bytes)", b.len);
+	CHECK(mig_capture(g, &b) == 0 && b.len > g->vram, "capture (%zu bytes)", b.len);
 
 	CHECK(gpu_open(&d, dst_name) == 0, "open the destination");
 	CHECK(mig_set(&d, VFIO_DEVICE_STATE_STOP, NULL) == 0 &&

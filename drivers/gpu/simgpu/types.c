@@ -4,7 +4,9 @@
  * instances draw from (module parameter vram_budget_mb): a type's
  * available_instances is what the budget still allows.  A type's
  * description is its migration compatibility descriptor, so a scheduler
- * can check placement before any instance exists.
+ * can check placement before any instance exists.  A type's name (its
+ * "name" attribute, which KubeVirt's mdevNameSelector and other selectors
+ * match) is its type id: no spaces, no commas.
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -22,11 +24,11 @@ static DEFINE_MUTEX(simgpu_budget_lock);
 static u64 simgpu_vram_used;	/* guarded by simgpu_budget_lock */
 
 static struct simgpu_type simgpu_types[] = {
-	{ .type.sysfs_name = "64M", .type.pretty_name = "simgpu 64 MiB, 2 queues",
+	{ .type.sysfs_name = "64M", .type.pretty_name = "simgpu-64M",
 	  .vram = SZ_64M, .queues = 2 },
-	{ .type.sysfs_name = "256M", .type.pretty_name = "simgpu 256 MiB, 4 queues",
+	{ .type.sysfs_name = "256M", .type.pretty_name = "simgpu-256M",
 	  .vram = SZ_256M, .queues = 4 },
-	{ .type.sysfs_name = "1G", .type.pretty_name = "simgpu 1 GiB, 8 queues",
+	{ .type.sysfs_name = "1G", .type.pretty_name = "simgpu-1G",
 	  .vram = SZ_1G, .queues = 8 },
 };
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the Debian package gpumig-dkms (debian/) with Debian's own
+# dh-dkms, from a copy of the tracked files, into build/deb/.  Prints the
+# .deb's path.  Needs debhelper and dh-dkms (scripts/install-deps.sh).
+#
+#   scripts/deb.sh
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+command -v dh_dkms >/dev/null || die "dh-dkms missing (apt install debhelper dh-dkms, or scripts/install-deps.sh)"
+ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$GPUMIG_TOP/dkms.conf")
+out=$BUILD/deb
+rm -rf "$out"
+mkdir -p "$out/src"
+# What git tracks (or, outside a git checkout, the tree without its build
+# products): a package of exactly the sources.
+if git -C "$GPUMIG_TOP" rev-parse --git-dir >/dev/null 2>&1; then
+	git -C "$GPUMIG_TOP" ls-files -z --cached --others --exclude-standard |
+		(cd "$GPUMIG_TOP" && xargs -0 cp --parents -t "$out/src" 2>/dev/null || true)
+else
+	(cd "$GPUMIG_TOP" && tar --exclude=./build --exclude='*.ko' --exclude='*.o' -cf - .) |
+		tar -C "$out/src" -xf -
+fi
+(cd "$out/src" && dpkg-buildpackage -b -us -uc --no-sign >"$out/build.log" 2>&1) ||
+	{ tail -n 30 "$out/build.log" >&2; die "dpkg-buildpackage failed (see $out/build.log)"; }
+deb=$out/gpumig-dkms_${ver}_all.deb
+[ -f "$deb" ] || die "no $deb"
+echo "$deb"
