@@ -695,7 +695,17 @@ pkg_boot() {
 pkg_down() {
 	echo 1 > /sys/bus/mdev/devices/$PKG_SRC/remove &&
 		echo 1 > /sys/bus/mdev/devices/$PKG_DST/remove &&
-		in_root modprobe -r simgpu gpumig
+		pkg_unload
+}
+
+# Unload what is loaded of the four, in operating.rst's order (udev's
+# coldplug loads simgpu-pf by itself where simgpu-pci hardware is present).
+pkg_unload() {
+	local m
+	for m in gpumig_vfio_pci simgpu simgpu_pf gpumig; do
+		grep -q "^$m " /proc/modules || continue
+		in_root modprobe -r "$m" || return 1
+	done
 }
 
 pkg_reboot() { pkg_down && pkg_boot hotplug; }
@@ -723,7 +733,7 @@ pkg_removed() {
 	local left t0
 	in_root mdevctl stop --uuid "$PKG_SRC" && in_root mdevctl stop --uuid "$PKG_DST" &&
 		in_root mdevctl undefine --uuid "$PKG_SRC" && in_root mdevctl undefine --uuid "$PKG_DST" &&
-		in_root modprobe -r simgpu gpumig || return 1
+		pkg_unload || return 1
 	t0=$(date +%s)
 	DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y -q gpumig-dkms \
 		>"$out/pkg-purge.log" 2>&1 || { cat "$out/pkg-purge.log"; return 1; }
