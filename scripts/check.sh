@@ -17,7 +17,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-only="" fuzz_seconds=${FUZZ_SECONDS:-60}
+only="" fuzz_seconds=${FUZZ_SECONDS:-30}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=$2; shift 2 ;;
