@@ -239,12 +239,15 @@ orchestrator_names() {
 }
 
 # golden_load DEV: every golden stream of tools/golden for DEV's type
-# (simgpu-64M-*.stream.gz for an mdev) into DEV: it loads, the device holds
-# its VRAM, and edited copies of it (newer major, newer state version) are
-# refused with a message.  One KTAP file per stream.
+# (*-simgpu-64M.stream.gz for a simgpu-64M mdev, *-simgpu-vf-64M for a
+# 64M VF) into DEV: it loads, the device holds its VRAM and names the
+# stream's producer, and edited copies of it (newer major, newer state
+# version) are refused with a message.  One KTAP file per stream.
 golden_load() {
-	local dev=$1 t f name
-	t=$(basename "$(readlink /sys/bus/mdev/devices/$dev/mdev_type 2>/dev/null)")
+	local dev=$1 t f name sys=/sys/bus/mdev/devices/$1
+	[ -e "$sys" ] || sys=/sys/bus/pci/devices/$dev
+	t=$(grep -o 'type=[^ ]*' "$sys/migration/compat" 2>/dev/null | cut -d= -f2)
+	[ -n "$t" ] || { check "golden streams: the type of $dev" false; return; }
 	for f in "$(dirname "$0")"/../../tools/golden/*-"$t".stream.gz; do
 		[ -e "$f" ] || continue
 		name=$(basename "$f" .stream.gz)
@@ -561,6 +564,13 @@ pci_suite() {
 	done
 	check "SR-IOV cannot be disabled while VFs are claimed" \
 		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null"
+	# The golden streams of earlier releases load into a VF of their type
+	# (tools/golden/README); with OUT/golden-save, first write one.
+	if [ -s "$out/golden-save" ]; then
+		GOLDEN_STREAM=$(cat "$out/golden-save") "$tooldir/simgpu-client" -s golden_save \
+			-n golden_save_vf "$vf0" >"$out/client-golden-save-vf.ktap" 2>>"$out/guest.log"
+	fi
+	golden_load "$vf0"
 	timeout 900 "$tooldir/simgpu-client" -n gvp_vf_256M "$vf1" \
 		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
 	echo "vm: client on VF 1 ($GVP) exited $?"

@@ -90,6 +90,7 @@ struct image {
 	size_t size;
 	int chunks, arch;
 	char type[GPUMIG_TYPE_NAME_LEN + 1];
+	char producer[GPUMIG_NOTE_MAX + 1];	/* the producer note's value, or "" */
 };
 
 static void to_image(struct gpumig_sec_hdr *h, uint8_t *pl, void *arg)
@@ -112,6 +113,13 @@ static void to_image(struct gpumig_sec_hdr *h, uint8_t *pl, void *arg)
 		im->chunks++;
 	} else if (h->type == GPUMIG_SEC_ARCH) {
 		im->arch++;
+	} else if (h->type == GPUMIG_SEC_NOTE && h->len <= GPUMIG_NOTE_MAX &&
+		   h->len > strlen(GPUMIG_NOTE_PRODUCER) &&
+		   !memcmp(pl, GPUMIG_NOTE_PRODUCER, strlen(GPUMIG_NOTE_PRODUCER))) {
+		size_t k = strlen(GPUMIG_NOTE_PRODUCER);
+
+		memcpy(im->producer, pl + k, h->len - k);
+		im->producer[h->len - k] = '\0';
 	}
 }
 
@@ -225,6 +233,7 @@ int t_golden_load(struct gpu *g)
 {
 	const char *path = golden_path();
 	struct blob gold = { 0 }, again = { 0 };
+	char st[512] = "", want[GPUMIG_NOTE_MAX + 16];
 	struct image a, b;
 	int werr, ret;
 	size_t i;
@@ -265,13 +274,23 @@ int t_golden_load(struct gpu *g)
 	if (!ret && (a.arch != 1 || b.arch != 1 || strcmp(a.type, b.type)))
 		ret = fail("sections: golden %d arch (%s), again %d arch (%s)",
 			   a.arch, a.type, b.arch, b.type);
+	/*
+	 * The destination names the producer the stream's note named (the
+	 * restore was the last stream it resumed), and none without a note.
+	 */
+	snprintf(want, sizeof(want), " source=%s", a.producer);
+	read_attr(g->name, "migration/status", st, sizeof(st));
+	if (!ret && (a.producer[0] ? !strstr(st, want) : !!strstr(st, " source=")))
+		ret = fail("the golden stream's producer is \"%s\", the device's status says: %s",
+			   a.producer, st);
 	free(a.vram);
 	free(b.vram);
 	free(again.p);
 	if (ret)
 		goto out;
-	printf("    # golden stream of %s: %zu bytes, %d VRAM sections, restored and saved again\n",
-	       a.type, gold.len, a.chunks);
+	printf("    # golden stream of %s by %s: %zu bytes, %d VRAM sections, restored and saved again\n",
+	       a.type, a.producer[0] ? a.producer : "a producer it does not name", gold.len,
+	       a.chunks);
 
 	/* A newer minor only adds what an older reader may skip: accepted. */
 	ret = offer_edited(g, &gold, newer_minor, &werr);
