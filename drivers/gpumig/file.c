@@ -17,6 +17,7 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/anon_inodes.h>
+#include <linux/crc32.h>
 #include <linux/ctype.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -165,6 +166,9 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 				      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) -
 				      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, true));
 	}
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(m->vdev->dev, true, off, zero,
+				  zero ? 0 : crc32_le(~0U, migf->tmp, GPUMIG_BLOCK_SIZE));
 	migf->cursor = blk + 1;
 	return gpumig_emit_vram(&migf->w, migf->buf, GPUMIG_SECTION_BUF, off,
 				zero ? NULL : migf->tmp, GPUMIG_BLOCK_SIZE);
@@ -553,6 +557,9 @@ static int gpumig_rx_vram(void *priv, u64 off, const void *data, u32 len)
 	if (migf->arch_len)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"VRAM chunk at 0x%llx after the architectural state", off);
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(migf->m->vdev->dev, false, off, !data,
+				  data ? crc32_le(~0U, data, len) : 0);
 	return migf->m->ops->vram_write(migf->m->priv, off, data, len);
 }
 

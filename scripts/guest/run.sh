@@ -167,6 +167,7 @@ trace_events() {
 		"gpumig_dma_log_stop: $src")
 	in_order "$log" \
 		"gpumig_state: $src RUNNING -> PRE_COPY ret=0" \
+		"gpumig_vram: $src save offset=0x[0-9a-f]+ data crc=[0-9a-f]{8}" \
 		"gpumig_save_read: $src pre-copy bytes=[1-9]" \
 		"gpumig_quiesce: $src us=[0-9]+ ret=0" \
 		"gpumig_invalidate: $src us=[0-9]+ ret=0" \
@@ -174,6 +175,7 @@ trace_events() {
 		"gpumig_save_read: $src stop-copy bytes=[1-9]" \
 		"gpumig_save_read: $src stop-copy bytes=0 remaining=0" \
 		"gpumig_state: $dst STOP -> RESUMING ret=0" \
+		"gpumig_vram: $dst load offset=0x[0-9a-f]+ data crc=[0-9a-f]{8}" \
 		"gpumig_state: $dst RESUMING -> STOP ret=0" \
 		"gpumig_state: $dst STOP -> RUNNING_P2P ret=0" \
 		"gpumig_quarantine: $src " \
@@ -390,9 +392,36 @@ qemu11_lane() {
 	shift 2
 	[ -s "$out/qemu11-root" ] || return 0
 	root=$(qemu11_root) || { check "QEMU 11.1's trixie root mounted in the VM" false; return; }
+	vram_trace on
 	check "$name" timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
 		--qemu "chroot $root qemu-system-x86_64" --pingpong 3 \
 		--guest "$tooldir/gpumig-guest.elf" --out "$dir" "$@"
+	vram_trace off "$dir"
+}
+
+# vram_trace on | off DIR: the engine's state and VRAM-chunk events
+# (gpumig_vram: offset, zero or data, CRC) while a QEMU suite runs, kept in
+# DIR/trace.txt when the suite failed: where the destination's guest reads
+# other VRAM than the source's had, they say which side changed it.
+vram_trace() {
+	local t=/sys/kernel/tracing
+	[ -d $t/events ] || mount -t tracefs nodev $t 2>/dev/null
+	[ -d $t/events/gpumig ] || return 0
+	if [ "$1" = on ]; then
+		echo 0 > $t/tracing_on
+		echo > $t/trace
+		echo 32768 > $t/buffer_size_kb
+		echo 1 > $t/events/gpumig/gpumig_vram/enable
+		echo 1 > $t/events/gpumig/gpumig_state/enable
+		echo 1 > $t/tracing_on
+		return 0
+	fi
+	echo 0 > $t/tracing_on
+	echo 0 > $t/events/gpumig/enable
+	grep -qs '^ *not ok' "$2/qemu.ktap" && cat $t/trace >"$2/trace.txt"
+	echo > $t/trace
+	echo 1408 > $t/buffer_size_kb
+	return 0
 }
 
 
@@ -581,10 +610,12 @@ pci_suite() {
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
 	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
+	vram_trace on
 	check "QEMU end to end on VFs: every check passed (qemu-pci/qemu.ktap)" \
 		timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" --pingpong "$(pingpongs)" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
 		--pci "256M=$vf1,$vf3" "64M=$vf0"
+	vram_trace off "$out/qemu-pci"
 	qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
 		"$out/qemu11-pci" $(reinit_arg) --pci "256M=$vf1,$vf3" "64M=$vf0"
 
