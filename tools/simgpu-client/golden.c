@@ -162,10 +162,22 @@ static uint8_t pattern(size_t i)
 	return (uint8_t)(i * 131 + (i >> 9) * 7 + 1);
 }
 
+/* The end of the furthest VRAM data section past GOLDEN_VRAM, in *arg. */
+static void beyond_pattern(struct gpumig_sec_hdr *h, uint8_t *pl, void *arg)
+{
+	struct gpumig_wire_vram *v = (void *)pl;
+	size_t *stray = arg;
+
+	if (h->type == GPUMIG_SEC_VRAM && !(v->flags & GPUMIG_VRAM_ZERO) &&
+	    v->offset + v->len > GOLDEN_VRAM && v->offset + v->len > *stray)
+		*stray = v->offset + v->len;
+}
+
 int t_golden_save(struct gpu *g)
 {
 	const char *path = golden_path();
 	struct blob b = { 0 };
+	size_t stray = 0;
 	uint8_t *src;
 	size_t i;
 	FILE *f;
@@ -179,6 +191,9 @@ int t_golden_save(struct gpu *g)
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS, GOLDEN_VRAM, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "copy into VRAM did not finish");
 	CHECK(mig_capture(g, &b) == 0 && b.len > GOLDEN_VRAM, "capture");
+	/* The device started clean: no data beyond the pattern (an earlier tenant's). */
+	CHECK(walk(&b, beyond_pattern, &stray) > 0 && !stray,
+	      "the stream holds data beyond the pattern, up to 0x%zx: not a clean device", stray);
 	f = fopen(path, "w");
 	CHECK(f, "cannot write %s", path);
 	if (fwrite(b.p, 1, b.len, f) != b.len) {
