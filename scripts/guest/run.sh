@@ -13,6 +13,9 @@
 # the PF's services, vfio-pci and gpumig-vfio-pci, QEMU on VFs); "debug"
 # and "distro" run it too, in the same boot, after the mdev suites.
 # MODE "bench": the benchmarks only, output in OUT/bench.txt.
+# MODES "libvirt-a" and "libvirt-b": the two hosts of the libvirt lane
+# (scripts/guest/libvirt.sh); OUT/libvirt-root names libvirt's root and
+# OUT/shared the directory both hosts have.
 # MODE "demo": one QEMU live migration, report in OUT/qemu/demo.txt.
 # MODE "debug": the debug kernel; modules are insmod-ed from MODDIR and the
 # KUnit module runs.  MODE "distro": Debian's kernel; modules come from the
@@ -364,25 +367,32 @@ reinit_arg() {
 	return 0
 }
 
-# qemu11_root: QEMU 11.1's trixie root (scripts/trixie-root.sh) made
-# writable by an overlay, with /dev, /proc, /sys, /tmp and the run's
-# directories bound at their own paths, so QEMU run in it with chroot sees
-# what the harness gives it.  Prints the root; fails without one.
-qemu11_root() {
-	local lower m=/run/gpumig-trixie d
-	[ -s "$out/qemu11-root" ] || return 1
-	lower=$(cat "$out/qemu11-root")
+# overlay_root LOWER MNT [DIR...]: the root filesystem LOWER made writable
+# by an overlay on a tmpfs at MNT, with /dev, /proc, /sys, /tmp, the run's
+# directories and each DIR bound at their own paths, so a program run in
+# it with chroot sees what the harness gives it.  Prints the root (made
+# once per boot).
+overlay_root() {
+	local lower=$1 m=$2 d
+	shift 2
 	if [ ! -d $m/merged/usr ]; then
 		mkdir -p $m && mount -t tmpfs tmpfs $m &&
 			mkdir -p $m/upper $m/work $m/merged &&
 			mount -t overlay overlay \
 				-o "lowerdir=$lower,upperdir=$m/upper,workdir=$m/work" $m/merged ||
 			return 1
-		for d in /dev /proc /sys /tmp "$out" "$tooldir"; do
+		for d in /dev /proc /sys /tmp "$out" "$tooldir" "$@"; do
 			mkdir -p "$m/merged$d" && mount --rbind "$d" "$m/merged$d" || return 1
 		done
 	fi
 	echo $m/merged
+}
+
+# qemu11_root: QEMU 11.1's trixie root (scripts/trixie-root.sh) as an
+# overlay_root.  Prints the root; fails without one.
+qemu11_root() {
+	[ -s "$out/qemu11-root" ] || return 1
+	overlay_root "$(cat "$out/qemu11-root")" /run/gpumig-trixie
 }
 
 # qemu11_lane NAME OUT [qemu_mig.py args]: the QEMU end-to-end suite again
@@ -943,6 +953,12 @@ package)
 	echo 1 > /sys/bus/mdev/devices/$u/remove
 	check "unload" rmmod simgpu gpumig
 	package_suite
+	;;
+libvirt-a | libvirt-b)
+	role=${mode#libvirt-}
+	shared=$(cat "$out/shared")
+	. "$(dirname "$0")/libvirt.sh"
+	libvirt_$role
 	;;
 distro)
 	check "modprobe gpumig and simgpu (DKMS install)" modprobe -a gpumig simgpu
