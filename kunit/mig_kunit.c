@@ -18,6 +18,7 @@
 
 #define F_BLOCKS	8
 #define F_VRAM		(F_BLOCKS * GPUMIG_BLOCK_SIZE)
+#define T_PRODUCER	GPUMIG_NOTE_PRODUCER "gpumig/" GPUMIG_VERSION	/* every stream's note */
 
 enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
 		 FAIL_TEARDOWN, FAIL_VRAM_READ, FAIL_TRACK, FAIL_SCRUB };
@@ -371,7 +372,9 @@ static ssize_t drain(struct file *filp, u8 *buf, size_t room, int *last)
 static void mig_full_migration(struct kunit *test)
 {
 	struct fake_dev *src = fake_new(test, 4), *dst = fake_new(test, 4);
+	const struct gpumig_sec_hdr *note;
 	struct vfio_precopy_info info;
+	struct gpumig_mig_status st;
 	struct file *sf, *rf;
 	u8 *stream = vzalloc(2 * F_VRAM);
 	ssize_t n, n2, w;
@@ -414,6 +417,12 @@ static void mig_full_migration(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, (unsigned long)n2, est);
 	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP));
 
+	/* The second section names the producer: this release. */
+	note = (const void *)(stream + sizeof(*note) + sizeof(struct gpumig_wire_header));
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(note->type), GPUMIG_SEC_NOTE);
+	KUNIT_ASSERT_EQ(test, le32_to_cpu(note->len), (u32)strlen(T_PRODUCER));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(note + 1, T_PRODUCER, strlen(T_PRODUCER)));
+
 	/* Destination. */
 	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
 	rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
@@ -421,6 +430,8 @@ static void mig_full_migration(struct kunit *test)
 	memset(dst->log, 0, sizeof(dst->log));
 	w = kernel_write(rf, stream, n + n2, &pos);
 	KUNIT_EXPECT_EQ(test, w, n + n2);
+	gpumig_mig_status(dst->mig, &st);
+	KUNIT_EXPECT_STREQ(test, st.source, "gpumig/" GPUMIG_VERSION);
 	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
 	/* VRAM first, architectural state last. */
 	KUNIT_EXPECT_EQ_MSG(test, strchr(dst->log, 'R') - dst->log,
@@ -630,10 +641,10 @@ static void mig_backend_failures(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, sf);
 	src->fail = FAIL_VRAM_READ;
 	pos = 0;
-	/* The header comes out; the first block's read fails. */
+	/* The header and the producer note come out; the first block's read fails. */
 	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 4096, &pos),
-			(ssize_t)(sizeof(struct gpumig_sec_hdr) +
-				  sizeof(struct gpumig_wire_header)));
+			(ssize_t)(2 * sizeof(struct gpumig_sec_hdr) +
+				  sizeof(struct gpumig_wire_header) + strlen(T_PRODUCER)));
 	pos = 0;
 	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 4096, &pos), (ssize_t)-EIO);
 	/* Sticky: the failed block left the dirty set, so the stream is broken. */

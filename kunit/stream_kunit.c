@@ -22,7 +22,7 @@
 #define T_MAX_CALLS	32
 
 struct fake_call {
-	char kind;		/* 'h' header, 'v' vram, 'z' zero vram, 'a', 'w', 'e' */
+	char kind;		/* 'h' header, 'v' vram, 'z' zero vram, 'a', 'w', 'e', 'n' */
 	u64 offset;
 	u32 len;
 	u32 sum;		/* crc of the data handed over */
@@ -579,6 +579,62 @@ static void stream_length_checked_before_payload(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, buf, n), (ssize_t)-EMSGSIZE);
 }
 
+static void fake_note(void *priv, const char *text, u32 len)
+{
+	fake_record(priv, 'n', 0, text, len);
+}
+
+/*
+ * A reader that wants notes gets each short one, whole and only after its
+ * CRC matched; a note over GPUMIG_NOTE_MAX is skipped unread and fails
+ * nothing, and so is a broken one's payload never handed over.
+ */
+static void stream_notes(struct kunit *test)
+{
+	static const struct gpumig_parser_ops note_ops = {
+		.header = fake_header, .vram = fake_vram, .arch = fake_arch,
+		.work = fake_work, .end = fake_end, .note = fake_note,
+	};
+	static const char prod[] = "producer=gpumig/9.9";
+	struct fake_dst *d = t_dst(test);
+	struct gpumig_writer w;
+	struct gpumig_compat c;
+	u8 *buf = kunit_kzalloc(test, 4 * T_CHUNK, GFP_KERNEL);
+	size_t n = 0, note_at;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	gpumig_parser_destroy(d->parser);
+	KUNIT_ASSERT_EQ(test, 0, gpumig_parser_init(d->parser, &t_limits, &note_ops, d));
+	t_compat(&c);
+	gpumig_writer_init(&w);
+	n += gpumig_emit_header(&w, buf, 4 * T_CHUNK, &c);
+	note_at = n;
+	n += gpumig_emit_blob(&w, buf + n, 4 * T_CHUNK - n, GPUMIG_SEC_NOTE, prod,
+			      sizeof(prod) - 1);
+	n += gpumig_emit_blob(&w, buf + n, 4 * T_CHUNK - n, GPUMIG_SEC_NOTE, t_pattern,
+			      GPUMIG_NOTE_MAX + 1);
+	n += gpumig_emit_blob(&w, buf + n, 4 * T_CHUNK - n, GPUMIG_SEC_NOTE, t_pattern,
+			      GPUMIG_NOTE_MAX);
+	n += gpumig_emit_end(&w, buf + n, 4 * T_CHUNK - n);
+	KUNIT_ASSERT_EQ_MSG(test, 0, t_feed(d, buf, n, 7), "message: %s", d->parser->msg);
+	KUNIT_ASSERT_EQ(test, d->nr_calls, 4);	/* header, two notes, end */
+	KUNIT_EXPECT_EQ(test, d->calls[1].kind, 'n');
+	KUNIT_EXPECT_EQ(test, d->calls[1].len, (u32)sizeof(prod) - 1);
+	KUNIT_EXPECT_EQ(test, d->calls[1].sum, crc32_le(0, prod, sizeof(prod) - 1));
+	KUNIT_EXPECT_EQ(test, d->calls[2].kind, 'n');
+	KUNIT_EXPECT_EQ(test, d->calls[2].len, (u32)GPUMIG_NOTE_MAX);
+	KUNIT_EXPECT_EQ(test, d->calls[3].kind, 'e');
+
+	/* A note whose payload does not match its CRC fails the stream unread. */
+	gpumig_parser_destroy(d->parser);
+	KUNIT_ASSERT_EQ(test, 0, gpumig_parser_init(d->parser, &t_limits, &note_ops, d));
+	d->nr_calls = 0;
+	buf[note_at + sizeof(struct gpumig_sec_hdr) + 2] ^= 1;
+	KUNIT_EXPECT_EQ(test, t_feed(d, buf, n, 7), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, d->nr_calls, 1);	/* the header only */
+	KUNIT_EXPECT_NOT_NULL(test, strstr(d->parser->msg, "note section 1"));
+}
+
 static void stream_optional_skipped(struct kunit *test)
 {
 	struct fake_dst *d = t_dst(test);
@@ -739,6 +795,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE_PARAM(stream_hostile, hostile_gen_params),
 	KUNIT_CASE(stream_length_checked_before_payload),
 	KUNIT_CASE(stream_optional_skipped),
+	KUNIT_CASE(stream_notes),
 	KUNIT_CASE_PARAM(stream_compat, compat_gen_params),
 	KUNIT_CASE(stream_incompatible_refused_at_header),
 	KUNIT_CASE(stream_compat_format),

@@ -226,7 +226,8 @@ if want deps; then
 fi
 
 DEBUG_KDIR=""
-if want kernels || want static || want debug-vm || want distro-vm || named pci-vm || named kunit; then
+if want kernels || want static || want debug-vm || want distro-vm || named pci-vm || named kunit ||
+   named two-host; then
 	t0=$(date +%s)
 	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
 		record "debug kernel $DEBUG_SERIES (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
@@ -378,6 +379,51 @@ if want distro-vm; then
 		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${DISTRO_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"
 	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
+fi
+
+# Two hosts: VM A on the debug kernel and VM B on Debian's, each with
+# simgpu and libvirt 11.3 (scripts/libvirt-root.sh), joined by a network
+# only they share (QEMU's dgram netdev over the loopback address); A
+# migrates a GPU-holding domain to B and back with virsh
+# (scripts/guest/libvirt.sh, Documentation/gpumig/libvirt.rst).
+if named two-host && [ -n "$DEBUG_KDIR" ]; then
+	want debug-vm || want static ||
+		build_clean debug "$DEBUG_KDIR" >"$RES/build-two-host-a.log" 2>&1 ||
+		record "build modules for host A" FAIL 0 "see build/results/build-two-host-a.log"
+	want static ||
+		build_clean distro "$DISTRO_KDIR" >"$RES/build-two-host-b.log" 2>&1 ||
+		record "build modules for host B" FAIL 0 "see build/results/build-two-host-b.log"
+	want debug-vm || want distro-vm || named pci-vm ||
+		run_check "build the userspace VFIO client" client_build "$DEBUG_KDIR"
+	t0=$(date +%s)
+	if lvroot=$("$GPUMIG_TOP/scripts/libvirt-root.sh" 2>"$RES/libvirt-root.log"); then
+		record "bookworm root with libvirt 11.3 and QEMU 10.0 ready" pass $(($(date +%s) - t0))
+		TH=$RES/two-host
+		mkdir -p "$TH/a" "$TH/b" "$TH/shared"
+		for h in a b; do
+			echo "$lvroot" >"$TH/$h/libvirt-root"
+			echo "$TH/shared" >"$TH/$h/shared"
+		done
+		p1=$((20000 + RANDOM % 20000)) p2=$((p1 + 1))
+		net="-netdev dgram,id=lv,local.type=inet,local.host=127.0.0.1,remote.type=inet,remote.host=127.0.0.1"
+		VM_MEMORY=2G VM_TIMEOUT=1800 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
+			--rwdir "$TH/shared" \
+			--qemu-opts "$net,local.port=$p2,remote.port=$p1 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:02" -- \
+			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-b "$TH/b" "$BUILD/distro" "$TOOLS" \
+			>"$RES/two-host-b.log" 2>&1 &
+		bpid=$!
+		VM_MEMORY=2G VM_TIMEOUT=1800 run_check "two hosts: A ($DEBUG_SERIES debug) migrates a domain to B ($KVER_DISTRO) and back with virsh" \
+			"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$TH/a" --rwdir "$TH/shared" \
+			--qemu-opts "$net,local.port=$p1,remote.port=$p2 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:01" -- \
+			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-a "$TH/a" "$BUILD/debug" "$TOOLS" \
+			"$DEBUG_KDIR"
+		touch "$TH/shared/a-done"
+		run_check "two hosts: B ran to its end" wait $bpid
+		run_check "two hosts: A's kernel log clean" log_clean "$TH/a"
+		run_check "two hosts: B's kernel log clean" log_clean "$TH/b"
+	else
+		record "bookworm root with libvirt 11.3 and QEMU 10.0 ready" FAIL $(($(date +%s) - t0)) "see build/results/libvirt-root.log"
+	fi
 fi
 
 if want fuzz; then

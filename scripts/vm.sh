@@ -4,10 +4,11 @@
 # Boot KERNEL (a bzImage, or a built kernel tree) with virtme-ng under
 # emulation, run a command inside, and bring back what it wrote to OUT.
 #
-#   scripts/vm.sh KERNEL OUT [--append ARGS] [--qemu-opts OPTS] [--qemu PATH] -- CMD...
+#   scripts/vm.sh KERNEL OUT [--append ARGS] [--qemu-opts OPTS] [--qemu PATH]
+#                 [--rwdir DIR]... -- CMD...
 #
 # The guest sees the host's root filesystem read-only (with throw-away
-# overlays on /etc, /tmp, /var...) and OUT writable.  OUT is given to vng as
+# overlays on /etc, /tmp, /var...) and OUT (and each DIR) writable.  OUT is given to vng as
 # GUEST=HOST: virtme-ng 1.35 refuses a plain relative --rwdir outside its
 # overlays unless the current directory is /.
 # The kernel log of the whole boot is saved as OUT/dmesg.txt by the guest
@@ -18,11 +19,13 @@ set -euo pipefail
 kernel=$1 out=$2
 shift 2
 append="" qopts="" qemu=""
+rw=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--append) append=$2; shift 2 ;;
 	--qemu-opts) qopts=$2; shift 2 ;;
 	--qemu) qemu=$2; shift 2 ;;
+	--rwdir) rw+=("--rwdir=$2=$2"); shift 2 ;;
 	--) shift; break ;;
 	*) die "vm.sh: unknown option $1" ;;
 	esac
@@ -33,7 +36,7 @@ cmd=$(printf '%q ' "$@")
 # --disable-kvm: /dev/kvm may exist on these machines but does not work
 # (QEMU aborts setting MSRs); TCG is the only reliable accelerator.
 args=(-r "$kernel" --disable-kvm --disable-microvm --memory "${VM_MEMORY:-2G}" --cpus 2
-      "--rwdir=$out=$out")
+      "--rwdir=$out=$out" "${rw[@]}")
 [ -n "$append" ] && args+=(--append "$append")
 [ -n "$qopts" ] && args+=(--qemu-opts="$qopts")
 [ -n "$qemu" ] && args+=(--qemu "$qemu")

@@ -135,6 +135,8 @@ struct gpumig_mig_file {
  * @why_lock: guards @why, which the state machine (under @state_mutex)
  *	and a resuming file (under its own lock) both write
  * @why: the quarantine reason or the last refusal
+ * @source: the producer the last stream resumed named ("gpumig/0.1"), or
+ *	empty; under @why_lock
  * @reconfig_seq: bumped by gpumig_mig_reconfigured(); a saving file
  *	compares it with the value it last saw (lockless)
  * @stats: the last migration, as the device saw it (atomics)
@@ -162,6 +164,7 @@ struct gpumig_mig {
 
 	spinlock_t why_lock;		/* see above */
 	char why[GPUMIG_MSG_LEN];
+	char source[GPUMIG_NOTE_MAX + 1];
 
 	atomic_t reconfig_seq;
 	struct gpumig_mig_stats stats;
@@ -174,6 +177,8 @@ void gpumig_state_mutex_unlock(struct gpumig_mig *m);
 /* reason.c */
 __printf(2, 3) void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...);
 void gpumig_get_why(struct gpumig_mig *m, char *buf, size_t len);
+void gpumig_set_source(struct gpumig_mig *m, const char *producer);
+void gpumig_get_source(struct gpumig_mig *m, char *buf, size_t len);
 
 /* file.c */
 struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy);

@@ -17,6 +17,8 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/anon_inodes.h>
+#include <linux/crc32.h>
+#include <linux/ctype.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/ktime.h>
@@ -26,6 +28,7 @@
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <kunit/visibility.h>
@@ -62,6 +65,17 @@ static u64 gpumig_dirty_vram_bytes(struct gpumig_mig *m)
 
 	m->ops->vram_dirty_count(m->priv, &nonzero, &zero);
 	return gpumig_vram_bytes(nonzero, zero);
+}
+
+/* What every stream of this engine says it is (the release's version). */
+static const char gpumig_producer_note[] = GPUMIG_NOTE_PRODUCER "gpumig/" GPUMIG_VERSION;
+static_assert(sizeof(gpumig_producer_note) - 1 <= GPUMIG_NOTE_MAX);
+
+/* The header and the producer note: the head of every stream. */
+static u64 gpumig_head_bytes(void)
+{
+	return gpumig_blob_section_size(sizeof(struct gpumig_wire_header)) +
+	       gpumig_blob_section_size(sizeof(gpumig_producer_note) - 1);
 }
 
 /* The architectural state and the end section: the tail of every stream. */
@@ -152,6 +166,9 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 				      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) -
 				      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, true));
 	}
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(m->vdev->dev, true, off, zero,
+				  zero ? 0 : crc32_le(~0U, migf->tmp, GPUMIG_BLOCK_SIZE));
 	migf->cursor = blk + 1;
 	return gpumig_emit_vram(&migf->w, migf->buf, GPUMIG_SECTION_BUF, off,
 				zero ? NULL : migf->tmp, GPUMIG_BLOCK_SIZE);
@@ -411,8 +428,7 @@ u64 gpumig_stopcopy_size(struct gpumig_mig *m)
 	lockdep_assert_held(&m->state_mutex);
 	if (m->saving)
 		return gpumig_file_pending(m->saving, true);
-	return gpumig_blob_section_size(sizeof(struct gpumig_wire_header)) +
-	       gpumig_dirty_vram_bytes(m) + gpumig_tail_bytes(m);
+	return gpumig_head_bytes() + gpumig_dirty_vram_bytes(m) + gpumig_tail_bytes(m);
 }
 
 /* Re-initialisations so far: the front end's and the hardware's count. */
@@ -541,6 +557,9 @@ static int gpumig_rx_vram(void *priv, u64 off, const void *data, u32 len)
 	if (migf->arch_len)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"VRAM chunk at 0x%llx after the architectural state", off);
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(migf->m->vdev->dev, false, off, !data,
+				  data ? crc32_le(~0U, data, len) : 0);
 	return migf->m->ops->vram_write(migf->m->priv, off, data, len);
 }
 
@@ -586,12 +605,34 @@ static int gpumig_rx_end(void *priv)
 	return 0;
 }
 
+/*
+ * A note: the producer's "gpumig/<release>" is kept for reports when it is
+ * plain text of the expected characters; every other note is ignored.
+ */
+static void gpumig_rx_note(void *priv, const char *text, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+	const size_t k = strlen(GPUMIG_NOTE_PRODUCER);
+	char v[GPUMIG_NOTE_MAX + 1];
+	u32 i;
+
+	if (len <= k || memcmp(text, GPUMIG_NOTE_PRODUCER, k))
+		return;
+	for (i = k; i < len; i++)
+		if (!isalnum(text[i]) && !strchr("._+-/~", text[i]))
+			return;
+	memcpy(v, text + k, len - k);
+	v[len - k] = '\0';
+	gpumig_set_source(migf->m, v);
+}
+
 static const struct gpumig_parser_ops gpumig_rx_ops = {
 	.header = gpumig_rx_header,
 	.vram = gpumig_rx_vram,
 	.arch = gpumig_rx_arch,
 	.work = gpumig_rx_work,
 	.end = gpumig_rx_end,
+	.note = gpumig_rx_note,
 };
 
 /* A refused stream stays refused; the device says why. */
@@ -749,13 +790,15 @@ static int gpumig_file_open(struct gpumig_mig_file *migf, bool save)
  * @stop_copy: the device is stopped already (STOP -> STOP_COPY)
  *
  * Starts VRAM dirty tracking (every block dirty) and encodes the header
- * section, so the destination learns the descriptor from the first bytes.
+ * section, so the destination learns the descriptor from the first bytes,
+ * and the producer note after it.
  *
  * Return: the file, or an ERR_PTR with tracking off again.
  */
 struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy)
 {
 	struct gpumig_mig_file *migf;
+	ssize_t n, len;
 	int ret;
 
 	lockdep_assert_held(&m->state_mutex);
@@ -778,10 +821,15 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	gpumig_writer_init(&migf->w);
 	/* A re-initialisation before now is part of the first pass. */
 	migf->reconfig_seen = gpumig_reconfig_seq(m);
-	migf->initial_left = gpumig_blob_section_size(sizeof(struct gpumig_wire_header)) +
-			     gpumig_dirty_vram_bytes(m);
-	ret = gpumig_produced(migf, gpumig_emit_header(&migf->w, migf->buf,
-						       GPUMIG_SECTION_BUF, &m->compat));
+	migf->initial_left = gpumig_head_bytes() + gpumig_dirty_vram_bytes(m);
+	n = gpumig_emit_header(&migf->w, migf->buf, GPUMIG_SECTION_BUF, &m->compat);
+	if (n >= 0) {
+		len = gpumig_emit_blob(&migf->w, migf->buf + n, GPUMIG_SECTION_BUF - n,
+				       GPUMIG_SEC_NOTE, gpumig_producer_note,
+				       sizeof(gpumig_producer_note) - 1);
+		n = len < 0 ? len : n + len;
+	}
+	ret = gpumig_produced(migf, n);
 	if (!ret)
 		ret = gpumig_file_open(migf, true);
 	else
@@ -825,6 +873,7 @@ struct gpumig_mig_file *gpumig_file_new_resuming(struct gpumig_mig *m)
 	if (!migf)
 		return ERR_PTR(-ENOMEM);
 	migf->arch = kvmalloc(GPUMIG_ARCH_MAX, GFP_KERNEL_ACCOUNT);
+	gpumig_set_source(m, "");	/* until this stream says */
 	ret = migf->arch ? gpumig_parser_init(&migf->parser, &lim, &gpumig_rx_ops, migf) :
 			   -ENOMEM;
 	if (ret) {

@@ -2,7 +2,8 @@
 /*
  * gpumig: a device's reason, the quarantine's or the last refusal's, which
  * reports show.  The state machine (under the state mutex) and a resuming
- * file (under its own lock) both write it, so it has a lock of its own.
+ * file (under its own lock) both write it, so it has a lock of its own;
+ * the producer a resumed stream named shares it.
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -42,5 +43,30 @@ void gpumig_get_why(struct gpumig_mig *m, char *buf, size_t len)
 {
 	spin_lock(&m->why_lock);
 	strscpy(buf, m->why, len);
+	spin_unlock(&m->why_lock);
+}
+
+/**
+ * gpumig_set_source() - the producer the stream being resumed named
+ * @m: device
+ * @producer: e.g. "gpumig/0.1", or "" when not known (yet)
+ */
+void gpumig_set_source(struct gpumig_mig *m, const char *producer)
+{
+	spin_lock(&m->why_lock);
+	strscpy(m->source, producer, sizeof(m->source));
+	spin_unlock(&m->why_lock);
+}
+
+/**
+ * gpumig_get_source() - copy the last resumed stream's producer out
+ * @m: device
+ * @buf: where
+ * @len: its size
+ */
+void gpumig_get_source(struct gpumig_mig *m, char *buf, size_t len)
+{
+	spin_lock(&m->why_lock);
+	strscpy(buf, m->source, len);
 	spin_unlock(&m->why_lock);
 }

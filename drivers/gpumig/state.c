@@ -398,6 +398,7 @@ int gpumig_mig_open(struct gpumig_mig *m)
 		ret = -EBUSY;
 	} else {
 		gpumig_set_why(m, "%s", "");	/* the last tenant's is not this one's */
+		gpumig_set_source(m, "");
 		atomic64_set(&m->stats.log_reports, 0);
 		atomic64_set(&m->stats.log_report_ns, 0);
 		atomic64_set(&m->stats.log_bitmap_ns, 0);
@@ -548,6 +549,7 @@ int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st)
 	st->quiesce_ns = atomic64_read(&s->quiesce_ns);
 	st->invalidate_ns = atomic64_read(&s->invalidate_ns);
 	gpumig_get_why(m, st->why, sizeof(st->why));
+	gpumig_get_source(m, st->source, sizeof(st->source));
 	return 0;
 }
 EXPORT_SYMBOL_GPL(gpumig_mig_status);
@@ -578,6 +580,8 @@ ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf)
 			   st.stopcopy_bytes, st.resumed_bytes, st.log_reports);
 	n += sysfs_emit_at(buf, n, " quiesce_us=%llu invalidate_us=%llu",
 			   st.quiesce_ns / NSEC_PER_USEC, st.invalidate_ns / NSEC_PER_USEC);
+	if (st.source[0])
+		n += sysfs_emit_at(buf, n, " source=%s", st.source);
 	n += sysfs_emit_at(buf, n, "%s%s\n", st.why[0] ? " last_error=" : "", st.why);
 	return n;
 }

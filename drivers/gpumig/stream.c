@@ -366,6 +366,7 @@ int gpumig_parser_init(struct gpumig_parser *p,
 	size = max_t(size_t, size, lim->max_arch);
 	size = max_t(size_t, size, lim->max_work);
 	size = max(size, sizeof(struct gpumig_wire_end));
+	size = max_t(size_t, size, GPUMIG_NOTE_MAX);
 
 	p->buf = kvmalloc(size, GFP_KERNEL_ACCOUNT);
 	if (!p->buf)
@@ -405,6 +406,8 @@ static const char *gpumig_sec_name(u16 type)
 		return "in-flight work";
 	case GPUMIG_SEC_END:
 		return "end";
+	case GPUMIG_SEC_NOTE:
+		return "note";
 	default:
 		return "unknown";
 	}
@@ -501,7 +504,9 @@ static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
 			"VRAM section of %u bytes is shorter than its chunk header",
 			p->len);
 
-	p->skip = !gpumig_sec_known(p->type);
+	/* A short note is read when someone listens; any other is skipped. */
+	p->skip = !gpumig_sec_known(p->type) &&
+		  !(p->type == GPUMIG_SEC_NOTE && p->ops->note && p->len <= GPUMIG_NOTE_MAX);
 	p->crc = ~0U;
 	p->fill = 0;
 	p->state = GPUMIG_PARSE_PAYLOAD;
@@ -620,6 +625,10 @@ static int gpumig_dispatch(struct gpumig_parser *p)
 	}
 	case GPUMIG_SEC_END:
 		return gpumig_parse_end(p);
+	case GPUMIG_SEC_NOTE:
+		if (!p->skip)
+			p->ops->note(p->priv, (const char *)p->buf, p->len);
+		return 0;
 	default:
 		return 0;	/* optional, skipped */
 	}

@@ -200,6 +200,7 @@ struct gpumig_mig_stats {
  * @quiesce_ns: see struct gpumig_mig_stats
  * @invalidate_ns: see struct gpumig_mig_stats
  * @why: the quarantine reason or the last refusal, or ""
+ * @source: the producer the last resumed stream named ("gpumig/0.1"), or ""
  */
 struct gpumig_mig_status {
 	enum vfio_device_mig_state state;
@@ -216,6 +217,7 @@ struct gpumig_mig_status {
 	u64 quiesce_ns;
 	u64 invalidate_ns;
 	char why[GPUMIG_MSG_LEN];
+	char source[GPUMIG_NOTE_MAX + 1];
 };
 
 /**

@@ -90,9 +90,13 @@ struct gpumig_parser_limits {
  * @arch: architectural state
  * @work: in-flight work
  * @end: the stream is complete and every check passed
+ * @note: optional; a note section of at most GPUMIG_NOTE_MAX bytes (not
+ *	NUL terminated).  Notes never fail a stream: longer ones are
+ *	skipped unread, and without @note every one is.
  *
- * Each returns 0 or a negative errno, which fails the parser for good.
- * A callback is only called once its section's CRCs have been checked.
+ * Each other returns 0 or a negative errno, which fails the parser for
+ * good.  A callback is only called once its section's CRCs have been
+ * checked.
  */
 struct gpumig_parser_ops {
 	int (*header)(void *priv, u16 major, u16 minor,
@@ -101,6 +105,7 @@ struct gpumig_parser_ops {
 	int (*arch)(void *priv, const void *data, u32 len);
 	int (*work)(void *priv, const void *data, u32 len);
 	int (*end)(void *priv);
+	void (*note)(void *priv, const char *text, u32 len);
 };
 
 enum gpumig_parser_state {

@@ -13,6 +13,9 @@
 # the PF's services, vfio-pci and gpumig-vfio-pci, QEMU on VFs); "debug"
 # and "distro" run it too, in the same boot, after the mdev suites.
 # MODE "bench": the benchmarks only, output in OUT/bench.txt.
+# MODES "libvirt-a" and "libvirt-b": the two hosts of the libvirt lane
+# (scripts/guest/libvirt.sh); OUT/libvirt-root names libvirt's root and
+# OUT/shared the directory both hosts have.
 # MODE "demo": one QEMU live migration, report in OUT/qemu/demo.txt.
 # MODE "debug": the debug kernel; modules are insmod-ed from MODDIR and the
 # KUnit module runs.  MODE "distro": Debian's kernel; modules come from the
@@ -167,6 +170,7 @@ trace_events() {
 		"gpumig_dma_log_stop: $src")
 	in_order "$log" \
 		"gpumig_state: $src RUNNING -> PRE_COPY ret=0" \
+		"gpumig_vram: $src save offset=0x[0-9a-f]+ data crc=[0-9a-f]{8}" \
 		"gpumig_save_read: $src pre-copy bytes=[1-9]" \
 		"gpumig_quiesce: $src us=[0-9]+ ret=0" \
 		"gpumig_invalidate: $src us=[0-9]+ ret=0" \
@@ -174,6 +178,7 @@ trace_events() {
 		"gpumig_save_read: $src stop-copy bytes=[1-9]" \
 		"gpumig_save_read: $src stop-copy bytes=0 remaining=0" \
 		"gpumig_state: $dst STOP -> RESUMING ret=0" \
+		"gpumig_vram: $dst load offset=0x[0-9a-f]+ data crc=[0-9a-f]{8}" \
 		"gpumig_state: $dst RESUMING -> STOP ret=0" \
 		"gpumig_state: $dst STOP -> RUNNING_P2P ret=0" \
 		"gpumig_quarantine: $src " \
@@ -239,12 +244,15 @@ orchestrator_names() {
 }
 
 # golden_load DEV: every golden stream of tools/golden for DEV's type
-# (simgpu-64M-*.stream.gz for an mdev) into DEV: it loads, the device holds
-# its VRAM, and edited copies of it (newer major, newer state version) are
-# refused with a message.  One KTAP file per stream.
+# (*-simgpu-64M.stream.gz for a simgpu-64M mdev, *-simgpu-vf-64M for a
+# 64M VF) into DEV: it loads, the device holds its VRAM and names the
+# stream's producer, and edited copies of it (newer major, newer state
+# version) are refused with a message.  One KTAP file per stream.
 golden_load() {
-	local dev=$1 t f name
-	t=$(basename "$(readlink /sys/bus/mdev/devices/$dev/mdev_type 2>/dev/null)")
+	local dev=$1 t f name sys=/sys/bus/mdev/devices/$1
+	[ -e "$sys" ] || sys=/sys/bus/pci/devices/$dev
+	t=$(grep -o 'type=[^ ]*' "$sys/migration/compat" 2>/dev/null | cut -d= -f2)
+	[ -n "$t" ] || { check "golden streams: the type of $dev" false; return; }
 	for f in "$(dirname "$0")"/../../tools/golden/*-"$t".stream.gz; do
 		[ -e "$f" ] || continue
 		name=$(basename "$f" .stream.gz)
@@ -359,25 +367,32 @@ reinit_arg() {
 	return 0
 }
 
-# qemu11_root: QEMU 11.1's trixie root (scripts/trixie-root.sh) made
-# writable by an overlay, with /dev, /proc, /sys, /tmp and the run's
-# directories bound at their own paths, so QEMU run in it with chroot sees
-# what the harness gives it.  Prints the root; fails without one.
-qemu11_root() {
-	local lower m=/run/gpumig-trixie d
-	[ -s "$out/qemu11-root" ] || return 1
-	lower=$(cat "$out/qemu11-root")
+# overlay_root LOWER MNT [DIR...]: the root filesystem LOWER made writable
+# by an overlay on a tmpfs at MNT, with /dev, /proc, /sys, /tmp, the run's
+# directories and each DIR bound at their own paths, so a program run in
+# it with chroot sees what the harness gives it.  Prints the root (made
+# once per boot).
+overlay_root() {
+	local lower=$1 m=$2 d
+	shift 2
 	if [ ! -d $m/merged/usr ]; then
 		mkdir -p $m && mount -t tmpfs tmpfs $m &&
 			mkdir -p $m/upper $m/work $m/merged &&
 			mount -t overlay overlay \
 				-o "lowerdir=$lower,upperdir=$m/upper,workdir=$m/work" $m/merged ||
 			return 1
-		for d in /dev /proc /sys /tmp "$out" "$tooldir"; do
+		for d in /dev /proc /sys /tmp "$out" "$tooldir" "$@"; do
 			mkdir -p "$m/merged$d" && mount --rbind "$d" "$m/merged$d" || return 1
 		done
 	fi
 	echo $m/merged
+}
+
+# qemu11_root: QEMU 11.1's trixie root (scripts/trixie-root.sh) as an
+# overlay_root.  Prints the root; fails without one.
+qemu11_root() {
+	[ -s "$out/qemu11-root" ] || return 1
+	overlay_root "$(cat "$out/qemu11-root")" /run/gpumig-trixie
 }
 
 # qemu11_lane NAME OUT [qemu_mig.py args]: the QEMU end-to-end suite again
@@ -387,9 +402,36 @@ qemu11_lane() {
 	shift 2
 	[ -s "$out/qemu11-root" ] || return 0
 	root=$(qemu11_root) || { check "QEMU 11.1's trixie root mounted in the VM" false; return; }
+	vram_trace on
 	check "$name" timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
 		--qemu "chroot $root qemu-system-x86_64" --pingpong 3 \
 		--guest "$tooldir/gpumig-guest.elf" --out "$dir" "$@"
+	vram_trace off "$dir"
+}
+
+# vram_trace on | off DIR: the engine's state and VRAM-chunk events
+# (gpumig_vram: offset, zero or data, CRC) while a QEMU suite runs, kept in
+# DIR/trace.txt when the suite failed: where the destination's guest reads
+# other VRAM than the source's had, they say which side changed it.
+vram_trace() {
+	local t=/sys/kernel/tracing
+	[ -d $t/events ] || mount -t tracefs nodev $t 2>/dev/null
+	[ -d $t/events/gpumig ] || return 0
+	if [ "$1" = on ]; then
+		echo 0 > $t/tracing_on
+		echo > $t/trace
+		echo 32768 > $t/buffer_size_kb
+		echo 1 > $t/events/gpumig/gpumig_vram/enable
+		echo 1 > $t/events/gpumig/gpumig_state/enable
+		echo 1 > $t/tracing_on
+		return 0
+	fi
+	echo 0 > $t/tracing_on
+	echo 0 > $t/events/gpumig/enable
+	grep -qs '^ *not ok' "$2/qemu.ktap" && cat $t/trace >"$2/trace.txt"
+	echo > $t/trace
+	echo 1408 > $t/buffer_size_kb
+	return 0
 }
 
 
@@ -561,6 +603,13 @@ pci_suite() {
 	done
 	check "SR-IOV cannot be disabled while VFs are claimed" \
 		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null"
+	# The golden streams of earlier releases load into a VF of their type
+	# (tools/golden/README); with OUT/golden-save, first write one.
+	if [ -s "$out/golden-save" ]; then
+		GOLDEN_STREAM=$(cat "$out/golden-save") "$tooldir/simgpu-client" -s golden_save \
+			-n golden_save_vf "$vf0" >"$out/client-golden-save-vf.ktap" 2>>"$out/guest.log"
+	fi
+	golden_load "$vf0"
 	timeout 900 "$tooldir/simgpu-client" -n gvp_vf_256M "$vf1" \
 		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
 	echo "vm: client on VF 1 ($GVP) exited $?"
@@ -571,10 +620,12 @@ pci_suite() {
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
 	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
+	vram_trace on
 	check "QEMU end to end on VFs: every check passed (qemu-pci/qemu.ktap)" \
 		timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" --pingpong "$(pingpongs)" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
 		--pci "256M=$vf1,$vf3" "64M=$vf0"
+	vram_trace off "$out/qemu-pci"
 	qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
 		"$out/qemu11-pci" $(reinit_arg) --pci "256M=$vf1,$vf3" "64M=$vf0"
 
@@ -902,6 +953,12 @@ package)
 	echo 1 > /sys/bus/mdev/devices/$u/remove
 	check "unload" rmmod simgpu gpumig
 	package_suite
+	;;
+libvirt-a | libvirt-b)
+	role=${mode#libvirt-}
+	shared=$(cat "$out/shared")
+	. "$(dirname "$0")/libvirt.sh"
+	libvirt_$role
 	;;
 distro)
 	check "modprobe gpumig and simgpu (DKMS install)" modprobe -a gpumig simgpu

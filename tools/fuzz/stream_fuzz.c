@@ -107,9 +107,17 @@ static int fz_end(void *priv)
 	return 0;
 }
 
+static void fz_note(void *priv, const char *text, u32 len)
+{
+	struct fz_dst *d = priv;
+	u8 note[GPUMIG_NOTE_MAX];
+
+	fz_blob(d, note, sizeof(note), text, len);
+}
+
 static const struct gpumig_parser_ops fz_ops = {
 	.header = fz_header, .vram = fz_vram, .arch = fz_arch,
-	.work = fz_work, .end = fz_end,
+	.work = fz_work, .end = fz_end, .note = fz_note,
 };
 
 struct fz_result {

@@ -6,7 +6,8 @@
  * DMA copies through VRAM into its memory, fills, fences, and the
  * device's background writer; every result is checked by the CPU.
  * Progress and failures go to the debug console (isa-debugcon, port
- * 0xe9), one line each:
+ * 0xe9) and to the first serial port (COM1, 0x3f8, which libvirt's
+ * domains have), one line each:
  *
  *   gpumig-guest: iter N ok
  *   gpumig-guest: FAIL iter N: what
@@ -93,9 +94,11 @@ static inline u32 port_in32(unsigned short port)
 	return v;
 }
 
+/* Either port may be absent: a write to it goes nowhere. */
 static void putc(char c)
 {
 	port_out8(0xe9, c);
+	port_out8(0x3f8, c);	/* THR: the 16550 as reset sends at once */
 }
 
 static void puts(const char *s)

@@ -90,6 +90,7 @@ struct image {
 	size_t size;
 	int chunks, arch;
 	char type[GPUMIG_TYPE_NAME_LEN + 1];
+	char producer[GPUMIG_NOTE_MAX + 1];	/* the producer note's value, or "" */
 };
 
 static void to_image(struct gpumig_sec_hdr *h, uint8_t *pl, void *arg)
@@ -112,6 +113,13 @@ static void to_image(struct gpumig_sec_hdr *h, uint8_t *pl, void *arg)
 		im->chunks++;
 	} else if (h->type == GPUMIG_SEC_ARCH) {
 		im->arch++;
+	} else if (h->type == GPUMIG_SEC_NOTE && h->len <= GPUMIG_NOTE_MAX &&
+		   h->len > strlen(GPUMIG_NOTE_PRODUCER) &&
+		   !memcmp(pl, GPUMIG_NOTE_PRODUCER, strlen(GPUMIG_NOTE_PRODUCER))) {
+		size_t k = strlen(GPUMIG_NOTE_PRODUCER);
+
+		memcpy(im->producer, pl + k, h->len - k);
+		im->producer[h->len - k] = '\0';
 	}
 }
 
@@ -154,10 +162,22 @@ static uint8_t pattern(size_t i)
 	return (uint8_t)(i * 131 + (i >> 9) * 7 + 1);
 }
 
+/* The end of the furthest VRAM data section past GOLDEN_VRAM, in *arg. */
+static void beyond_pattern(struct gpumig_sec_hdr *h, uint8_t *pl, void *arg)
+{
+	struct gpumig_wire_vram *v = (void *)pl;
+	size_t *stray = arg;
+
+	if (h->type == GPUMIG_SEC_VRAM && !(v->flags & GPUMIG_VRAM_ZERO) &&
+	    v->offset + v->len > GOLDEN_VRAM && v->offset + v->len > *stray)
+		*stray = v->offset + v->len;
+}
+
 int t_golden_save(struct gpu *g)
 {
 	const char *path = golden_path();
 	struct blob b = { 0 };
+	size_t stray = 0;
 	uint8_t *src;
 	size_t i;
 	FILE *f;
@@ -171,6 +191,9 @@ int t_golden_save(struct gpu *g)
 	gpu_submit(g, 0, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS, GOLDEN_VRAM, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "copy into VRAM did not finish");
 	CHECK(mig_capture(g, &b) == 0 && b.len > GOLDEN_VRAM, "capture");
+	/* The device started clean: no data beyond the pattern (an earlier tenant's). */
+	CHECK(walk(&b, beyond_pattern, &stray) > 0 && !stray,
+	      "the stream holds data beyond the pattern, up to 0x%zx: not a clean device", stray);
 	f = fopen(path, "w");
 	CHECK(f, "cannot write %s", path);
 	if (fwrite(b.p, 1, b.len, f) != b.len) {
@@ -225,6 +248,7 @@ int t_golden_load(struct gpu *g)
 {
 	const char *path = golden_path();
 	struct blob gold = { 0 }, again = { 0 };
+	char st[512] = "", want[GPUMIG_NOTE_MAX + 16];
 	struct image a, b;
 	int werr, ret;
 	size_t i;
@@ -265,13 +289,23 @@ int t_golden_load(struct gpu *g)
 	if (!ret && (a.arch != 1 || b.arch != 1 || strcmp(a.type, b.type)))
 		ret = fail("sections: golden %d arch (%s), again %d arch (%s)",
 			   a.arch, a.type, b.arch, b.type);
+	/*
+	 * The destination names the producer the stream's note named (the
+	 * restore was the last stream it resumed), and none without a note.
+	 */
+	snprintf(want, sizeof(want), " source=%s", a.producer);
+	read_attr(g->name, "migration/status", st, sizeof(st));
+	if (!ret && (a.producer[0] ? !strstr(st, want) : !!strstr(st, " source=")))
+		ret = fail("the golden stream's producer is \"%s\", the device's status says: %s",
+			   a.producer, st);
 	free(a.vram);
 	free(b.vram);
 	free(again.p);
 	if (ret)
 		goto out;
-	printf("    # golden stream of %s: %zu bytes, %d VRAM sections, restored and saved again\n",
-	       a.type, gold.len, a.chunks);
+	printf("    # golden stream of %s by %s: %zu bytes, %d VRAM sections, restored and saved again\n",
+	       a.type, a.producer[0] ? a.producer : "a producer it does not name", gold.len,
+	       a.chunks);
 
 	/* A newer minor only adds what an older reader may skip: accepted. */
 	ret = offer_edited(g, &gold, newer_minor, &werr);

@@ -59,7 +59,26 @@ static int offer(const char *name, const uint8_t *p, size_t len, int *werr)
 /* Where the stream's framing puts things (<linux/gpumig_stream.h>). */
 #define SEC_HDR sizeof(struct gpumig_sec_hdr)
 #define SEC_LEN offsetof(struct gpumig_sec_hdr, len)
-#define SEC2 (SEC_HDR + sizeof(struct gpumig_wire_header))	/* first after the header */
+
+/*
+ * Where the first VRAM section starts (after the header and any notes),
+ * or 0 when the framing is broken or there is none.
+ */
+static size_t first_vram(const struct blob *b)
+{
+	size_t off = 0;
+
+	while (b->len - off >= SEC_HDR) {
+		const struct gpumig_sec_hdr *h = (const void *)(b->p + off);
+
+		if (h->type == GPUMIG_SEC_VRAM)
+			return off;
+		if (b->len - off - SEC_HDR < h->len)
+			break;
+		off += SEC_HDR + h->len;
+	}
+	return 0;
+}
 
 /* A byte flipped at @off: the CRCs catch it. */
 static size_t flip(uint8_t *m, const struct blob *b, size_t off)
@@ -76,7 +95,7 @@ static size_t flip_header(uint8_t *m, const struct blob *b)
 
 static size_t flip_chunk(uint8_t *m, const struct blob *b)
 {
-	return flip(m, b, SEC2 + SEC_HDR + sizeof(struct gpumig_wire_vram) + 8);
+	return flip(m, b, first_vram(b) + SEC_HDR + sizeof(struct gpumig_wire_vram) + 8);
 }
 
 static size_t flip_arch(uint8_t *m, const struct blob *b)
@@ -98,23 +117,23 @@ static size_t oversized(uint8_t *m, const struct blob *b)
 	uint32_t len = 0xffffffff;
 
 	memcpy(m, b->p, b->len);
-	memcpy(m + SEC2 + SEC_LEN, &len, sizeof(len));
+	memcpy(m + first_vram(b) + SEC_LEN, &len, sizeof(len));
 	return b->len;
 }
 
-/* Sections 2 and 3 swapped (both intact): sequence numbers catch it. */
+/* The first two VRAM sections swapped (both intact): sequence numbers catch it. */
 static size_t reordered(uint8_t *m, const struct blob *b)
 {
-	size_t sec3, end3;
+	size_t sec2 = first_vram(b), sec3, end3;
 	uint32_t len;
 
-	memcpy(&len, b->p + SEC2 + SEC_LEN, sizeof(len));
-	sec3 = SEC2 + SEC_HDR + len;
+	memcpy(&len, b->p + sec2 + SEC_LEN, sizeof(len));
+	sec3 = sec2 + SEC_HDR + len;
 	memcpy(&len, b->p + sec3 + SEC_LEN, sizeof(len));
 	end3 = sec3 + SEC_HDR + len;
-	memcpy(m, b->p, SEC2);
-	memcpy(m + SEC2, b->p + sec3, end3 - sec3);
-	memcpy(m + SEC2 + end3 - sec3, b->p + SEC2, sec3 - SEC2);
+	memcpy(m, b->p, sec2);
+	memcpy(m + sec2, b->p + sec3, end3 - sec3);
+	memcpy(m + sec2 + end3 - sec3, b->p + sec2, sec3 - sec2);
 	memcpy(m + end3, b->p + end3, b->len - end3);
 	return b->len;
 }
@@ -135,7 +154,7 @@ static const struct mutation {
 	{ "a byte flipped in the architectural state", flip_arch, 1 },
 	{ "a byte flipped in the end section", flip_end, 1 },
 	{ "a section claiming 4 GiB", oversized, -EBADMSG },
-	{ "sections 2 and 3 swapped", reordered, -EINVAL },
+	{ "the first two VRAM sections swapped", reordered, -EINVAL },
 	{ "4 KiB of garbage", garbage, 1 },
 };
 

@@ -260,6 +260,7 @@ static int migrate_counters(struct gpu *src, const struct blob *pre,
 	long long pb = status_value(src->name, "precopy_bytes");
 	long long sb = status_value(src->name, "stopcopy_bytes");
 	long long rb = status_value(dst_name, "resumed_bytes");
+	char st[512] = "";
 
 	CHECK(r >= 1 && r <= rounds && pb == (long long)pre->len &&
 	      sb == (long long)stop->len,
@@ -268,6 +269,11 @@ static int migrate_counters(struct gpu *src, const struct blob *pre,
 	CHECK(rb == (long long)(pre->len + stop->len),
 	      "destination counted %lld bytes, %zu written", rb,
 	      pre->len + stop->len);
+	/* The stream named its producer, this release; the destination says so. */
+	read_attr(dst_name, "migration/status", st, sizeof(st));
+	CHECK(strstr(st, " source=gpumig/" GPUMIG_VERSION),
+	      "the destination does not name the stream's producer gpumig/%s: %s",
+	      GPUMIG_VERSION, st);
 	return 0;
 }
 

@@ -96,6 +96,34 @@ TRACE_EVENT(gpumig_save_read,
 		  __entry->remaining)
 );
 
+/*
+ * One VRAM chunk of a stream, saved or restored: its offset, whether it
+ * travels as a zero chunk, and the crc32_le(~0) of its data (computed only
+ * while the event is on; 0 for a zero chunk).  Two devices' traces show
+ * where a block's contents changed on its way.
+ */
+TRACE_EVENT(gpumig_vram,
+	TP_PROTO(struct device *dev, bool save, u64 offset, bool zero, u32 crc),
+	TP_ARGS(dev, save, offset, zero, crc),
+	TP_STRUCT__entry(
+		__string(dev, dev_name(dev))
+		__field(bool, save)
+		__field(bool, zero)
+		__field(u64, offset)
+		__field(u32, crc)
+	),
+	TP_fast_assign(
+		__assign_str(dev);
+		__entry->save = save;
+		__entry->zero = zero;
+		__entry->offset = offset;
+		__entry->crc = crc;
+	),
+	TP_printk("%s %s offset=0x%llx %s crc=%08x", __get_str(dev),
+		  __entry->save ? "save" : "load", __entry->offset,
+		  __entry->zero ? "zero" : "data", __entry->crc)
+);
+
 /* A destination refused a stream: the error and the parser's reason. */
 TRACE_EVENT(gpumig_stream_refused,
 	TP_PROTO(struct device *dev, int err, const char *why),

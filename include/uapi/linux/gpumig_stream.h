@@ -32,6 +32,17 @@
 #define GPUMIG_SEC_END			0x000f	/* last: counts and stream CRC */
 #define GPUMIG_SEC_NOTE			(GPUMIG_SEC_OPTIONAL | 0x0001)
 
+/*
+ * A note's payload is "key=value" text without a NUL.  gpumig's engine
+ * sends one as the second section of every stream it produces:
+ * "producer=gpumig/<release>" (e.g. "producer=gpumig/0.1").  A reader
+ * skips a note it does not want, and may skip one longer than
+ * GPUMIG_NOTE_MAX bytes unread; a note never changes what the stream
+ * restores.
+ */
+#define GPUMIG_NOTE_MAX			64
+#define GPUMIG_NOTE_PRODUCER		"producer="
+
 /**
  * struct gpumig_sec_hdr - framing of one section (24 bytes)
  * @magic: GPUMIG_SEC_MAGIC

@@ -84,8 +84,10 @@ static const char *gvp_vf_unfit(struct gvp_dev *g)
 }
 
 /*
- * Give a simgpu VF the engine.  Never fails the probe: a function that
- * cannot migrate is still assignable and @not_migratable says why.
+ * Give a simgpu VF the engine, its VRAM scrubbed.  A function that cannot
+ * migrate is still assignable and @not_migratable says why; the probe
+ * fails only when memory runs out or a VF's VRAM cannot be scrubbed (it
+ * would hand the last tenant's data to the next).
  */
 static int gvp_migration_init(struct gvp_dev *g)
 {
@@ -127,6 +129,17 @@ static int gvp_migration_init(struct gvp_dev *g)
 	ret = gvp_backend_init(g);
 	if (ret)
 		goto err_put;
+	/*
+	 * VRAM belongs to the PF and outlives drivers: what a tenant of
+	 * another driver (plain vfio-pci) left there is not for this
+	 * driver's first tenant.  Every later tenant gets it scrubbed at the
+	 * last one's close.
+	 */
+	ret = simgpu_pf_vf_scrub(vf);
+	if (ret) {
+		pci_err(pdev, "the VF's VRAM could not be scrubbed (%d)\n", ret);
+		goto err_backend;
+	}
 
 	snprintf(c.type_name, sizeof(c.type_name), "simgpu-vf-%s", g->info.name);
 	c.vram_size = g->info.vram_size;

@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The two-host lane, sourced by run.sh: two test VMs ("hosts"), each with
+# its own kernel and simgpu, joined by a network only they share, each
+# running libvirt 11.3 from a cached bookworm root (scripts/libvirt-root.sh)
+# with chroot.  Host A (10.77.0.1, the debug kernel) drives: it defines
+# and starts the domain of Documentation/gpumig/libvirt/gpumig-guest.xml
+# and migrates it with virsh as libvirt.rst shows; host B (10.77.0.2,
+# Debian's kernel) sets up, says it is ready and waits until A is done.
+# The hosts meet in SHARED (both VMs have it writable): B's readiness,
+# A's end, and each host's guest serial log (SHARED/a-serial,
+# SHARED/b-serial), which is how the guest's verdict reaches the test.
+
+LV_DOC=$(cd "$(dirname "$0")/../../Documentation/gpumig/libvirt" && pwd)
+LV_DOM=gpumig-guest
+LV_U1=0f5d6a8e-5a0c-4c43-9b1e-6d2f00000001	# in gpumig-guest.xml, on both hosts
+LV_U2=0f5d6a8e-5a0c-4c43-9b1e-6d2f00000002	# B: another UUID, same type
+LV_U3=0f5d6a8e-5a0c-4c43-9b1e-6d2f00000003	# B: simgpu-64M, the wrong type
+LV_M=/run/gpumig-libvirt
+LV_A=10.77.0.1
+LV_B=10.77.0.2
+
+# lv_root: the libvirt root made writable (overlay_root), the docs' XML
+# and SHARED bound too, the guest program where the XML has it,
+# /var/log/gpumig on this host's serial directory in SHARED.  Prints the
+# root.
+lv_root() {
+	local r
+	r=$(overlay_root "$(cat "$out/libvirt-root")" $LV_M "$shared" "$LV_DOC") || return 1
+	if ! mountpoint -q $r/var/log/gpumig; then
+		mkdir -p $r/usr/local/share/gpumig $r/var/log/gpumig "$shared/$role-serial" &&
+			touch $r/usr/local/share/gpumig/gpumig-guest.elf &&
+			mount --bind "$tooldir/gpumig-guest.elf" $r/usr/local/share/gpumig/gpumig-guest.elf &&
+			mount --bind "$shared/$role-serial" $r/var/log/gpumig || return 1
+	fi
+	echo $r
+}
+
+# lv_net N: the shared network's interface (MAC 52:54:00:77:00:0N) as
+# 10.77.0.N.
+lv_net() {
+	local i n
+	modprobe -q virtio_net 2>/dev/null
+	for n in $(seq 20); do
+		i=$(ip -o link | awk -v mac="52:54:00:77:00:0$1" 'index($0, mac) { sub(":", "", $2); print $2 }')
+		[ -n "$i" ] && break
+		sleep 0.5
+	done
+	i=$(ip -o link | awk -v mac="52:54:00:77:00:0$1" 'index($0, mac) { sub(":", "", $2); print $2 }')
+	[ -n "$i" ] && ip link set lo up && ip link set "$i" up &&
+		ip addr add "10.77.0.$1/24" dev "$i"
+}
+
+# lv_daemon N: libvirtd with the docs' configuration and a host UUID of
+# its own (the two VMs share one SMBIOS UUID, which libvirt would take for
+# "the same host"), listening on TCP; waits until it answers.
+lv_daemon() {
+	local i
+	cat "$LV_DOC/libvirtd.conf" >>"$LVR/etc/libvirt/libvirtd.conf" &&
+		echo "host_uuid = \"7e57a000-0000-4000-8000-00000000000$1\"" \
+			>>"$LVR/etc/libvirt/libvirtd.conf" &&
+		echo 'log_outputs = "3:file:/var/log/libvirt/libvirtd.log"' \
+			>>"$LVR/etc/libvirt/libvirtd.conf" &&
+		cat "$LV_DOC/qemu.conf" >>"$LVR/etc/libvirt/qemu.conf" &&
+		chroot "$LVR" /usr/sbin/libvirtd -d -l || return 1
+	for i in $(seq 300); do
+		chroot "$LVR" virsh -c qemu:///system version >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	return 1
+}
+
+# lv_mdev UUID TYPE: an instance, started with mdevctl as libvirt.rst says.
+lv_mdev() {
+	chroot "$LVR" mdevctl start --uuid "$1" --parent simgpu --type "$2"
+}
+
+# lv_iter ROLE: the guest's last verified iteration in ROLE's serial log.
+lv_iter() {
+	grep -ao 'gpumig-guest: iter [0-9]* ok' "$shared/$1-serial/gpumig-guest.log" 2>/dev/null |
+		tail -n 1 | awk '{ print $3 }'
+}
+
+# lv_verifying ROLE N: ROLE's guest passes iteration N + 3 with no failure.
+lv_verifying() {
+	local i it
+	for i in $(seq 240); do
+		grep -aq FAIL "$shared/$1-serial/gpumig-guest.log" 2>/dev/null && break
+		it=$(lv_iter "$1")
+		[ "${it:-0}" -ge $(($2 + 3)) ] && return 0
+		sleep 0.5
+	done
+	echo "$1's guest: last iteration ${it:-none} (wanted $(($2 + 3)))"
+	grep -a FAIL "$shared/$1-serial/gpumig-guest.log" | head -n 3
+	return 1
+}
+
+# virsh as the operator types it on host A; "-c qemu+tcp://..." for B.
+lv_virsh() {
+	chroot "$LVR" virsh "$@"
+}
+
+# lv_migrate FROM TO [virsh migrate options]: the guest moves from host
+# FROM to host TO (addresses) as libvirt.rst shows, sampled with
+# domjobinfo while it runs (OUT/domjobinfo.txt), the migration
+# capabilities libvirt set in the source's QEMU read once
+# (OUT/migrate-caps.txt; the monitor command waits for its turn beside the
+# job, so apart from the sampling).
+lv_migrate() {
+	local from=$1 to=$2 pid rc
+	shift 2
+	lv_virsh -c "qemu+tcp://$from/system" migrate --live --verbose "$@" \
+		$LV_DOM "qemu+tcp://$to/system" --migrateuri "tcp://$to" &
+	pid=$!
+	if [ ! -s "$out/migrate-caps.txt" ]; then
+		(sleep 1
+		 lv_virsh -c "qemu+tcp://$from/system" qemu-monitor-command $LV_DOM \
+			'{"execute":"query-migrate-capabilities"}' >"$out/migrate-caps.now" 2>&1 &&
+			mv "$out/migrate-caps.now" "$out/migrate-caps.txt") &
+	fi
+	while kill -0 $pid 2>/dev/null; do
+		lv_virsh -c "qemu+tcp://$from/system" domjobinfo $LV_DOM >"$out/domjobinfo.now" 2>&1 &&
+			grep -q 'Data remaining' "$out/domjobinfo.now" && cp "$out/domjobinfo.now" "$out/domjobinfo.txt"
+		sleep 0.3
+	done
+	wait $pid
+	rc=$?
+	wait
+	return $rc
+}
+
+lv_running_on() {
+	[ "$(lv_virsh -c "qemu+tcp://$1/system" domstate $LV_DOM 2>/dev/null | head -n 1)" = running ]
+}
+
+# host B: set up, say so, wait for A.
+libvirt_b() {
+	local i
+	check "B: load the VFIO stack, gpumig.ko and simgpu.ko" bash -c \
+		"$(declare -f vfio_stack); kdir='$kdir'; vfio_stack && insmod $moddir/gpumig.ko && insmod $moddir/simgpu.ko"
+	check "B: the network to host A ($LV_B)" lv_net 2
+	LVR=$(lv_root) || { check "B: the libvirt root" false; return; }
+	check "B: libvirtd $(chroot "$LVR" virsh --version) (QEMU $(chroot "$LVR" qemu-system-x86_64 --version | head -n 1 | awk '{ print $4 }')) answers" lv_daemon 2
+	check "B: mdevctl starts simgpu-256M $LV_U1 and $LV_U2, simgpu-64M $LV_U3" bash -c \
+		"$(declare -f lv_mdev); LVR=$LVR; lv_mdev $LV_U1 simgpu-256M && lv_mdev $LV_U2 simgpu-256M &&
+		 lv_mdev $LV_U3 simgpu-64M"
+	touch "$shared/b-ready"
+	for i in $(seq 3000); do
+		[ -e "$shared/a-done" ] && break
+		sleep 1
+	done
+	check "B: host A finished" test -e "$shared/a-done"
+	check "B: the simgpu-64M instance refused A's simgpu-256M stream and says why" \
+		grep -q "type mismatch: source simgpu-256M, destination simgpu-64M" \
+		/sys/bus/mdev/devices/$LV_U3/migration/last_error
+	check "B: the instance A migrated to through --xml names the stream's producer" \
+		grep -q " source=gpumig/" /sys/bus/mdev/devices/$LV_U2/migration/status
+	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-b.log" 2>/dev/null
+	for i in $LV_U1 $LV_U2 $LV_U3; do
+		echo "$i: $(cat /sys/bus/mdev/devices/$i/migration/status 2>&1)"
+	done >"$out/instances-b.txt"
+}
+
+# host A: the operator's commands of libvirt.rst, each a check.
+libvirt_a() {
+	local i it x
+	check "A: load the VFIO stack, gpumig.ko and simgpu.ko" bash -c \
+		"$(declare -f vfio_stack); kdir='$kdir'; vfio_stack && insmod $moddir/gpumig.ko && insmod $moddir/simgpu.ko"
+	check "A: the network to host B ($LV_A)" lv_net 1
+	LVR=$(lv_root) || { check "A: the libvirt root" false; touch "$shared/a-done"; return; }
+	check "A: libvirtd answers" lv_daemon 1
+	check "A: mdevctl starts simgpu-256M $LV_U1" lv_mdev $LV_U1 simgpu-256M
+	for i in $(seq 600); do
+		[ -e "$shared/b-ready" ] && break
+		sleep 1
+	done
+	if ! check "A: host B is ready and answers over TCP" lv_virsh -c "qemu+tcp://$LV_B/system" version; then
+		touch "$shared/a-done"
+		return
+	fi
+	check "A: virsh define gpumig-guest.xml; virsh start gpumig-guest" sh -c \
+		"chroot $LVR virsh define $LV_DOC/gpumig-guest.xml && chroot $LVR virsh start $LV_DOM"
+	check "A: the guest drives its simgpu (serial log)" lv_verifying a 0
+
+	# A destination instance of another type: refused, the source runs on.
+	lv_virsh dumpxml --migratable $LV_DOM | sed "s/$LV_U1/$LV_U3/" >"$out/dst-64M.xml"
+	it=$(lv_iter a)
+	check "A: migrating to B's simgpu-64M instance (--xml) fails" \
+		sh -c "! chroot $LVR virsh migrate --live --verbose --xml $out/dst-64M.xml $LV_DOM \
+			qemu+tcp://$LV_B/system --migrateuri tcp://$LV_B"
+	check "A: ... and the guest keeps running and verifying on A" \
+		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
+		       shared=$shared; lv_running_on $LV_A && lv_verifying a ${it:-0}"
+	# (B checks that its instance named the mismatch, at the end.)
+
+	# A to B, sampled with domjobinfo, and back: Debian's kernel (B) has
+	# no DMA logging; the override in the XML lets QEMU migrate anyway.
+	it=$(lv_iter a)
+	check "A: virsh migrate --live gpumig-guest to B" lv_migrate $LV_A $LV_B
+	check "A: virsh domjobinfo during the migration showed data remaining" \
+		grep -q 'Data remaining' "$out/domjobinfo.txt"
+	x=$(grep -o '"capability":"switchover-ack","state":[a-z]*\|"state":[a-z]*,"capability":"switchover-ack"' \
+		"$out/migrate-caps.txt" | grep -o 'true\|false')
+	check "A: QEMU's migration capabilities read during the job: switchover-ack ${x:-unknown}" \
+		test -n "$x"
+	check "A: the guest runs on B and keeps verifying there (B's serial log)" \
+		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
+		       shared=$shared; lv_running_on $LV_B && lv_verifying b 0"
+	check "A: virsh migrate --live gpumig-guest back from B to A" lv_migrate $LV_B $LV_A
+	check "A: the guest runs on A again and keeps verifying" \
+		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
+		       shared=$shared; lv_running_on $LV_A && lv_verifying a 0"
+
+	# A destination instance with another UUID, through --xml.
+	lv_virsh dumpxml --migratable $LV_DOM | sed "s/$LV_U1/$LV_U2/" >"$out/dst-other-uuid.xml"
+	check "A: virsh migrate --xml: B's instance $LV_U2" \
+		lv_migrate $LV_A $LV_B --xml "$out/dst-other-uuid.xml"
+	check "A: the guest runs on B's $LV_U2 and keeps verifying" \
+		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
+		       shared=$shared; lv_running_on $LV_B && lv_verifying b 0"
+	lv_virsh -c "qemu+tcp://$LV_B/system" destroy $LV_DOM >/dev/null 2>&1
+
+	# Without the override, Debian's kernel (no DMA logging) cannot be
+	# migrated from: QEMU blocks it and libvirt refuses.
+	sed '/<qemu:override>/,/<\/qemu:override>/d' "$LV_DOC/gpumig-guest.xml" >"$out/no-override.xml"
+	check "B (Debian's kernel): a domain without the override starts" \
+		sh -c "chroot $LVR virsh -c qemu+tcp://$LV_B/system create $out/no-override.xml"
+	x=$(lv_virsh -c "qemu+tcp://$LV_B/system" migrate --live $LV_DOM "qemu+tcp://$LV_A/system" \
+		--migrateuri "tcp://$LV_A" 2>&1)
+	echo "$x" >"$out/no-override-refusal.txt"
+	check "B: without the override, libvirt refuses to migrate it: QEMU's dirty-tracking blocker" \
+		grep -qi 'dirty tracking' "$out/no-override-refusal.txt"
+	lv_virsh -c "qemu+tcp://$LV_B/system" destroy $LV_DOM >/dev/null 2>&1
+	lv_virsh destroy $LV_DOM >/dev/null 2>&1
+	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-a.log" 2>/dev/null
+	touch "$shared/a-done"
+}
