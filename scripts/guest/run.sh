@@ -170,7 +170,7 @@ trace_events() {
 		"gpumig_dma_log_stop: $src")
 	in_order "$log" \
 		"gpumig_state: $src RUNNING -> PRE_COPY ret=0" \
-		"gpumig_vram: $src save offset=0x[0-9a-f]+ data crc=[0-9a-f]{8}" \
+		"gpumig_vram: $src save offset=0x[0-9a-f]+ data crc=[0-9a-f]+" \
 		"gpumig_save_read: $src pre-copy bytes=[1-9]" \
 		"gpumig_quiesce: $src us=[0-9]+ ret=0" \
 		"gpumig_invalidate: $src us=[0-9]+ ret=0" \
@@ -178,7 +178,7 @@ trace_events() {
 		"gpumig_save_read: $src stop-copy bytes=[1-9]" \
 		"gpumig_save_read: $src stop-copy bytes=0 remaining=0" \
 		"gpumig_state: $dst STOP -> RESUMING ret=0" \
-		"gpumig_vram: $dst load offset=0x[0-9a-f]+ data crc=[0-9a-f]{8}" \
+		"gpumig_vram: $dst load offset=0x[0-9a-f]+ data crc=[0-9a-f]+" \
 		"gpumig_state: $dst RESUMING -> STOP ret=0" \
 		"gpumig_state: $dst STOP -> RUNNING_P2P ret=0" \
 		"gpumig_quarantine: $src " \
