@@ -264,6 +264,7 @@ static void vram_zero_exact(struct kunit *test)
 	struct simgpu_vram v;
 	struct mutex lock;	/* stands for the core's */
 	unsigned int i;
+	bool z;
 
 	KUNIT_ASSERT_NOT_NULL(test, buf);
 	KUNIT_ASSERT_NOT_NULL(test, want);
@@ -283,12 +284,96 @@ static void vram_zero_exact(struct kunit *test)
 
 	/* Two bytes across a block boundary dirty both blocks. */
 	KUNIT_ASSERT_EQ(test, 0, simgpu_vram_track(&v, true));
-	bitmap_zero(v.dirty, v.nr_blocks);
+	while (simgpu_vram_next_dirty(&v, 0, &z) >= 0)
+		;
 	simgpu_vram_zero(&v, 2 * blk - 1, 2);
 	KUNIT_EXPECT_FALSE(test, test_bit(0, v.dirty));
 	KUNIT_EXPECT_TRUE(test, test_bit(1, v.dirty));
 	KUNIT_EXPECT_TRUE(test, test_bit(2, v.dirty));
 	KUNIT_EXPECT_FALSE(test, test_bit(3, v.dirty));
+	simgpu_vram_track(&v, false);
+	simgpu_vram_scrub(&v);
+	mutex_unlock(&lock);
+	mutex_destroy(&lock);
+}
+
+/* The O(1) dirty counts against a walk of every block. */
+static void vram_counts_match_walk(struct kunit *test, struct simgpu_vram *v,
+				   const char *after)
+{
+	unsigned long b, backed = 0, zero = 0, got_backed, got_zero;
+
+	for (b = 0; b < v->nr_blocks; b++) {
+		if (v->dirty && !test_bit(b, v->dirty))
+			continue;
+		if (simgpu_vram_block_zero(v, b))
+			zero++;
+		else
+			backed++;
+	}
+	simgpu_vram_dirty_count(v, &got_backed, &got_zero);
+	KUNIT_EXPECT_EQ_MSG(test, got_backed, backed, "after %s", after);
+	KUNIT_EXPECT_EQ_MSG(test, got_zero, zero, "after %s", after);
+}
+
+/*
+ * What migration asks on every PRECOPY_INFO (dirty blocks, data and zero)
+ * is kept as counts that change with the blocks: after any mix of writes,
+ * zero ranges, blocks taken, tracking on and off and scrubs, the counts
+ * are what walking every block finds.
+ */
+static void vram_dirty_counts(struct kunit *test)
+{
+	const u64 blk = 1ULL << SIMGPU_VRAM_BLOCK_SHIFT, size = 16 * blk;
+	u8 *buf = kunit_kzalloc(test, 3 * PAGE_SIZE, GFP_KERNEL);
+	struct simgpu_vram v;
+	struct mutex lock;	/* stands for the core's */
+	u32 seed = 12345;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memset(buf, 0x3c, 3 * PAGE_SIZE);
+	mutex_init(&lock);
+	simgpu_vram_init(&v, size, &lock);
+	mutex_lock(&lock);
+	vram_counts_match_walk(test, &v, "init");
+	for (i = 0; i < 3000; i++) {
+		u64 off, len;
+		bool z;
+
+		seed = seed * 1103515245 + 12345;
+		off = (seed >> 8) % size;
+		len = min_t(u64, size - off, 1 + (seed >> 3) % (3 * PAGE_SIZE));
+		switch ((seed >> 24) % 8) {
+		case 0:
+		case 1:
+		case 2:
+			KUNIT_ASSERT_EQ(test, 0, simgpu_vram_rw(&v, off, buf, len, true));
+			vram_counts_match_walk(test, &v, "a write");
+			break;
+		case 3:
+			simgpu_vram_zero(&v, off, (seed & 1) ? len : min(size - off, 5 * blk));
+			vram_counts_match_walk(test, &v, "a zero range");
+			break;
+		case 4:
+		case 5:
+			if (v.dirty)
+				simgpu_vram_next_dirty(&v, off / blk, &z);
+			vram_counts_match_walk(test, &v, "a block taken");
+			break;
+		case 6:
+			KUNIT_ASSERT_EQ(test, 0, simgpu_vram_track(&v, !v.dirty));
+			vram_counts_match_walk(test, &v, "tracking on or off");
+			break;
+		default:
+			if (!(seed & 0xf0))
+				simgpu_vram_scrub(&v);
+			vram_counts_match_walk(test, &v, "a scrub");
+			break;
+		}
+		if (test->status == KUNIT_FAILURE)
+			break;
+	}
 	simgpu_vram_track(&v, false);
 	simgpu_vram_scrub(&v);
 	mutex_unlock(&lock);
@@ -707,6 +792,7 @@ static void core_reset_and_registers(struct kunit *test)
 static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(vram_sparse_and_scrub),
 	KUNIT_CASE(vram_zero_exact),
+	KUNIT_CASE(vram_dirty_counts),
 	KUNIT_CASE(mmu_walk_and_faults),
 	KUNIT_CASE(mmu_tlb_stale_until_flush),
 	KUNIT_CASE(mmu_invalidation_ack),

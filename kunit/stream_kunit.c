@@ -22,7 +22,7 @@
 #define T_MAX_CALLS	32
 
 struct fake_call {
-	char kind;		/* 'h' header, 'v' vram, 'z' zero vram, 'a', 'w', 'e', 'n' */
+	char kind;		/* h header, v/z VRAM data/zero, r zero range, a, w, e, n */
 	u64 offset;
 	u32 len;
 	u32 sum;		/* crc of the data handed over */
@@ -75,6 +75,13 @@ static int fake_vram(void *priv, u64 offset, const void *data, u32 len)
 	return fake_record(priv, data ? 'v' : 'z', offset, data, len);
 }
 
+static int fake_zero(void *priv, u64 offset, u64 len)
+{
+	if (len > U32_MAX)
+		return -E2BIG;
+	return fake_record(priv, 'r', offset, NULL, len);
+}
+
 static int fake_arch(void *priv, const void *data, u32 len)
 {
 	return fake_record(priv, 'a', 0, data, len);
@@ -93,6 +100,7 @@ static int fake_end(void *priv)
 static const struct gpumig_parser_ops fake_ops = {
 	.header = fake_header,
 	.vram = fake_vram,
+	.zero = fake_zero,
 	.arch = fake_arch,
 	.work = fake_work,
 	.end = fake_end,
@@ -155,7 +163,7 @@ static u8 t_pattern[T_CHUNK];
 static u8 t_arch[96];
 static u8 t_work[40];
 
-/* Header, a data chunk, a zero chunk, a note, arch, work, end. */
+/* Header, a data chunk, a zero chunk, a zero range, a note, arch, work, end. */
 static struct t_stream *t_reference(struct kunit *test, u32 chunk_len)
 {
 	struct t_stream *s = t_stream_new(test, 4 * T_CHUNK);
@@ -175,6 +183,8 @@ static struct t_stream *t_reference(struct kunit *test, u32 chunk_len)
 					0x2000, t_pattern, chunk_len));
 	t_put(test, s, gpumig_emit_vram(&s->w, s->buf + s->len, s->size - s->len,
 					0x10000, NULL, T_CHUNK));
+	t_put(test, s, gpumig_emit_zero(&s->w, s->buf + s->len, s->size - s->len,
+					0x20000, T_VRAM_SIZE - 0x20000));
 	t_put(test, s, gpumig_emit_blob(&s->w, s->buf + s->len, s->size - s->len,
 					GPUMIG_SEC_NOTE, "hello", 5));
 	t_put(test, s, gpumig_emit_blob(&s->w, s->buf + s->len, s->size - s->len,
@@ -227,7 +237,7 @@ static int t_feed(struct fake_dst *d, const u8 *buf, size_t len, size_t step)
 static void t_check_reference_calls(struct kunit *test, struct fake_dst *d,
 				    u32 chunk_len)
 {
-	static const char order[] = "hvzawe";
+	static const char order[] = "hvzrawe";
 	int i;
 
 	KUNIT_ASSERT_EQ(test, d->nr_calls, (int)strlen(order));
@@ -239,8 +249,10 @@ static void t_check_reference_calls(struct kunit *test, struct fake_dst *d,
 	KUNIT_EXPECT_EQ(test, d->calls[1].sum, crc32_le(0, t_pattern, chunk_len));
 	KUNIT_EXPECT_EQ(test, d->calls[2].offset, 0x10000ULL);
 	KUNIT_EXPECT_EQ(test, d->calls[2].len, (u32)T_CHUNK);
-	KUNIT_EXPECT_EQ(test, d->calls[3].sum, crc32_le(0, t_arch, sizeof(t_arch)));
-	KUNIT_EXPECT_EQ(test, d->calls[4].sum, crc32_le(0, t_work, sizeof(t_work)));
+	KUNIT_EXPECT_EQ(test, d->calls[3].offset, 0x20000ULL);
+	KUNIT_EXPECT_EQ(test, d->calls[3].len, (u32)(T_VRAM_SIZE - 0x20000));
+	KUNIT_EXPECT_EQ(test, d->calls[4].sum, crc32_le(0, t_arch, sizeof(t_arch)));
+	KUNIT_EXPECT_EQ(test, d->calls[5].sum, crc32_le(0, t_work, sizeof(t_work)));
 	KUNIT_EXPECT_STREQ(test, d->got.type_name, "simgpu-test");
 	KUNIT_EXPECT_EQ(test, d->got.vram_size, (u64)T_VRAM_SIZE);
 	KUNIT_EXPECT_EQ(test, d->got.features, 0x5ULL);
@@ -253,10 +265,83 @@ static void stream_round_trip(struct kunit *test)
 	struct fake_dst *d = t_dst(test);
 
 	KUNIT_EXPECT_EQ(test, s->len, (size_t)s->w.bytes);
-	KUNIT_EXPECT_EQ(test, s->w.seq, 7U);
+	KUNIT_EXPECT_EQ(test, s->w.seq, 8U);
 	KUNIT_ASSERT_EQ(test, 0, t_feed(d, s->buf, s->len, s->len));
 	KUNIT_EXPECT_TRUE(test, gpumig_parser_done(d->parser));
 	t_check_reference_calls(test, d, T_CHUNK);
+}
+
+/*
+ * The stream's CRC is advanced from each payload's own CRC, not by a
+ * second pass: it must equal crc32_le() over the bytes, computed plainly,
+ * for every length and seed.
+ */
+static u32 t_extend(u32 seed, size_t len)
+{
+	return gpumig_crc_extend(seed, crc32_le(~0U, t_pattern, len), len);
+}
+
+static void stream_crc_extend(struct kunit *test)
+{
+	struct t_stream *s = t_reference(test, T_CHUNK);
+	struct gpumig_wire_end e;
+	size_t len, end_off = s->len - sizeof(struct gpumig_sec_hdr) - sizeof(e);
+	u32 seeds[] = { ~0U, 0, 0x12345678, 0x80000001 };
+	int i;
+
+	memcpy(&e, s->buf + end_off + sizeof(struct gpumig_sec_hdr), sizeof(e));
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(e.stream_crc), crc32_le(~0U, s->buf, end_off));
+	for (i = 0; i < ARRAY_SIZE(seeds); i++)
+		for (len = 0; len <= 300; len += len < 20 ? 1 : 37)
+			KUNIT_EXPECT_EQ_MSG(test, t_extend(seeds[i], len),
+					    crc32_le(seeds[i], t_pattern, len),
+					    "seed %x len %zu", seeds[i], len);
+	KUNIT_EXPECT_EQ(test, t_extend(0x5a5a5a5a, T_CHUNK),
+			crc32_le(0x5a5a5a5a, t_pattern, T_CHUNK));
+}
+
+/*
+ * Bytes put straight into the parser's buffer (gpumig_parser_room() and
+ * gpumig_parser_commit(), as a resuming file copies from the user) parse
+ * as fed ones do, in any piece size; a commit outside a payload fails.
+ */
+static void stream_direct_commit(struct kunit *test)
+{
+	struct t_stream *s = t_reference(test, T_CHUNK);
+	static const size_t steps[] = { 1, 7, 100, 4096, 1 << 20 };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(steps); i++) {
+		struct fake_dst *d = t_dst(test);
+		size_t off = 0, direct = 0;
+		ssize_t r = 0;
+
+		while (off < s->len && r >= 0) {
+			size_t n = min(steps[i], s->len - off), room;
+			void *dst;
+
+			room = gpumig_parser_room(d->parser, &dst);
+			if (room) {
+				n = min(n, room);
+				memcpy(dst, s->buf + off, n);
+				r = gpumig_parser_commit(d->parser, n);
+				direct += n;
+			} else {
+				r = gpumig_parser_feed(d->parser, s->buf + off, n);
+			}
+			off += n;
+		}
+		KUNIT_ASSERT_GE(test, r, 0);
+		KUNIT_ASSERT_EQ(test, 0, gpumig_parser_finish(d->parser));
+		t_check_reference_calls(test, d, T_CHUNK);
+		/* The data chunk's bytes, at least, went in directly. */
+		KUNIT_EXPECT_GE(test, direct, (size_t)T_CHUNK);
+	}
+	{
+		struct fake_dst *d = t_dst(test);
+
+		KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_parser_commit(d->parser, 1));
+	}
 }
 
 static void stream_section_sizes(struct kunit *test)
@@ -412,7 +497,8 @@ enum hostile_kind {
 	H_HUGE_LEN, H_HUGE_ARCH, H_VRAM_OUTSIDE, H_VRAM_WRAP, H_VRAM_LEN_MISMATCH,
 	H_VRAM_ZERO_WITH_DATA, H_VRAM_SHORT, H_UNKNOWN_MANDATORY, H_NO_HEADER,
 	H_TWO_HEADERS, H_SEQ_GAP, H_REORDERED, H_MAJOR, H_FLAGS, H_END_COUNT,
-	H_VRAM_FLAGS, H_OPTIONAL_TOO_BIG, H_COUNT
+	H_VRAM_FLAGS, H_OPTIONAL_TOO_BIG, H_ZERO_OUTSIDE, H_ZERO_WRAP, H_ZERO_EMPTY,
+	H_ZERO_LEN, H_COUNT
 };
 
 static const struct hostile_case hostile_cases[H_COUNT] = {
@@ -434,6 +520,10 @@ static const struct hostile_case hostile_cases[H_COUNT] = {
 	[H_END_COUNT] = { "end section lies about the count", -EINVAL, "end section counts" },
 	[H_VRAM_FLAGS] = { "unknown chunk flags", -EINVAL, "unknown flags" },
 	[H_OPTIONAL_TOO_BIG] = { "optional section over the skip limit", -EMSGSIZE, "exceeds" },
+	[H_ZERO_OUTSIDE] = { "zero range past the end", -ERANGE, "outside" },
+	[H_ZERO_WRAP] = { "zero range wraps", -ERANGE, "outside" },
+	[H_ZERO_EMPTY] = { "empty zero range", -EINVAL, "empty zero range" },
+	[H_ZERO_LEN] = { "zero range section of the wrong size", -EINVAL, "expected 16" },
 };
 
 static void hostile_desc(const struct hostile_case *c, char *desc)
@@ -554,6 +644,21 @@ static void stream_hostile(struct kunit *test)
 		break;
 	case H_OPTIONAL_TOO_BIG:
 		n += t_raw_section(buf + n, GPUMIG_SEC_NOTE, 1, t_pattern, 1025, 1025);
+		break;
+	case H_ZERO_OUTSIDE:
+	case H_ZERO_WRAP:
+	case H_ZERO_EMPTY: {
+		struct gpumig_wire_zero z = {
+			.offset = cpu_to_le64(k == H_ZERO_WRAP ? U64_MAX - 0xfff : 0x1000),
+			.len = cpu_to_le64(k == H_ZERO_EMPTY ? 0 :
+					   k == H_ZERO_WRAP ? 0x2000 : T_VRAM_SIZE),
+		};
+
+		n += t_raw_section(buf + n, GPUMIG_SEC_ZERO, 1, &z, sizeof(z), sizeof(z));
+		break;
+	}
+	case H_ZERO_LEN:
+		n += t_raw_section(buf + n, GPUMIG_SEC_ZERO, 1, t_pattern, 24, 24);
 		break;
 	default:
 		KUNIT_FAIL(test, "no case %d", k);
@@ -764,7 +869,7 @@ static void stream_compat_format(struct kunit *test)
 	t_compat(&c);
 	gpumig_compat_format(&c, buf, sizeof(buf));
 	KUNIT_EXPECT_STREQ(test, buf,
-			   "stream=1.0 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1\n");
+			   "stream=1.1 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1\n");
 }
 
 static void stream_init_limits(struct kunit *test)
@@ -786,6 +891,8 @@ static void stream_init_limits(struct kunit *test)
 
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_round_trip),
+	KUNIT_CASE(stream_crc_extend),
+	KUNIT_CASE(stream_direct_commit),
 	KUNIT_CASE(stream_section_sizes),
 	KUNIT_CASE(stream_every_split),
 	KUNIT_CASE_SLOW(stream_every_corruption),

@@ -28,3 +28,22 @@ client_build "$kdir" >>"$out/build.log" 2>&1 ||
 echo "gpumig benchmarks ($(cat "$out/uname.txt"), under TCG emulation; KASAN and lockdep inflate absolute times, the ratios are what to read)"
 sed -n 's/^    # //p' "$out/bench.txt" | grep -v '^Subtest:'
 grep -q '^ok 1' "$out/bench.txt" || die "a benchmark's own correctness check failed: see $out/bench.txt"
+
+# The VRAM migration benchmark: Debian's kernel (KASAN would skew the
+# ratios), every simgpu type, pairs of instances; the modules built for
+# that kernel, the same client.
+dist=$(stage distro)
+make -s -C "$DISTRO_KDIR" M="$dist" modules >>"$out/build.log" 2>&1 ||
+	{ cat "$out/build.log" >&2; die "module build for $KVER_DISTRO failed"; }
+mkdir -p "$out/vram"
+VM_MEMORY=3G "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$out/vram" -- \
+	"$GPUMIG_TOP/scripts/guest/run.sh" bench-vram "$out/vram" "$dist" "$BUILD/tools" ||
+	die "the VRAM benchmark VM failed: see $out/vram/console.log"
+[ -s "$out/vram/bench-vram.txt" ] || die "no VRAM benchmark output: see $out/vram/console.log"
+echo
+echo "VRAM migration ($(cat "$out/vram/uname.txt"), simgpu mdevs under TCG; each type holds the same non-zero data, 8 blocks dirtied per pre-copy round and before the stop; ratios to the first row)"
+awk -f "$GPUMIG_TOP/scripts/bench-vram.awk" "$out/vram/bench-vram.txt"
+if grep -q '^not ok' "$out/vram/bench-vram.txt"; then
+	grep '^    # ' "$out/vram/bench-vram.txt" | grep -v vram_bench >&2
+	die "a VRAM benchmark's own correctness check failed: see $out/vram/bench-vram.txt"
+fi

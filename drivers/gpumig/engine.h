@@ -78,6 +78,9 @@ enum gpumig_file_state {
  * @buf_pos: bytes of @buf already read
  * @tmp: one VRAM block or the architectural state; resuming: input chunk
  * @cursor: saving: next VRAM block to look at
+ * @ahead: saving: a dirty block the backend gave (its dirty bit cleared)
+ *	that ended a zero run and is not sent yet, or -1
+ * @ahead_zero: saving: the backend's zero hint for @ahead
  * @initial_left: saving: bytes of the first full pass not read yet
  * @round_bytes: saving: bytes read since the last pre-copy round ended
  * @wq: saving: poll() waits here for data, a state change or an error
@@ -100,6 +103,8 @@ struct gpumig_mig_file {
 	size_t buf_pos;
 	u8 *tmp;
 	unsigned long cursor;
+	long ahead;
+	bool ahead_zero;
 	u64 initial_left;
 	int reconfig_seen;
 	u64 round_bytes;

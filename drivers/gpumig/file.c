@@ -27,6 +27,7 @@
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -53,10 +54,19 @@ static_assert(sizeof(struct gpumig_sec_hdr) + GPUMIG_ARCH_MAX <= GPUMIG_SECTION_
 static_assert(sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_header) <=
 	      GPUMIG_SECTION_BUF);
 
+/*
+ * Dirty VRAM as the stream carries it: a chunk per data block, a range per
+ * run of zero blocks.  Runs are counted as at most one more than there are
+ * data blocks, which is exact for a first pass (only data blocks split its
+ * runs) and may count short later, where clean blocks split runs too: by
+ * one zero range section (40 bytes) per run missed.
+ */
 static u64 gpumig_vram_bytes(unsigned long nonzero, unsigned long zero)
 {
+	unsigned long runs = min(zero, nonzero + 1);
+
 	return (u64)nonzero * gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) +
-	       (u64)zero * gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, true);
+	       (u64)runs * gpumig_zero_section_size();
 }
 
 static u64 gpumig_dirty_vram_bytes(struct gpumig_mig *m)
@@ -127,21 +137,79 @@ static int gpumig_produced(struct gpumig_mig_file *migf, ssize_t n)
 	return 0;
 }
 
-/* The next dirty VRAM block as a section: bytes, 0 when none, or -errno. */
+/* Zero blocks one range takes at most; a run of more goes on in the next one. */
+#define GPUMIG_ZERO_RUN_MAX	BIT(20)
+/* Blocks looked at between two chances for others to run. */
+#define GPUMIG_RESCHED_BLOCKS	1024
+
+/*
+ * The next dirty block at or after @from: the one looked at last time and
+ * not sent yet, or the backend's.
+ */
+static long gpumig_next_dirty(struct gpumig_mig_file *migf, unsigned long from,
+			      bool *zero)
+{
+	struct gpumig_mig *m = migf->m;
+	long blk = migf->ahead;
+
+	if (blk >= 0) {
+		migf->ahead = -1;
+		*zero = migf->ahead_zero;
+		return blk;
+	}
+	return m->ops->vram_next_dirty(m->priv, from, zero);
+}
+
+/*
+ * The dirty zero blocks right after @blk, as one range: their count with
+ * @blk's.  The first dirty block that does not continue the run is kept
+ * for the next section.
+ */
+static long gpumig_zero_run(struct gpumig_mig_file *migf, unsigned long blk)
+{
+	struct gpumig_mig *m = migf->m;
+	unsigned long run = 1;
+	bool zero;
+	long next;
+
+	while (run < GPUMIG_ZERO_RUN_MAX) {
+		if (!(run % GPUMIG_RESCHED_BLOCKS))
+			cond_resched();
+		next = m->ops->vram_next_dirty(m->priv, blk + run, &zero);
+		if (next == -ENOENT)
+			break;
+		if (next < 0)
+			return next;
+		if (next != blk + run || !zero) {
+			migf->ahead = next;
+			migf->ahead_zero = zero;
+			break;
+		}
+		run++;
+	}
+	return run;
+}
+
+/*
+ * The next dirty VRAM as a section: a data block read straight into the
+ * section buffer, or a run of zero blocks as one range.  Return: bytes, 0
+ * when nothing is dirty, or -errno.
+ */
 static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 {
 	struct gpumig_mig *m = migf->m;
+	void *data = gpumig_vram_payload(migf->buf);
+	long blk, run;
 	bool zero;
-	long blk;
 	u64 off;
 	int ret;
 
-	blk = m->ops->vram_next_dirty(m->priv, migf->cursor, &zero);
+	blk = gpumig_next_dirty(migf, migf->cursor, &zero);
 	if (blk == -ENOENT && migf->cursor) {
 		/* The first pass is over; later passes resend what changed. */
 		migf->initial_left = 0;
 		migf->cursor = 0;
-		blk = m->ops->vram_next_dirty(m->priv, 0, &zero);
+		blk = gpumig_next_dirty(migf, 0, &zero);
 	}
 	if (blk == -ENOENT) {
 		migf->initial_left = 0;
@@ -152,26 +220,35 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 
 	off = (u64)blk << GPUMIG_BLOCK_SHIFT;
 	if (!zero) {
-		ret = m->ops->vram_read(m->priv, off, migf->tmp, GPUMIG_BLOCK_SIZE);
+		ret = m->ops->vram_read(m->priv, off, data, GPUMIG_BLOCK_SIZE);
 		if (ret)
 			return ret;
-		zero = !memchr_inv(migf->tmp, 0, GPUMIG_BLOCK_SIZE);
+		if (memchr_inv(data, 0, GPUMIG_BLOCK_SIZE)) {
+			if (trace_gpumig_vram_enabled())
+				trace_gpumig_vram(m->vdev->dev, true, off, GPUMIG_BLOCK_SIZE,
+						  false, crc32_le(~0U, data, GPUMIG_BLOCK_SIZE));
+			migf->cursor = blk + 1;
+			return gpumig_emit_vram(&migf->w, migf->buf, GPUMIG_SECTION_BUF,
+						off, data, GPUMIG_BLOCK_SIZE);
+		}
 		/*
-		 * Counted at full size (the hint said data), sent short: what
+		 * Counted as data (the hint said so), sent as a range: what
 		 * remains of the first pass shrinks by the difference too.
 		 */
-		if (zero)
-			migf->initial_left -=
-				min_t(u64, migf->initial_left,
-				      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) -
-				      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, true));
+		migf->initial_left -=
+			min_t(u64, migf->initial_left,
+			      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) -
+			      gpumig_zero_section_size());
 	}
+	run = gpumig_zero_run(migf, blk);
+	if (run < 0)
+		return run;
 	if (trace_gpumig_vram_enabled())
-		trace_gpumig_vram(m->vdev->dev, true, off, zero,
-				  zero ? 0 : crc32_le(~0U, migf->tmp, GPUMIG_BLOCK_SIZE));
-	migf->cursor = blk + 1;
-	return gpumig_emit_vram(&migf->w, migf->buf, GPUMIG_SECTION_BUF, off,
-				zero ? NULL : migf->tmp, GPUMIG_BLOCK_SIZE);
+		trace_gpumig_vram(m->vdev->dev, true, off, (u64)run << GPUMIG_BLOCK_SHIFT,
+				  true, 0);
+	migf->cursor = blk + run;
+	return gpumig_emit_zero(&migf->w, migf->buf, GPUMIG_SECTION_BUF, off,
+				(u64)run << GPUMIG_BLOCK_SHIFT);
 }
 
 /*
@@ -558,9 +635,37 @@ static int gpumig_rx_vram(void *priv, u64 off, const void *data, u32 len)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"VRAM chunk at 0x%llx after the architectural state", off);
 	if (trace_gpumig_vram_enabled())
-		trace_gpumig_vram(migf->m->vdev->dev, false, off, !data,
+		trace_gpumig_vram(migf->m->vdev->dev, false, off, len, !data,
 				  data ? crc32_le(~0U, data, len) : 0);
 	return migf->m->ops->vram_write(migf->m->priv, off, data, len);
+}
+
+/* Bytes of a zero range the backend is asked to clear at once. */
+#define GPUMIG_ZERO_STEP	SZ_1G
+
+/* A range that reads zero (the parser checked it lies inside VRAM). */
+static int gpumig_rx_zero(void *priv, u64 off, u64 len)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+	int ret;
+
+	if (migf->arch_len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"zero range at 0x%llx after the architectural state", off);
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(m->vdev->dev, false, off, len, true, 0);
+	while (len) {
+		u32 n = min_t(u64, len, GPUMIG_ZERO_STEP);
+
+		ret = m->ops->vram_write(m->priv, off, NULL, n);
+		if (ret)
+			return ret;
+		off += n;
+		len -= n;
+		cond_resched();
+	}
+	return 0;
 }
 
 static int gpumig_rx_arch(void *priv, const void *data, u32 len)
@@ -629,6 +734,7 @@ static void gpumig_rx_note(void *priv, const char *text, u32 len)
 static const struct gpumig_parser_ops gpumig_rx_ops = {
 	.header = gpumig_rx_header,
 	.vram = gpumig_rx_vram,
+	.zero = gpumig_rx_zero,
 	.arch = gpumig_rx_arch,
 	.work = gpumig_rx_work,
 	.end = gpumig_rx_end,
@@ -646,7 +752,13 @@ static void gpumig_resume_refused(struct gpumig_mig_file *migf, int err)
 	gpumig_file_fail(migf, err);
 }
 
-/* As for reads, the user's bytes are copied with only the io lock held. */
+/*
+ * As for reads, the user's bytes are copied with only the io lock held:
+ * into the parser's own buffer when it is in the middle of a payload it
+ * keeps (a VRAM chunk's data: copied once on its way to VRAM), else into
+ * @tmp and fed from there.  Only writers, under the io lock, move the
+ * parser, so the place it gave stays its until the commit.
+ */
 static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct gpumig_mig_file *migf = iocb->ki_filp->private_data;
@@ -656,19 +768,27 @@ static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 	mutex_lock(&migf->io_lock);
 	while (done < len) {
 		size_t n = min_t(size_t, len - done, GPUMIG_WRITE_CHUNK);
+		void *dst = NULL;
 
 		/* A hostile stream may be long: stay preemptible and killable. */
 		if (done && fatal_signal_pending(current))
 			break;
 		cond_resched();
-		if (copy_from_iter(migf->tmp, n, from) != n) {
+		mutex_lock(&migf->lock);
+		if (!gpumig_file_usable(migf))
+			n = min(n, gpumig_parser_room(&migf->parser, &dst) ?: n);
+		mutex_unlock(&migf->lock);
+		if (copy_from_iter(dst ?: migf->tmp, n, from) != n) {
 			done = -EFAULT;
 			break;
 		}
 		mutex_lock(&migf->lock);
 		ret = gpumig_file_usable(migf);
 		if (!ret) {
-			ret = gpumig_parser_feed(&migf->parser, migf->tmp, n);
+			if (dst)
+				ret = gpumig_parser_commit(&migf->parser, n);
+			else
+				ret = gpumig_parser_feed(&migf->parser, migf->tmp, n);
 			if (ret < 0)
 				gpumig_resume_refused(migf, ret);
 			else
@@ -760,6 +880,7 @@ static struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m)
 	init_waitqueue_head(&migf->wq);
 	INIT_DELAYED_WORK(&migf->recheck, gpumig_file_recheck);
 	migf->m = m;
+	migf->ahead = -1;
 	migf->tmp = kvmalloc(GPUMIG_TMP_SIZE, GFP_KERNEL_ACCOUNT);
 	if (!migf->tmp) {
 		gpumig_file_free(migf);

@@ -28,11 +28,67 @@ static_assert(sizeof(struct gpumig_wire_compat) == 72);
 static_assert(sizeof(struct gpumig_wire_header) == 80);
 static_assert(sizeof(struct gpumig_wire_vram) == 16);
 static_assert(sizeof(struct gpumig_wire_end) == 16);
+static_assert(sizeof(struct gpumig_wire_zero) == 16);
 
 static u32 gpumig_crc(u32 crc, const void *p, size_t len)
 {
 	return crc32_le(crc, p, len);
 }
+
+/* crc32_le()'s polynomial, bit-reflected. */
+#define GPUMIG_CRC32_POLY	0xedb88320
+
+/* Product of two polynomials modulo the CRC-32 polynomial, bit-reflected. */
+static u32 gpumig_gf2_mul(u32 x, u32 y)
+{
+	u32 product = x & 1 ? y : 0;
+	int i;
+
+	for (i = 0; i < 31; i++) {
+		product = (product >> 1) ^ (product & 1 ? GPUMIG_CRC32_POLY : 0);
+		x >>= 1;
+		product ^= x & 1 ? y : 0;
+	}
+	return product;
+}
+
+/*
+ * crc32_le(@crc, @len zero bytes): @crc times x^(8 @len) modulo the
+ * polynomial, in O(log @len) steps.  (Kernels before 6.15 export this as
+ * crc32_le_shift(); later ones do not, so it lives here.)
+ */
+static u32 gpumig_crc_shift(u32 crc, size_t len)
+{
+	u32 power = GPUMIG_CRC32_POLY;	/* x^32, then x^64, x^128, ... */
+	int i;
+
+	for (i = 0; i < 8 * (int)(len & 3); i++)
+		crc = (crc >> 1) ^ (crc & 1 ? GPUMIG_CRC32_POLY : 0);
+	for (len >>= 2; len; len >>= 1) {
+		if (len & 1)
+			crc = gpumig_gf2_mul(crc, power);
+		power = gpumig_gf2_mul(power, power);
+	}
+	return crc;
+}
+
+/**
+ * gpumig_crc_extend() - crc32_le(@crc, P) from P's own CRC
+ * @crc: the running CRC before P
+ * @pcrc: crc32_le(~0, P), P's payload CRC as its section header carries it
+ * @len: length of P
+ *
+ * The CRC is linear: crc32_le(a, P) = crc32_le(~0, P) ^ shift(a ^ ~0, len).
+ * So the stream's running CRC advances over a payload without a second
+ * pass over its bytes.
+ *
+ * Return: the running CRC after P.
+ */
+u32 gpumig_crc_extend(u32 crc, u32 pcrc, size_t len)
+{
+	return pcrc ^ gpumig_crc_shift(crc ^ ~0U, len);
+}
+EXPORT_SYMBOL_GPL(gpumig_crc_extend);
 
 /* ---- compatibility descriptor ------------------------------------- */
 
@@ -181,7 +237,9 @@ EXPORT_SYMBOL_GPL(gpumig_blob_section_size);
 /*
  * Emit one section whose payload is the concatenation of @p1 and @p2
  * (either may be empty).  Everything is written to @dst at once, so the
- * writer never holds a half-emitted section.
+ * writer never holds a half-emitted section.  @p2 may already be in place
+ * (gpumig_vram_payload()): then it is not copied.  The payload is read
+ * once, for its CRC; the stream's CRC is extended from that.
  */
 static ssize_t gpumig_emit(struct gpumig_writer *w, void *dst, size_t room,
 			   u16 type, const void *p1, u32 l1,
@@ -197,8 +255,11 @@ static ssize_t gpumig_emit(struct gpumig_writer *w, void *dst, size_t room,
 	if (room < total)
 		return -ENOSPC;
 
-	crc = gpumig_crc(~0U, p1, l1);
-	crc = gpumig_crc(crc, p2, l2);
+	if (l1)
+		memcpy(out + sizeof(h), p1, l1);
+	if (l2 && p2 != out + sizeof(h) + l1)
+		memcpy(out + sizeof(h) + l1, p2, l2);
+	crc = gpumig_crc(~0U, out + sizeof(h), (size_t)l1 + l2);
 	h.magic = cpu_to_le32(GPUMIG_SEC_MAGIC);
 	h.type = cpu_to_le16(type);
 	h.flags = 0;
@@ -209,12 +270,9 @@ static ssize_t gpumig_emit(struct gpumig_writer *w, void *dst, size_t room,
 					   offsetof(struct gpumig_sec_hdr, hdr_crc)));
 
 	memcpy(out, &h, sizeof(h));
-	if (l1)
-		memcpy(out + sizeof(h), p1, l1);
-	if (l2)
-		memcpy(out + sizeof(h) + l1, p2, l2);
 
-	w->crc = gpumig_crc(w->crc, out, total);
+	w->crc = gpumig_crc(w->crc, out, sizeof(h));
+	w->crc = gpumig_crc_extend(w->crc, crc, (size_t)l1 + l2);
 	w->bytes += total;
 	w->seq++;
 	return total;
@@ -247,12 +305,28 @@ ssize_t gpumig_emit_header(struct gpumig_writer *w, void *dst, size_t room,
 EXPORT_SYMBOL_GPL(gpumig_emit_header);
 
 /**
+ * gpumig_vram_payload() - where a VRAM chunk's data goes in a section
+ * @dst: the output buffer gpumig_emit_vram() will be given
+ *
+ * A producer may read device memory straight to this address and pass it
+ * as gpumig_emit_vram()'s @data: the data is then not copied again.
+ *
+ * Return: @dst plus the section and chunk headers.
+ */
+void *gpumig_vram_payload(void *dst)
+{
+	return (u8 *)dst + sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_vram);
+}
+EXPORT_SYMBOL_GPL(gpumig_vram_payload);
+
+/**
  * gpumig_emit_vram() - emit one chunk of device memory
  * @w: writer
  * @dst: output buffer
  * @room: its size
  * @offset: chunk offset in VRAM
- * @data: chunk contents, or NULL for an all-zero chunk
+ * @data: chunk contents (possibly in place, at gpumig_vram_payload(@dst)),
+ *	or NULL for an all-zero chunk
  * @len: chunk length
  *
  * Return: bytes written or a negative errno.
@@ -272,6 +346,41 @@ ssize_t gpumig_emit_vram(struct gpumig_writer *w, void *dst, size_t room,
 EXPORT_SYMBOL_GPL(gpumig_emit_vram);
 
 /**
+ * gpumig_zero_section_size() - bytes a zero range takes in the stream
+ *
+ * Return: the section's size including framing, whatever the range's length.
+ */
+size_t gpumig_zero_section_size(void)
+{
+	return sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_zero);
+}
+EXPORT_SYMBOL_GPL(gpumig_zero_section_size);
+
+/**
+ * gpumig_emit_zero() - emit a range of device memory that reads zero
+ * @w: writer
+ * @dst: output buffer
+ * @room: its size
+ * @offset: range start
+ * @len: range length, not zero
+ *
+ * Return: bytes written or a negative errno.
+ */
+ssize_t gpumig_emit_zero(struct gpumig_writer *w, void *dst, size_t room,
+			 u64 offset, u64 len)
+{
+	struct gpumig_wire_zero z = {
+		.offset = cpu_to_le64(offset),
+		.len = cpu_to_le64(len),
+	};
+
+	if (!len)
+		return -EINVAL;
+	return gpumig_emit(w, dst, room, GPUMIG_SEC_ZERO, &z, sizeof(z), NULL, 0);
+}
+EXPORT_SYMBOL_GPL(gpumig_emit_zero);
+
+/**
  * gpumig_emit_blob() - emit an opaque section (arch state, work, note)
  * @w: writer
  * @dst: output buffer
@@ -286,7 +395,7 @@ ssize_t gpumig_emit_blob(struct gpumig_writer *w, void *dst, size_t room,
 			 u16 type, const void *data, u32 len)
 {
 	if (type == GPUMIG_SEC_HEADER || type == GPUMIG_SEC_END ||
-	    type == GPUMIG_SEC_VRAM)
+	    type == GPUMIG_SEC_VRAM || type == GPUMIG_SEC_ZERO)
 		return -EINVAL;
 	return gpumig_emit(w, dst, room, type, data, len, NULL, 0);
 }
@@ -400,6 +509,8 @@ static const char *gpumig_sec_name(u16 type)
 		return "header";
 	case GPUMIG_SEC_VRAM:
 		return "VRAM";
+	case GPUMIG_SEC_ZERO:
+		return "zero range";
 	case GPUMIG_SEC_ARCH:
 		return "architectural state";
 	case GPUMIG_SEC_WORK:
@@ -427,6 +538,8 @@ static u64 gpumig_sec_max_len(const struct gpumig_parser *p, u16 type)
 		return p->lim.max_work;
 	case GPUMIG_SEC_END:
 		return sizeof(struct gpumig_wire_end);
+	case GPUMIG_SEC_ZERO:
+		return sizeof(struct gpumig_wire_zero);
 	default:
 		return p->lim.max_skip;
 	}
@@ -440,6 +553,7 @@ static bool gpumig_sec_known(u16 type)
 	case GPUMIG_SEC_ARCH:
 	case GPUMIG_SEC_WORK:
 	case GPUMIG_SEC_END:
+	case GPUMIG_SEC_ZERO:
 		return true;
 	default:
 		return false;
@@ -494,8 +608,8 @@ static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
 		return gpumig_parser_set_error(p, -EMSGSIZE,
 			"%s section of %u bytes exceeds the destination's limit of %llu",
 			gpumig_sec_name(p->type), p->len, max);
-	if ((p->type == GPUMIG_SEC_HEADER || p->type == GPUMIG_SEC_END) &&
-	    p->len != max)
+	if ((p->type == GPUMIG_SEC_HEADER || p->type == GPUMIG_SEC_END ||
+	     p->type == GPUMIG_SEC_ZERO) && p->len != max)
 		return gpumig_parser_set_error(p, -EINVAL,
 			"%s section has length %u, expected %llu",
 			gpumig_sec_name(p->type), p->len, max);
@@ -578,6 +692,32 @@ static int gpumig_parse_vram(struct gpumig_parser *p)
 	return 0;
 }
 
+static int gpumig_parse_zero(struct gpumig_parser *p)
+{
+	struct gpumig_wire_zero z;
+	u64 offset, len, end;
+	int ret;
+
+	memcpy(&z, p->buf, sizeof(z));
+	offset = le64_to_cpu(z.offset);
+	len = le64_to_cpu(z.len);
+	if (!len)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"empty zero range at 0x%llx", offset);
+	if (check_add_overflow(offset, len, &end) || end > p->lim.vram_size)
+		return gpumig_parser_set_error(p, -ERANGE,
+			"zero range at 0x%llx+0x%llx lies outside the destination's %llu bytes",
+			offset, len, p->lim.vram_size);
+	if (!p->ops->zero)
+		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
+			"zero range sections are not read by this destination");
+	ret = p->ops->zero(p->priv, offset, len);
+	if (ret)
+		return gpumig_parser_set_error(p, ret,
+			"zero range at 0x%llx refused by the destination", offset);
+	return 0;
+}
+
 static int gpumig_parse_end(struct gpumig_parser *p)
 {
 	struct gpumig_wire_end e;
@@ -610,6 +750,8 @@ static int gpumig_dispatch(struct gpumig_parser *p)
 		return gpumig_parse_header(p);
 	case GPUMIG_SEC_VRAM:
 		return gpumig_parse_vram(p);
+	case GPUMIG_SEC_ZERO:
+		return gpumig_parse_zero(p);
 	case GPUMIG_SEC_ARCH:
 	case GPUMIG_SEC_WORK: {
 		int (*fn)(void *priv, const void *data, u32 len);
@@ -638,6 +780,7 @@ static int gpumig_sec_complete(struct gpumig_parser *p)
 {
 	int ret;
 
+	p->stream_crc = gpumig_crc_extend(p->stream_crc, p->crc, p->len);
 	if (p->crc != p->want_crc)
 		return gpumig_parser_set_error(p, -EBADMSG,
 			"%s section %u: payload checksum mismatch",
@@ -695,7 +838,6 @@ ssize_t gpumig_parser_feed(struct gpumig_parser *p, const void *data,
 				memcpy(p->buf + p->fill, in, n);
 			p->crc = gpumig_crc(p->crc, in, n);
 			p->fill += n;
-			p->stream_crc = gpumig_crc(p->stream_crc, in, n);
 			break;
 		case GPUMIG_PARSE_DONE:
 			return gpumig_parser_set_error(p, -EINVAL,
@@ -723,6 +865,57 @@ ssize_t gpumig_parser_feed(struct gpumig_parser *p, const void *data,
 	return len;
 }
 EXPORT_SYMBOL_GPL(gpumig_parser_feed);
+
+/**
+ * gpumig_parser_room() - where the next payload bytes may be put directly
+ * @p: parser
+ * @dst: set to that place in the parser's own buffer
+ *
+ * In the middle of a section whose payload the parser keeps, the caller
+ * may copy up to the returned number of the stream's next bytes to @dst
+ * itself (straight from a user's buffer, say) and then hand them over
+ * with gpumig_parser_commit(): that saves gpumig_parser_feed()'s copy.
+ * Nothing put there is checked or used before the commit.
+ *
+ * Return: bytes that may be put at @dst; 0 when the next bytes must go
+ * through gpumig_parser_feed().
+ */
+size_t gpumig_parser_room(struct gpumig_parser *p, void **dst)
+{
+	if (p->state != GPUMIG_PARSE_PAYLOAD || p->skip || p->fill == p->len)
+		return 0;
+	*dst = p->buf + p->fill;
+	return p->len - p->fill;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_room);
+
+/**
+ * gpumig_parser_commit() - @n bytes were put where gpumig_parser_room() said
+ * @p: parser
+ * @n: how many, at most what gpumig_parser_room() returned
+ *
+ * Return: @n, or a negative errno as gpumig_parser_feed() returns it.
+ */
+ssize_t gpumig_parser_commit(struct gpumig_parser *p, size_t n)
+{
+	int ret;
+
+	if (p->state == GPUMIG_PARSE_FAILED)
+		return p->err;
+	if (p->state != GPUMIG_PARSE_PAYLOAD || p->skip || n > p->len - p->fill)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"%zu bytes committed outside a section's payload", n);
+	p->crc = gpumig_crc(p->crc, p->buf + p->fill, n);
+	p->fill += n;
+	p->offset += n;
+	if (p->fill == p->len) {
+		ret = gpumig_sec_complete(p);
+		if (ret)
+			return ret;
+	}
+	return n;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_commit);
 
 /**
  * gpumig_parser_finish() - the writer has no more data

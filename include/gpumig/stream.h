@@ -56,12 +56,17 @@ struct gpumig_writer {
 };
 
 void gpumig_writer_init(struct gpumig_writer *w);
+u32 gpumig_crc_extend(u32 crc, u32 pcrc, size_t len);
 size_t gpumig_vram_section_size(u32 len, bool zero);
+size_t gpumig_zero_section_size(void);
 size_t gpumig_blob_section_size(u32 len);
+void *gpumig_vram_payload(void *dst);
 ssize_t gpumig_emit_header(struct gpumig_writer *w, void *dst, size_t room,
 			   const struct gpumig_compat *compat);
 ssize_t gpumig_emit_vram(struct gpumig_writer *w, void *dst, size_t room,
 			 u64 offset, const void *data, u32 len);
+ssize_t gpumig_emit_zero(struct gpumig_writer *w, void *dst, size_t room,
+			 u64 offset, u64 len);
 ssize_t gpumig_emit_blob(struct gpumig_writer *w, void *dst, size_t room,
 			 u16 type, const void *data, u32 len);
 ssize_t gpumig_emit_end(struct gpumig_writer *w, void *dst, size_t room);
@@ -87,6 +92,8 @@ struct gpumig_parser_limits {
  * @header: the source's version and descriptor; decide compatibility.
  *	May call gpumig_parser_set_error() to explain a refusal.
  * @vram: a VRAM chunk; @data is NULL for a zero chunk
+ * @zero: a range of VRAM that reads zero (stream 1.1); without it such a
+ *	section fails the stream
  * @arch: architectural state
  * @work: in-flight work
  * @end: the stream is complete and every check passed
@@ -102,6 +109,7 @@ struct gpumig_parser_ops {
 	int (*header)(void *priv, u16 major, u16 minor,
 		      const struct gpumig_compat *src);
 	int (*vram)(void *priv, u64 offset, const void *data, u32 len);
+	int (*zero)(void *priv, u64 offset, u64 len);
 	int (*arch)(void *priv, const void *data, u32 len);
 	int (*work)(void *priv, const void *data, u32 len);
 	int (*end)(void *priv);
@@ -171,6 +179,8 @@ int gpumig_parser_init(struct gpumig_parser *p,
 void gpumig_parser_destroy(struct gpumig_parser *p);
 ssize_t gpumig_parser_feed(struct gpumig_parser *p, const void *data,
 			   size_t len);
+size_t gpumig_parser_room(struct gpumig_parser *p, void **dst);
+ssize_t gpumig_parser_commit(struct gpumig_parser *p, size_t n);
 int gpumig_parser_finish(struct gpumig_parser *p);
 __printf(3, 4) int gpumig_parser_set_error(struct gpumig_parser *p, int err,
 					   const char *fmt, ...);

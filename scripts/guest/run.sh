@@ -13,6 +13,8 @@
 # the PF's services, vfio-pci and gpumig-vfio-pci, QEMU on VFs); "debug"
 # and "distro" run it too, in the same boot, after the mdev suites.
 # MODE "bench": the benchmarks only, output in OUT/bench.txt.
+# MODE "bench-vram": the VRAM migration benchmark on every simgpu type
+# (Debian's kernel: KASAN would skew it), output in OUT/bench-vram.txt.
 # MODES "libvirt-a" and "libvirt-b": the two hosts of the libvirt lane
 # (scripts/guest/libvirt.sh); OUT/libvirt-root names libvirt's root and
 # OUT/shared the directory both hosts have.
@@ -170,7 +172,7 @@ trace_events() {
 		"gpumig_dma_log_stop: $src")
 	in_order "$log" \
 		"gpumig_state: $src RUNNING -> PRE_COPY ret=0" \
-		"gpumig_vram: $src save offset=0x[0-9a-f]+ data crc=[0-9a-f]+" \
+		"gpumig_vram: $src save offset=0x[0-9a-f]+ len=0x10000 data crc=[0-9a-f]+" \
 		"gpumig_save_read: $src pre-copy bytes=[1-9]" \
 		"gpumig_quiesce: $src us=[0-9]+ ret=0" \
 		"gpumig_invalidate: $src us=[0-9]+ ret=0" \
@@ -178,7 +180,7 @@ trace_events() {
 		"gpumig_save_read: $src stop-copy bytes=[1-9]" \
 		"gpumig_save_read: $src stop-copy bytes=0 remaining=0" \
 		"gpumig_state: $dst STOP -> RESUMING ret=0" \
-		"gpumig_vram: $dst load offset=0x[0-9a-f]+ data crc=[0-9a-f]+" \
+		"gpumig_vram: $dst load offset=0x[0-9a-f]+ len=0x10000 data crc=[0-9a-f]+" \
 		"gpumig_state: $dst RESUMING -> STOP ret=0" \
 		"gpumig_state: $dst STOP -> RUNNING_P2P ret=0" \
 		"gpumig_quarantine: $src " \
@@ -326,9 +328,12 @@ simgpu_suite() {
 		check "gpumigctl check-compat: same type compatible, another type refused as the kernel does" \
 			compat_check "$src" "$dst" "${uuids[0]}" "type mismatch: source simgpu-256M, destination simgpu-64M"
 		check "gpumigctl watch: samples of the metrics, as JSON" watch_check "$src"
-		# The benchmark's own exactness checks; its figures go to the log.
+		# The benchmarks' own exactness checks; their figures go to the log.
 		timeout 300 "$tooldir/simgpu-client" -s bench_dirty -n simgpu_bench "$src" \
 			>"$out/client-bench.ktap" 2>>"$out/guest.log"
+		BENCH_VRAM_MB=8 timeout 600 "$tooldir/simgpu-client" -s bench_vram \
+			-n simgpu_bench_vram -d "$dst" "$src" \
+			>"$out/client-bench-vram.ktap" 2>>"$out/guest.log"
 		echo 1 > /sys/bus/mdev/devices/$src/remove
 		echo 1 > /sys/bus/mdev/devices/$dst/remove
 	fi
@@ -779,7 +784,7 @@ pkg_bugreport() {
 		[ "$(grep -c '/migration/state: RUNNING$' "$f")" -eq 2 ] &&
 		[ "$(grep -c '/migration/precopy_bytes: [0-9]' "$f")" -eq 2 ] &&
 		grep -qx "/sys/module/simgpu/parameters/vram_budget_mb: 2048" "$f" &&
-		grep -q "simgpu: 3 types" "$f" &&
+		grep -q "simgpu: 4 types" "$f" &&
 		grep -q "\"$PKG_SRC\"" "$f"
 }
 
@@ -887,6 +892,23 @@ bench)
 			>"$out/bench.txt" 2>>"$out/guest.log"
 		echo 1 > /sys/bus/mdev/devices/$uuid/remove
 	fi
+	;;
+bench-vram)
+	check "load the VFIO stack" vfio_stack
+	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
+	# Two instances of every type, simgpu-16G's included: its budget.
+	check "load simgpu.ko" insmod "$moddir/simgpu.ko" vram_budget_mb=40960
+	for t in 64M 256M 1G 16G; do
+		a=$(cat /proc/sys/kernel/random/uuid) b=$(cat /proc/sys/kernel/random/uuid)
+		types=/sys/class/mdev_bus/simgpu/mdev_supported_types
+		if check "create two simgpu-$t instances" sh -c \
+			"echo $a > $types/simgpu-$t/create && echo $b > $types/simgpu-$t/create"; then
+			timeout 1200 "$tooldir/simgpu-client" -s bench_vram -n "simgpu_bench_vram_$t" \
+				-d "$b" "$a" >>"$out/bench-vram.txt" 2>>"$out/guest.log"
+			echo 1 > /sys/bus/mdev/devices/$a/remove
+			echo 1 > /sys/bus/mdev/devices/$b/remove
+		fi
+	done
 	;;
 soak)
 	# make soak: the soak scenario, SOAK_MIGRATIONS from the host, on two

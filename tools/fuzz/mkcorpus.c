@@ -63,6 +63,7 @@ int main(int argc, char **argv)
 	EMIT(gpumig_emit_header(&w, out + len, sizeof(out) - len, &c));
 	EMIT(gpumig_emit_vram(&w, out + len, sizeof(out) - len, 4096, data, 256));
 	EMIT(gpumig_emit_vram(&w, out + len, sizeof(out) - len, 65536, NULL, 65536));
+	EMIT(gpumig_emit_zero(&w, out + len, sizeof(out) - len, 131072, FZ_VRAM_SIZE - 131072));
 	EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_NOTE, "note", 4));
 	EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_ARCH, data, 200));
 	EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_WORK, data, 64));

@@ -72,6 +72,18 @@ static int fz_vram(void *priv, u64 offset, const void *data, u32 len)
 	return 0;
 }
 
+static int fz_zero(void *priv, u64 offset, u64 len)
+{
+	struct fz_dst *d = priv;
+
+	if (!len || offset > FZ_VRAM_SIZE || len > FZ_VRAM_SIZE - offset)
+		abort();	/* the parser let a bad range through */
+	memset(d->vram + offset, 0, len);
+	d->digest = fz_mix(fz_mix(d->digest, offset), len);
+	d->calls++;
+	return 0;
+}
+
 static int fz_blob(struct fz_dst *d, u8 *dst, size_t room, const void *data, u32 len)
 {
 	if (len > room)
@@ -116,7 +128,7 @@ static void fz_note(void *priv, const char *text, u32 len)
 }
 
 static const struct gpumig_parser_ops fz_ops = {
-	.header = fz_header, .vram = fz_vram, .arch = fz_arch,
+	.header = fz_header, .vram = fz_vram, .zero = fz_zero, .arch = fz_arch,
 	.work = fz_work, .end = fz_end, .note = fz_note,
 };
 
@@ -146,7 +158,25 @@ static void fz_run(const u8 *data, size_t size, u32 seed, u8 *vram,
 			seed ^= seed << 5;
 			n = min(n, (size_t)(seed % 97) + 1);
 		}
-		got = gpumig_parser_feed(&d.p, data + off, n);
+		/*
+		 * The split run puts payload bytes straight into the parser's
+		 * buffer where it offers room, as the kernel's write does: both
+		 * ways must end the same.
+		 */
+		if (seed) {
+			void *dst;
+			size_t room = gpumig_parser_room(&d.p, &dst);
+
+			if (room) {
+				n = min(n, room);
+				memcpy(dst, data + off, n);
+				got = gpumig_parser_commit(&d.p, n);
+			} else {
+				got = gpumig_parser_feed(&d.p, data + off, n);
+			}
+		} else {
+			got = gpumig_parser_feed(&d.p, data + off, n);
+		}
 		if (got < 0) {
 			ret = got;
 			break;

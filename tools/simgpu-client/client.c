@@ -127,6 +127,7 @@ static const struct scenario {
 	{ "pf_gone", t_pf_gone, NEEDS_MIGRATION },	/* unbinds the VF's PF */
 	{ "remove_open", t_remove_open, 0 },	/* destroys the instance */
 	{ "bench_dirty", t_bench_dirty, NEEDS_MIGRATION },	/* the benchmark, not a test */
+	{ "bench_vram", t_bench_vram, NEEDS_DST | NEEDS_MIGRATION },	/* VRAM benchmark */
 	{ "golden_save", t_golden_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
 	{ "golden_load", t_golden_load, NEEDS_MIGRATION },	/* GOLDEN_STREAM: loads it */
 };

@@ -129,5 +129,7 @@ int t_aperture(struct gpu *g);
 /* precopy.c */
 int t_dirty_precopy(struct gpu *g);
 int t_bench_dirty(struct gpu *g);
+/* bench.c */
+int t_bench_vram(struct gpu *g);
 
 #endif

@@ -111,6 +111,13 @@ static void to_image(struct gpumig_sec_hdr *h, uint8_t *pl, void *arg)
 		else
 			memcpy(im->vram + v->offset, pl + sizeof(*v), v->len);
 		im->chunks++;
+	} else if (h->type == GPUMIG_SEC_ZERO) {
+		struct gpumig_wire_zero *z = (void *)pl;
+
+		if (z->offset < im->size)
+			memset(im->vram + z->offset, 0,
+			       z->len < im->size - z->offset ? z->len : im->size - z->offset);
+		im->chunks++;
 	} else if (h->type == GPUMIG_SEC_ARCH) {
 		im->arch++;
 	} else if (h->type == GPUMIG_SEC_NOTE && h->len <= GPUMIG_NOTE_MAX &&

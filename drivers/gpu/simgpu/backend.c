@@ -70,19 +70,10 @@ static int simgpu_be_vram_track(void *priv, bool on)
 static long simgpu_be_vram_next_dirty(void *priv, unsigned long from, bool *zero)
 {
 	struct simgpu_dev *sdev = priv;
-	struct simgpu_vram *v = &sdev->vram;
-	long ret = -ENOENT;
-	unsigned long b;
+	long ret;
 
 	mutex_lock(&sdev->core.lock);
-	if (!WARN_ON_ONCE(!v->dirty)) {
-		b = find_next_bit(v->dirty, v->nr_blocks, from);
-		if (b < v->nr_blocks) {
-			clear_bit(b, v->dirty);
-			*zero = simgpu_vram_block_zero(v, b);
-			ret = b;
-		}
-	}
+	ret = simgpu_vram_next_dirty(&sdev->vram, from, zero);
 	mutex_unlock(&sdev->core.lock);
 	return ret;
 }
@@ -91,20 +82,9 @@ static void simgpu_be_vram_dirty_count(void *priv, unsigned long *nonzero,
 				       unsigned long *zero)
 {
 	struct simgpu_dev *sdev = priv;
-	struct simgpu_vram *v = &sdev->vram;
-	unsigned long b;
 
-	*nonzero = 0;
-	*zero = 0;
 	mutex_lock(&sdev->core.lock);
-	for (b = 0; b < v->nr_blocks; b++) {
-		if (v->dirty && !test_bit(b, v->dirty))
-			continue;
-		if (simgpu_vram_block_zero(v, b))
-			(*zero)++;
-		else
-			(*nonzero)++;
-	}
+	simgpu_vram_dirty_count(&sdev->vram, nonzero, zero);
 	mutex_unlock(&sdev->core.lock);
 }
 

@@ -35,6 +35,13 @@ struct task_struct;
  * @present: pages currently backed
  * @dirty: while migration tracks it, one bit per VRAM block written
  * @nr_blocks: blocks in VRAM (fixed)
+ * @nr_backed: blocks with at least one backed page
+ * @nr_dirty: bits set in @dirty
+ * @nr_dirty_backed: of which blocks with a backed page
+ *
+ * The three counts change as blocks do, so what migration asks most
+ * often (how much is dirty, split into data and zero) costs the same
+ * whatever the VRAM's size.
  * @dirtied: called with @dirtied_ctx when a block turns dirty while
  *	tracking, or NULL (set once before use)
  * @dirtied_ctx: its argument
@@ -46,6 +53,9 @@ struct simgpu_vram {
 	unsigned long present;
 	unsigned long *dirty;
 	unsigned long nr_blocks;
+	unsigned long nr_backed;
+	unsigned long nr_dirty;
+	unsigned long nr_dirty_backed;
 	void (*dirtied)(void *ctx);
 	void *dirtied_ctx;
 };
@@ -73,6 +83,9 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 		   bool write);
 int simgpu_vram_track(struct simgpu_vram *vram, bool on);
 bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk);
+long simgpu_vram_next_dirty(struct simgpu_vram *vram, unsigned long from, bool *zero);
+void simgpu_vram_dirty_count(struct simgpu_vram *vram, unsigned long *backed,
+			     unsigned long *zero);
 void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len);
 void simgpu_vram_scrub(struct simgpu_vram *vram);
 

@@ -16,7 +16,7 @@
 
 #include "simgpu_mdev.h"
 
-static unsigned int vram_budget_mb = 2048;
+static unsigned int vram_budget_mb = 2048;	/* see simgpu-16G below */
 module_param(vram_budget_mb, uint, 0444);
 MODULE_PARM_DESC(vram_budget_mb, "VRAM all instances together may have, in MiB (default 2048)");
 
@@ -30,12 +30,20 @@ static struct simgpu_type simgpu_types[] = {
 	  .vram = SZ_256M, .queues = 4 },
 	{ .type.sysfs_name = "1G", .type.pretty_name = "simgpu-1G",
 	  .vram = SZ_1G, .queues = 8 },
+	/*
+	 * For scale: like every type's, its VRAM costs memory only where the
+	 * tenant writes, but the budget counts what a type declares, so an
+	 * instance needs vram_budget_mb of at least 16384.
+	 */
+	{ .type.sysfs_name = "16G", .type.pretty_name = "simgpu-16G",
+	  .vram = SZ_16G, .queues = 8 },
 };
 
 struct mdev_type *simgpu_mdev_types[] = {
 	&simgpu_types[0].type,
 	&simgpu_types[1].type,
 	&simgpu_types[2].type,
+	&simgpu_types[3].type,
 };
 
 const unsigned int simgpu_nr_types = ARRAY_SIZE(simgpu_mdev_types);

@@ -34,8 +34,37 @@ void simgpu_vram_init(struct simgpu_vram *vram, u64 size, struct mutex *lock)
 	vram->dirty = NULL;
 	vram->dirtied = NULL;
 	vram->nr_blocks = DIV_ROUND_UP(size, 1ULL << SIMGPU_VRAM_BLOCK_SHIFT);
+	vram->nr_backed = 0;
+	vram->nr_dirty = 0;
+	vram->nr_dirty_backed = 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_init);
+
+static bool simgpu_vram_tracks(struct simgpu_vram *vram, unsigned long blk)
+{
+	return vram->dirty && test_bit(blk, vram->dirty);
+}
+
+/* Block @blk got its first backed page, or (@backed false) lost its last. */
+static void simgpu_vram_backing(struct simgpu_vram *vram, unsigned long blk, bool backed)
+{
+	long d = backed ? 1 : -1;
+
+	vram->nr_backed += d;
+	if (simgpu_vram_tracks(vram, blk))
+		vram->nr_dirty_backed += d;
+}
+
+/* Mark @blk dirty while tracking: true when it was clean. */
+static bool simgpu_vram_mark(struct simgpu_vram *vram, unsigned long blk)
+{
+	if (!vram->dirty || test_and_set_bit(blk, vram->dirty))
+		return false;
+	vram->nr_dirty++;
+	if (!simgpu_vram_block_zero(vram, blk))
+		vram->nr_dirty_backed++;
+	return true;
+}
 
 /**
  * simgpu_vram_rw() - copy between VRAM and a kernel buffer
@@ -69,6 +98,8 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 			memset(p, 0, n);
 		} else {
 			if (!page) {
+				unsigned long blk = offset >> SIMGPU_VRAM_BLOCK_SHIFT;
+				bool first = simgpu_vram_block_zero(vram, blk);
 				int ret;
 
 				page = alloc_page(GFP_KERNEL | __GFP_ZERO);
@@ -81,10 +112,11 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 					return ret;
 				}
 				vram->present++;
+				if (first)
+					simgpu_vram_backing(vram, blk, true);
 			}
 			va = kmap_local_page(page);
-			if (write && vram->dirty &&
-			    !test_and_set_bit(offset >> SIMGPU_VRAM_BLOCK_SHIFT, vram->dirty) &&
+			if (write && simgpu_vram_mark(vram, offset >> SIMGPU_VRAM_BLOCK_SHIFT) &&
 			    vram->dirtied)
 				vram->dirtied(vram->dirtied_ctx);
 			if (write)
@@ -113,15 +145,70 @@ int simgpu_vram_track(struct simgpu_vram *vram, bool on)
 	lockdep_assert_held(vram->lock);
 	bitmap_free(vram->dirty);
 	vram->dirty = NULL;
+	vram->nr_dirty = 0;
+	vram->nr_dirty_backed = 0;
 	if (!on)
 		return 0;
 	vram->dirty = bitmap_alloc(vram->nr_blocks, GFP_KERNEL);
 	if (!vram->dirty)
 		return -ENOMEM;
 	bitmap_fill(vram->dirty, vram->nr_blocks);
+	vram->nr_dirty = vram->nr_blocks;
+	vram->nr_dirty_backed = vram->nr_backed;
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_track);
+
+/**
+ * simgpu_vram_next_dirty() - take the first dirty block at or after @from
+ * @vram: VRAM, @vram->lock held, tracking
+ * @from: block index
+ * @zero: set when nothing backs the block (it reads zero)
+ *
+ * The block is clean again once returned.
+ *
+ * Return: the block index, or -ENOENT when none is dirty from @from on.
+ */
+long simgpu_vram_next_dirty(struct simgpu_vram *vram, unsigned long from, bool *zero)
+{
+	unsigned long b;
+
+	lockdep_assert_held(vram->lock);
+	if (WARN_ON_ONCE(!vram->dirty))
+		return -ENOENT;
+	b = find_next_bit(vram->dirty, vram->nr_blocks, from);
+	if (b >= vram->nr_blocks)
+		return -ENOENT;
+	*zero = simgpu_vram_block_zero(vram, b);
+	clear_bit(b, vram->dirty);
+	vram->nr_dirty--;
+	if (!*zero)
+		vram->nr_dirty_backed--;
+	return b;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_next_dirty);
+
+/**
+ * simgpu_vram_dirty_count() - dirty blocks, backed and not, in O(1)
+ * @vram: VRAM, @vram->lock held
+ * @backed: dirty blocks with a backed page (data, as far as the hint goes)
+ * @zero: dirty blocks without (they read zero)
+ *
+ * Without tracking every block counts as dirty: a whole stream's worth.
+ */
+void simgpu_vram_dirty_count(struct simgpu_vram *vram, unsigned long *backed,
+			     unsigned long *zero)
+{
+	lockdep_assert_held(vram->lock);
+	if (vram->dirty) {
+		*backed = vram->nr_dirty_backed;
+		*zero = vram->nr_dirty - vram->nr_dirty_backed;
+	} else {
+		*backed = vram->nr_backed;
+		*zero = vram->nr_blocks - vram->nr_backed;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_dirty_count);
 
 /**
  * simgpu_vram_block_zero() - does a block have no backed page?
@@ -167,8 +254,12 @@ void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len)
 		if (n == PAGE_SIZE) {
 			page = xa_erase(&vram->pages, idx);
 			if (page) {
+				unsigned long blk = offset >> SIMGPU_VRAM_BLOCK_SHIFT;
+
 				__free_page(page);
 				vram->present--;
+				if (simgpu_vram_block_zero(vram, blk))
+					simgpu_vram_backing(vram, blk, false);
 			}
 		} else {
 			page = xa_load(&vram->pages, idx);
@@ -178,10 +269,11 @@ void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len)
 		offset += n;
 	}
 	if (vram->dirty) {
-		u64 first = (end - len) >> SIMGPU_VRAM_BLOCK_SHIFT;
+		u64 b = (end - len) >> SIMGPU_VRAM_BLOCK_SHIFT;
 		u64 last = (end - 1) >> SIMGPU_VRAM_BLOCK_SHIFT;
 
-		bitmap_set(vram->dirty, first, last - first + 1);
+		for (; b <= last; b++)
+			simgpu_vram_mark(vram, b);
 	}
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_zero);
@@ -200,5 +292,7 @@ void simgpu_vram_scrub(struct simgpu_vram *vram)
 		__free_page(page);
 	xa_destroy(&vram->pages);
 	vram->present = 0;
+	vram->nr_backed = 0;
+	vram->nr_dirty_backed = 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_scrub);

@@ -97,19 +97,20 @@ TRACE_EVENT(gpumig_save_read,
 );
 
 /*
- * One VRAM chunk of a stream, saved or restored: its offset, whether it
- * travels as a zero chunk, and the crc32_le(~0) of its data (computed only
- * while the event is on; 0 for a zero chunk).  Two devices' traces show
- * where a block's contents changed on its way.
+ * One VRAM chunk or zero range of a stream, saved or restored: its offset
+ * and length, whether it is zero, and the crc32_le(~0) of its data
+ * (computed only while the event is on; 0 for zero).  Two devices' traces
+ * show where a block's contents changed on its way.
  */
 TRACE_EVENT(gpumig_vram,
-	TP_PROTO(struct device *dev, bool save, u64 offset, bool zero, u32 crc),
-	TP_ARGS(dev, save, offset, zero, crc),
+	TP_PROTO(struct device *dev, bool save, u64 offset, u64 len, bool zero, u32 crc),
+	TP_ARGS(dev, save, offset, len, zero, crc),
 	TP_STRUCT__entry(
 		__string(dev, dev_name(dev))
 		__field(bool, save)
 		__field(bool, zero)
 		__field(u64, offset)
+		__field(u64, len)
 		__field(u32, crc)
 	),
 	TP_fast_assign(
@@ -117,10 +118,11 @@ TRACE_EVENT(gpumig_vram,
 		__entry->save = save;
 		__entry->zero = zero;
 		__entry->offset = offset;
+		__entry->len = len;
 		__entry->crc = crc;
 	),
-	TP_printk("%s %s offset=0x%llx %s crc=%08x", __get_str(dev),
-		  __entry->save ? "save" : "load", __entry->offset,
+	TP_printk("%s %s offset=0x%llx len=0x%llx %s crc=%08x", __get_str(dev),
+		  __entry->save ? "save" : "load", __entry->offset, __entry->len,
 		  __entry->zero ? "zero" : "data", __entry->crc)
 );
 

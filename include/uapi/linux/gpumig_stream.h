@@ -17,7 +17,7 @@
 
 #define GPUMIG_SEC_MAGIC		0x474d5047	/* "GPMG" on the wire */
 #define GPUMIG_STREAM_MAJOR		1
-#define GPUMIG_STREAM_MINOR		0
+#define GPUMIG_STREAM_MINOR		1
 
 /* No destination buffers more than this of one section. */
 #define GPUMIG_SEC_MAX_PAYLOAD		(16U << 20)
@@ -29,6 +29,7 @@
 #define GPUMIG_SEC_VRAM			0x0002	/* one chunk of device memory */
 #define GPUMIG_SEC_ARCH			0x0003	/* architectural state */
 #define GPUMIG_SEC_WORK			0x0004	/* in-flight work (unused) */
+#define GPUMIG_SEC_ZERO			0x0005	/* a range of device memory reads zero (1.1) */
 #define GPUMIG_SEC_END			0x000f	/* last: counts and stream CRC */
 #define GPUMIG_SEC_NOTE			(GPUMIG_SEC_OPTIONAL | 0x0001)
 
@@ -120,6 +121,19 @@ struct gpumig_wire_vram {
 	__le64 offset;
 	__le32 flags;
 	__le32 len;
+} __attribute__((packed));
+
+/**
+ * struct gpumig_wire_zero - payload of GPUMIG_SEC_ZERO (16 bytes): the
+ *	range [@offset, @offset + @len) of VRAM reads zero.  Stream 1.1: one
+ *	section for a run of zero blocks of any length, where 1.0 sent one
+ *	zero chunk per block.
+ * @offset: range start in VRAM
+ * @len: range length, not zero
+ */
+struct gpumig_wire_zero {
+	__le64 offset;
+	__le64 len;
 } __attribute__((packed));
 
 /**
