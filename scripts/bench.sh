@@ -36,12 +36,16 @@ dist=$(stage distro)
 make -s -C "$DISTRO_KDIR" M="$dist" modules >>"$out/build.log" 2>&1 ||
 	{ cat "$out/build.log" >&2; die "module build for $KVER_DISTRO failed"; }
 mkdir -p "$out/vram"
-VM_MEMORY=3G "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$out/vram" -- \
+# The project's QEMU (cached), so that the VM has simgpu-pci VFs too.
+qemu=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$out/qemu-build.log") ||
+	{ cat "$out/qemu-build.log" >&2; die "QEMU with simgpu-pci failed to build"; }
+VM_MEMORY=3G "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$out/vram" --qemu "$qemu" \
+	--append "intel_iommu=on" --qemu-opts "$SIMGPU_PCI_QEMU_OPTS" -- \
 	"$GPUMIG_TOP/scripts/guest/run.sh" bench-vram "$out/vram" "$dist" "$BUILD/tools" ||
 	die "the VRAM benchmark VM failed: see $out/vram/console.log"
 [ -s "$out/vram/bench-vram.txt" ] || die "no VRAM benchmark output: see $out/vram/console.log"
 echo
-echo "VRAM migration ($(cat "$out/vram/uname.txt"), simgpu mdevs under TCG; each type holds the same non-zero data, 8 blocks dirtied per pre-copy round and before the stop; ratios to the first row)"
+echo "VRAM migration ($(cat "$out/vram/uname.txt"), simgpu mdevs and simgpu-pci VFs under TCG; each holds the same non-zero data (64 MiB), 8 blocks dirtied per pre-copy round and before the stop; ratios to the first row)"
 awk -f "$GPUMIG_TOP/scripts/bench-vram.awk" "$out/vram/bench-vram.txt"
 if grep -q '^not ok' "$out/vram/bench-vram.txt"; then
 	grep '^    # ' "$out/vram/bench-vram.txt" | grep -v vram_bench >&2

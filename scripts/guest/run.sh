@@ -283,7 +283,8 @@ simgpu_suite() {
 	check "available_instances follows the VRAM budget" sh -c \
 		"[ \$(cat $parent/mdev_supported_types/simgpu-1G/available_instances) -eq 0 ] &&
 		 [ \$(cat $parent/mdev_supported_types/simgpu-256M/available_instances) -eq 2 ] &&
-		 [ \$(cat $parent/mdev_supported_types/simgpu-64M/available_instances) -eq 11 ]"
+		 [ \$(cat $parent/mdev_supported_types/simgpu-64M/available_instances) -eq 11 ] &&
+		 [ \$(cat $parent/mdev_supported_types/simgpu-16G/available_instances) -eq 0 ]"
 	# Selectors (KubeVirt's mdevNameSelector, Nova's enabled_mdev_types)
 	# match a type's name or id: the same string, no spaces or commas.
 	check "each type's name is its type id (selector-safe: no spaces, no commas)" sh -c \
@@ -909,6 +910,23 @@ bench-vram)
 			echo 1 > /sys/bus/mdev/devices/$b/remove
 		fi
 	done
+	# On simgpu-pci (the VM runs on the project's QEMU): pairs of VFs of
+	# each profile the PF offers, on gpumig-vfio-pci.
+	pf=$(pf_addrs | head -n 1)
+	if [ -n "$pf" ] && check "simgpu-pf, gpumig-vfio-pci; VFs 64M, 256M, 64M, 256M bound" sh -c \
+		"insmod $moddir/simgpu-pf.ko && insmod $moddir/gpumig-vfio-pci.ko &&
+		 echo 256M > /sys/bus/pci/devices/$pf/simgpu/vf1_profile &&
+		 echo 256M > /sys/bus/pci/devices/$pf/simgpu/vf3_profile &&
+		 echo 4 > /sys/bus/pci/devices/$pf/sriov_numvfs"; then
+		for i in 0 1 2 3; do
+			vf_bind "$(vf_addr "$pf" $i)" gpumig-vfio-pci
+		done
+		for i in 0 1; do
+			timeout 1200 "$tooldir/simgpu-client" -s bench_vram \
+				-n "simgpu_bench_vram_vf$i" -d "$(vf_addr "$pf" $((i + 2)))" \
+				"$(vf_addr "$pf" $i)" >>"$out/bench-vram.txt" 2>>"$out/guest.log"
+		done
+	fi
 	;;
 soak)
 	# make soak: the soak scenario, SOAK_MIGRATIONS from the host, on two
