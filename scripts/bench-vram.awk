@@ -59,12 +59,12 @@ END {
 		       s, w, m, c, r(s, c), r(w, c), r(s, m)
 	}
 	printf "\n  Accounting and the idle stream\n"
-	printf "  %-14s %16s %6s %15s %6s %14s %16s %16s\n", "type", "PRECOPY_INFO ns", "ratio", "DATA_SIZE ns", "ratio", "idle stream B", "quiesce idle us", "quiesce busy us"
+	printf "  %-14s %16s %6s %15s %6s %14s %16s %16s %8s\n", "type", "PRECOPY_INFO ns", "ratio", "DATA_SIZE ns", "ratio", "idle stream B", "quiesce idle us", "quiesce busy us", "step us"
 	for (i = 1; i <= n; i++)
-		printf "  %-14s %16d %6.2f %15d %6.2f %14d %16d %16d\n", v[i, "type"],
+		printf "  %-14s %16d %6.2f %15d %6.2f %14d %16d %16d %8d\n", v[i, "type"],
 		       v[i, "precopy_info_ns"], r(v[i, "precopy_info_ns"], v[base[i], "precopy_info_ns"]),
 		       v[i, "data_size_ns"], r(v[i, "data_size_ns"], v[base[i], "data_size_ns"]),
-		       v[i, "idle_stream"], v[i, "quiesce_idle_us"], v[i, "quiesce_busy_us"]
+		       v[i, "idle_stream"], v[i, "quiesce_idle_us"], v[i, "quiesce_busy_us"], v[i, "step_us"]
 	printf "\n  Goals (performance.rst): %s against %s\n", v[big, "type"], v[one, "type"]
 	printf "  downtime ratio %.2f (goal <= 1.5); stop-copy %.4f %% of VRAM (goal <= 2 %%);\n",
 	       r(v[big, "down_us"], v[one, "down_us"]), 100 * r(v[big, "stop_bytes"], v[big, "vram"])

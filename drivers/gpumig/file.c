@@ -756,8 +756,9 @@ static void gpumig_resume_refused(struct gpumig_mig_file *migf, int err)
  * As for reads, the user's bytes are copied with only the io lock held:
  * into the parser's own buffer when it is in the middle of a payload it
  * keeps (a VRAM chunk's data: copied once on its way to VRAM), else into
- * @tmp and fed from there.  Only writers, under the io lock, move the
- * parser, so the place it gave stays its until the commit.
+ * @tmp and fed from there; a section header is fed alone, so that its
+ * payload can then go in directly.  Only writers, under the io lock, move
+ * the parser, so the place it gave stays its until the commit.
  */
 static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 {
@@ -776,7 +777,8 @@ static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 		cond_resched();
 		mutex_lock(&migf->lock);
 		if (!gpumig_file_usable(migf))
-			n = min(n, gpumig_parser_room(&migf->parser, &dst) ?: n);
+			n = min(n, gpumig_parser_room(&migf->parser, &dst) ?:
+				   gpumig_parser_hdr_left(&migf->parser) ?: n);
 		mutex_unlock(&migf->lock);
 		if (copy_from_iter(dst ?: migf->tmp, n, from) != n) {
 			done = -EFAULT;

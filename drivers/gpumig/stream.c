@@ -890,6 +890,21 @@ size_t gpumig_parser_room(struct gpumig_parser *p, void **dst)
 EXPORT_SYMBOL_GPL(gpumig_parser_room);
 
 /**
+ * gpumig_parser_hdr_left() - bytes of a section header still to come
+ * @p: parser
+ *
+ * A caller that wants the next payload to go in directly feeds just these
+ * first: then gpumig_parser_room() has room for it.
+ *
+ * Return: the bytes, or 0 when the parser is not between sections.
+ */
+size_t gpumig_parser_hdr_left(const struct gpumig_parser *p)
+{
+	return p->state == GPUMIG_PARSE_HDR ? sizeof(p->hdr) - p->hdr_fill : 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_hdr_left);
+
+/**
  * gpumig_parser_commit() - @n bytes were put where gpumig_parser_room() said
  * @p: parser
  * @n: how many, at most what gpumig_parser_room() returned

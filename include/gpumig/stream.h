@@ -180,6 +180,7 @@ void gpumig_parser_destroy(struct gpumig_parser *p);
 ssize_t gpumig_parser_feed(struct gpumig_parser *p, const void *data,
 			   size_t len);
 size_t gpumig_parser_room(struct gpumig_parser *p, void **dst);
+size_t gpumig_parser_hdr_left(const struct gpumig_parser *p);
 ssize_t gpumig_parser_commit(struct gpumig_parser *p, size_t n);
 int gpumig_parser_finish(struct gpumig_parser *p);
 __printf(3, 4) int gpumig_parser_set_error(struct gpumig_parser *p, int err,

@@ -172,6 +172,8 @@ static void fz_run(const u8 *data, size_t size, u32 seed, u8 *vram,
 				memcpy(dst, data + off, n);
 				got = gpumig_parser_commit(&d.p, n);
 			} else {
+				if (gpumig_parser_hdr_left(&d.p) && (seed & 1))
+					n = min(n, gpumig_parser_hdr_left(&d.p));
 				got = gpumig_parser_feed(&d.p, data + off, n);
 			}
 		} else {

@@ -46,6 +46,8 @@
 #define VERIFY_STEP	(4 * FILL_STEP)		/* VRAM read back in pieces of this */
 #define KERNEL_WORDS	(32 * 1024)
 #define KERNEL_ITERS	2000
+#define KERNEL_STEP_US	5000			/* one preemption step of the long kernel */
+#define KERNEL_STEP_STR	"5000"
 
 static uint64_t ns_now(void)
 {
@@ -215,6 +217,7 @@ out:
 static int stop_quiesce(struct gpu *g, bool busy, long long *us)
 {
 	if (busy) {
+		knob_set(g, "kernel_step_us", KERNEL_STEP_STR);
 		gpu_submit(g, 1, SIMGPU_OP_KERNEL, 0, VA_SYS, KERNEL_WORDS * 4,
 			   KERNEL_ITERS, 0x600dcafe);
 		usleep(50000);
@@ -425,8 +428,8 @@ int t_bench_vram(struct gpu *g)
 	printf(" down_write_us=%.1f down_restore_us=%.1f down_us=%.1f",
 	       (t3 - t2) / 1e3, (t4 - t3) / 1e3, (t4 - t0) / 1e3);
 	printf(" stopandcopy_bytes=%zu stopandcopy_us=%.1f", sc.len, sc_ns / 1e3);
-	printf(" quiesce_idle_us=%lld quiesce_busy_us=%lld sink=%x\n", q_idle, q_busy,
-	       sink & 0xf);
+	printf(" quiesce_idle_us=%lld quiesce_busy_us=%lld step_us=%d sink=%x\n", q_idle,
+	       q_busy, KERNEL_STEP_US, sink & 0xf);
 	ret = 0;
 out:
 	if (sfd >= 0)

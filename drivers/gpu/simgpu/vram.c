@@ -246,12 +246,25 @@ void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len)
 	if (!len)
 		return;
 	while (offset < end) {
-		unsigned long idx = offset >> PAGE_SHIFT;
+		unsigned long idx = offset >> PAGE_SHIFT, next = idx;
 		size_t off = offset & ~PAGE_MASK;
 		size_t n = min_t(u64, end - offset, PAGE_SIZE - off);
 		struct page *page;
 
 		if (n == PAGE_SIZE) {
+			/*
+			 * Whole pages: on to the next backed one, so a range
+			 * costs what it holds, not its length (a 16 GiB range
+			 * of a fresh destination is nearly free).
+			 */
+			if (!xa_find(&vram->pages, &next, (end >> PAGE_SHIFT) - 1, XA_PRESENT)) {
+				offset = end & PAGE_MASK;
+				continue;
+			}
+			if (next != idx) {
+				offset = (u64)next << PAGE_SHIFT;
+				continue;
+			}
 			page = xa_erase(&vram->pages, idx);
 			if (page) {
 				unsigned long blk = offset >> SIMGPU_VRAM_BLOCK_SHIFT;
