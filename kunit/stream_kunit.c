@@ -659,7 +659,7 @@ static void stream_hostile(struct kunit *test)
 		break;
 	}
 	case H_ZERO_LEN:
-		n += t_raw_section(buf + n, GPUMIG_SEC_ZERO, 1, t_pattern, 24, 24);
+		n += t_raw_section(buf + n, GPUMIG_SEC_ZERO, 1, t_pattern, 8, 8);
 		break;
 	default:
 		KUNIT_FAIL(test, "no case %d", k);
