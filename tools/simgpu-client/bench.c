@@ -57,16 +57,6 @@ static uint64_t ns_now(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static long long metric_of(struct gpu *g, const char *name)
-{
-	char path[64], v[128];
-
-	snprintf(path, sizeof(path), "migration/%s", name);
-	if (read_attr(g->name, path, v, sizeof(v)))
-		return -1;
-	return atoll(v);
-}
-
 /* The value block @b holds: set per MiB first, then per dirtied block. */
 static uint32_t *want;
 
@@ -225,7 +215,7 @@ static int stop_quiesce(struct gpu *g, bool busy, long long *us)
 		      "the long kernel is not running");
 	}
 	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
-	*us = metric_of(g, "quiesce_us");
+	*us = metric(g, "quiesce_us");
 	CHECK(*us >= 0, "no migration/quiesce_us");
 	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "RUNNING");
 	if (busy)
@@ -365,8 +355,8 @@ int t_bench_vram(struct gpu *g)
 		goto out;
 	}
 	t4 = ns_now();
-	quiesce = metric_of(g, "quiesce_us");
-	inval = metric_of(g, "invalidate_us");
+	quiesce = metric(g, "quiesce_us");
+	inval = metric(g, "invalidate_us");
 	data_fd_close(sfd);
 	data_fd_close(rfd);
 	sfd = -1;

@@ -85,6 +85,7 @@ int migrate_trip(struct gpu *from, struct gpu *to, int n);
 int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
 		 const struct blob *pre, const struct blob *stop);
 long long status_value(const char *name, const char *key);
+long long metric(struct gpu *g, const char *name);
 
 /* dma_log.c: guest pages, one bit each, in a bitmap of BM_WORDS */
 #define NPAGES (GUEST_SIZE / 4096)

@@ -810,7 +810,7 @@ int t_soak(struct gpu *a)
 }
 
 /* One metric file of migration/: its number, or -1. */
-static long long metric(struct gpu *g, const char *name)
+long long metric(struct gpu *g, const char *name)
 {
 	char path[64], v[128];
 
