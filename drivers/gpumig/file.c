@@ -56,17 +56,16 @@ static_assert(sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_header) 
 
 /*
  * Dirty VRAM as the stream carries it: a chunk per data block, a range per
- * run of zero blocks.  Runs are counted as at most one more than there are
- * data blocks, which is exact for a first pass (only data blocks split its
- * runs) and may count short later, where clean blocks split runs too: by
- * one zero range section (40 bytes) per run missed.
+ * run of zero blocks.  The runs are counted as one: how many there are
+ * depends on where the blocks lie, which counts do not say.  So the figure
+ * falls short by 40 bytes (a zero range section) per further run, and
+ * never exceeds what the stream will carry: a VMM reads at least the
+ * initial bytes it was told of.
  */
 static u64 gpumig_vram_bytes(unsigned long nonzero, unsigned long zero)
 {
-	unsigned long runs = min(zero, nonzero + 1);
-
 	return (u64)nonzero * gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) +
-	       (u64)runs * gpumig_zero_section_size();
+	       (zero ? gpumig_zero_section_size() : 0);
 }
 
 static u64 gpumig_dirty_vram_bytes(struct gpumig_mig *m)

@@ -277,8 +277,6 @@ int t_bench_vram(struct gpu *g)
 	}
 
 	CHECK(gpu_open(&d, dst_name) == 0, "cannot open %s", dst_name);
-	gpu_setup(&d, 16);
-	gpu_map_range(&d, VA_VRAM, 0, data, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
 	ret = -1;
 	if (mig_set(&d, VFIO_DEVICE_STATE_STOP, NULL) ||
 	    mig_set(&d, VFIO_DEVICE_STATE_RESUMING, &rfd)) {
@@ -361,6 +359,8 @@ int t_bench_vram(struct gpu *g)
 	data_fd_close(rfd);
 	sfd = -1;
 	rfd = -1;
+	/* The guest's memory follows (not the device's downtime): RAM migration. */
+	guest_follow(&d, g, g->mem);
 	if (mig_set(&d, VFIO_DEVICE_STATE_RUNNING, NULL) || verify(&d, data, "pre-copy"))
 		goto out;
 
@@ -386,6 +386,7 @@ int t_bench_vram(struct gpu *g)
 	data_fd_close(rfd);
 	sfd = -1;
 	rfd = -1;
+	guest_follow(&d, g, g->mem);
 	if (mig_set(&d, VFIO_DEVICE_STATE_RUNNING, NULL) || verify(&d, data, "stop-and-copy") ||
 	    mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL))
 		goto out;

@@ -82,6 +82,7 @@ int t_golden_save(struct gpu *g);
 int t_golden_load(struct gpu *g);
 
 int migrate_trip(struct gpu *from, struct gpu *to, int n);
+void guest_follow(struct gpu *dst, const struct gpu *src, const uint8_t *mem);
 int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
 		 const struct blob *pre, const struct blob *stop);
 long long status_value(const char *name, const char *key);

@@ -208,10 +208,13 @@ static int migrate_stopcopy(struct gpu *src, int fd, const struct blob *pre,
  * The destination: the VMM copied guest memory @mem (and its own view of
  * it), then the device state goes in and the device runs.
  */
-int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
-		 const struct blob *pre, const struct blob *stop)
+/*
+ * The VMM's part of a migration, for a client that plays both sides: the
+ * guest memory @mem of @src (its IOVA layout, page tables, rings) becomes
+ * @dst's, as RAM migration would make it.
+ */
+void guest_follow(struct gpu *dst, const struct gpu *src, const uint8_t *mem)
 {
-	int rfd = -1;
 	uint32_t i;
 
 	memcpy(dst->mem, mem, GUEST_SIZE);
@@ -221,6 +224,14 @@ int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
 		dst->q[i] = src->q[i];
 		dst->q[i].ring = gptr(dst, src->q[i].ring_iova);
 	}
+}
+
+int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
+		 const struct blob *pre, const struct blob *stop)
+{
+	int rfd = -1;
+
+	guest_follow(dst, src, mem);
 	CHECK(mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst STOP");
 	CHECK(mig_set(dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0,
 	      "dst RESUMING");
