@@ -231,13 +231,13 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 						off, data, GPUMIG_BLOCK_SIZE);
 		}
 		/*
-		 * Counted as data (the hint said so), sent as a range: what
-		 * remains of the first pass shrinks by the difference too.
+		 * Counted as data (the hint said so), sent inside a zero range:
+		 * what remains of the first pass shrinks by the whole chunk,
+		 * the range being one the count may already hold.
 		 */
 		migf->initial_left -=
 			min_t(u64, migf->initial_left,
-			      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) -
-			      gpumig_zero_section_size());
+			      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false));
 	}
 	run = gpumig_zero_run(migf, blk);
 	if (run < 0)
