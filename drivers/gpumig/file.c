@@ -231,17 +231,20 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 						off, data, GPUMIG_BLOCK_SIZE);
 		}
 		/*
-		 * Counted as data (the hint said so), sent inside a zero range:
-		 * what remains of the first pass shrinks by the whole chunk,
-		 * the range being one the count may already hold.
+		 * Counted as data (the hint said so), sent as a range of its
+		 * own: what remains of the first pass shrinks by the
+		 * difference, and the zero runs the count holds stay whole.
 		 */
 		migf->initial_left -=
 			min_t(u64, migf->initial_left,
-			      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false));
+			      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) -
+			      gpumig_zero_section_size());
+		run = 1;
+	} else {
+		run = gpumig_zero_run(migf, blk);
+		if (run < 0)
+			return run;
 	}
-	run = gpumig_zero_run(migf, blk);
-	if (run < 0)
-		return run;
 	if (trace_gpumig_vram_enabled())
 		trace_gpumig_vram(m->vdev->dev, true, off, (u64)run << GPUMIG_BLOCK_SHIFT,
 				  true, 0);
