@@ -707,9 +707,17 @@ def reinit_migration(run, src, dst, sock, mailbox):
     base = os.path.getsize(src.errlog)
 
     def trace():
-        with open(src.errlog, errors="replace") as f:
-            f.seek(base)
-            return f.read()
+        # On the 9p share, as VM.lines() says: ENODATA now and then.
+        for _ in range(20):
+            try:
+                with open(src.errlog, errors="replace") as f:
+                    f.seek(base)
+                    return f.read()
+            except OSError as e:
+                if e.errno != errno.ENODATA:
+                    raise
+                time.sleep(0.05)
+        return ""
 
     before = src.last_iter()
     src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": REINIT_HOLD_BW})
