@@ -142,6 +142,12 @@ lv_running_on() {
 	[ "$(lv_virsh -c "qemu+tcp://$1/system" domstate $LV_DOM 2>/dev/null | head -n 1)" = running ]
 }
 
+# lv_runs_on ADDR ROLE N: the domain runs on host ADDR and its guest passes
+# iteration N + 3 there (ROLE's serial log).
+lv_runs_on() {
+	lv_running_on "$1" && lv_verifying "$2" "$3"
+}
+
 # host B: set up, say so, wait for A.
 libvirt_b() {
 	local i
@@ -199,9 +205,7 @@ libvirt_a() {
 	check "A: migrating to B's simgpu-64M instance (--xml) fails" \
 		sh -c "! chroot $LVR virsh migrate --live --verbose --xml $out/dst-64M.xml $LV_DOM \
 			qemu+tcp://$LV_B/system --migrateuri tcp://$LV_B"
-	check "A: ... and the guest keeps running and verifying on A" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       LV_LOG=$LV_LOG; shared=$shared; lv_running_on $LV_A && lv_verifying a ${it:-0}"
+	check "A: ... and the guest keeps running and verifying on A" lv_runs_on $LV_A a ${it:-0}
 	# (B checks that its instance named the mismatch, at the end.)
 
 	# A to B, sampled with domjobinfo, and back: Debian's kernel (B) has
@@ -215,21 +219,15 @@ libvirt_a() {
 		"$out/migrate-caps.txt" | grep -o 'true\|false')
 	check "A: QEMU's migration capabilities of the destination after the job: switchover-ack ${x:-unknown}" \
 		test -n "$x"
-	check "A: the guest runs on B and keeps verifying there (B's serial log)" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       LV_LOG=$LV_LOG; shared=$shared; lv_running_on $LV_B && lv_verifying b 0"
+	check "A: the guest runs on B and keeps verifying there (B's serial log)" lv_runs_on $LV_B b 0
 	check "A: virsh migrate --live gpumig-guest back from B to A" lv_migrate $LV_B $LV_A
-	check "A: the guest runs on A again and keeps verifying" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       LV_LOG=$LV_LOG; shared=$shared; lv_running_on $LV_A && lv_verifying a 0"
+	check "A: the guest runs on A again and keeps verifying" lv_runs_on $LV_A a 0
 
 	# A destination instance with another UUID, through --xml.
 	lv_virsh dumpxml --migratable $LV_DOM | sed "s/$LV_U1/$LV_U2/" >"$out/dst-other-uuid.xml"
 	check "A: virsh migrate --xml: B's instance $LV_U2" \
 		lv_migrate $LV_A $LV_B --xml "$out/dst-other-uuid.xml"
-	check "A: the guest runs on B's $LV_U2 and keeps verifying" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       LV_LOG=$LV_LOG; shared=$shared; lv_running_on $LV_B && lv_verifying b 0"
+	check "A: the guest runs on B's $LV_U2 and keeps verifying" lv_runs_on $LV_B b 0
 	lv_virsh -c "qemu+tcp://$LV_B/system" destroy $LV_DOM >/dev/null 2>&1
 	# Sampled every half second, a short job can end unseen: one of the
 	# three must have been caught.
@@ -255,13 +253,9 @@ libvirt_a() {
 		"chroot $LVR virsh define $LV_DOC/gpumig-guest-vf.xml && chroot $LVR virsh start $LV_DOM"
 	check "A: the guest drives its VF (serial log)" lv_verifying a 0
 	check "A: virsh migrate --live gpumig-guest-vf to B" lv_migrate $LV_A $LV_B
-	check "A: the VF guest runs on B and keeps verifying there" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       LV_LOG=$LV_LOG; shared=$shared; lv_running_on $LV_B && lv_verifying b 0"
+	check "A: the VF guest runs on B and keeps verifying there" lv_runs_on $LV_B b 0
 	check "A: virsh migrate --live gpumig-guest-vf back from B to A" lv_migrate $LV_B $LV_A
-	check "A: the VF guest runs on A again and keeps verifying" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       LV_LOG=$LV_LOG; shared=$shared; lv_running_on $LV_A && lv_verifying a 0"
+	check "A: the VF guest runs on A again and keeps verifying" lv_runs_on $LV_A a 0
 	lv_virsh destroy $LV_DOM >/dev/null 2>&1
 	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-a.log" 2>/dev/null
 	touch "$shared/a-done"
