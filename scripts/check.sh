@@ -409,14 +409,14 @@ if named two-host && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
 		# Both hosts on the project's QEMU: each has simgpu-pci, for the VF.
 		VM_MEMORY=2G VM_TIMEOUT=1800 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
 			--rwdir "$TH/shared" --qemu "$QEMU_BIN" --append "intel_iommu=on" \
-			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p2,remote.port=$p1 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:02" -- \
+			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p2,remote.port=$p1 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:02,romfile=" -- \
 			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-b "$TH/b" "$BUILD/distro" "$TOOLS" \
 			>"$RES/two-host-b.log" 2>&1 &
 		bpid=$!
 		VM_MEMORY=2G VM_TIMEOUT=1800 run_check "two hosts: A ($DEBUG_SERIES debug) migrates domains (an mdev, a VF) to B ($KVER_DISTRO) and back with virsh" \
 			"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$TH/a" --rwdir "$TH/shared" \
 			--qemu "$QEMU_BIN" --append "intel_iommu=on" \
-			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p1,remote.port=$p2 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:01" -- \
+			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p1,remote.port=$p2 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:01,romfile=" -- \
 			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-a "$TH/a" "$BUILD/debug" "$TOOLS" \
 			"$DEBUG_KDIR"
 		touch "$TH/shared/a-done"
