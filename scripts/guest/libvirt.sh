@@ -83,6 +83,8 @@ lv_mdev() {
 # at the address gpumig-guest-vf.xml names.
 lv_vf() {
 	local pf
+	# udev may have loaded an installed simgpu_pf (DKMS) for the PF: ours.
+	! grep -q '^simgpu_pf ' /proc/modules || rmmod simgpu_pf || return 1
 	insmod "$moddir/simgpu-pf.ko" && insmod "$moddir/gpumig-vfio-pci.ko" || return 1
 	pf=$(pf_addrs | head -n 1)
 	[ -n "$pf" ] && echo 256M >"/sys/bus/pci/devices/$pf/simgpu/vf0_profile" &&
