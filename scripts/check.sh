@@ -407,13 +407,15 @@ if named two-host && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
 		p1=$((20000 + RANDOM % 20000)) p2=$((p1 + 1))
 		net="-netdev dgram,id=lv,local.type=inet,local.host=127.0.0.1,remote.type=inet,remote.host=127.0.0.1"
 		# Both hosts on the project's QEMU: each has simgpu-pci, for the VF.
-		VM_MEMORY=2G VM_TIMEOUT=1800 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
+		# 3 GiB, as the PCI suite's VMs: with 2 GiB the firmware put the
+		# 64-bit PCI window where the VFs' 1 GiB BAR found no room.
+		VM_MEMORY=3G VM_TIMEOUT=1800 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
 			--rwdir "$TH/shared" --qemu "$QEMU_BIN" --append "intel_iommu=on" \
 			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p2,remote.port=$p1 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:02,romfile=" -- \
 			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-b "$TH/b" "$BUILD/distro" "$TOOLS" \
 			>"$RES/two-host-b.log" 2>&1 &
 		bpid=$!
-		VM_MEMORY=2G VM_TIMEOUT=1800 run_check "two hosts: A ($DEBUG_SERIES debug) migrates domains (an mdev, a VF) to B ($KVER_DISTRO) and back with virsh" \
+		VM_MEMORY=3G VM_TIMEOUT=1800 run_check "two hosts: A ($DEBUG_SERIES debug) migrates domains (an mdev, a VF) to B ($KVER_DISTRO) and back with virsh" \
 			"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$TH/a" --rwdir "$TH/shared" \
 			--qemu "$QEMU_BIN" --append "intel_iommu=on" \
 			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p1,remote.port=$p2 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:01,romfile=" -- \
