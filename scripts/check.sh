@@ -250,7 +250,7 @@ if want qemu || want debug-vm || named pci-vm; then
 fi
 
 QEMU_BIN=""
-if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm; then
+if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm || named two-host; then
 	t0=$(date +%s)
 	if QEMU_BIN=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$RES/qemu-build.log"); then
 		record "QEMU 10.0.2 with simgpu-pci built" pass $(($(date +%s) - t0))
@@ -386,7 +386,7 @@ fi
 # only they share (QEMU's dgram netdev over the loopback address); A
 # migrates a GPU-holding domain to B and back with virsh
 # (scripts/guest/libvirt.sh, Documentation/gpumig/libvirt.rst).
-if named two-host && [ -n "$DEBUG_KDIR" ]; then
+if named two-host && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
 	want debug-vm || want static ||
 		build_clean debug "$DEBUG_KDIR" >"$RES/build-two-host-a.log" 2>&1 ||
 		record "build modules for host A" FAIL 0 "see build/results/build-two-host-a.log"
@@ -406,15 +406,19 @@ if named two-host && [ -n "$DEBUG_KDIR" ]; then
 		done
 		p1=$((20000 + RANDOM % 20000)) p2=$((p1 + 1))
 		net="-netdev dgram,id=lv,local.type=inet,local.host=127.0.0.1,remote.type=inet,remote.host=127.0.0.1"
-		VM_MEMORY=2G VM_TIMEOUT=1800 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
-			--rwdir "$TH/shared" \
-			--qemu-opts "$net,local.port=$p2,remote.port=$p1 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:02" -- \
+		# Both hosts on the project's QEMU: each has simgpu-pci, for the VF.
+		# 3 GiB, as the PCI suite's VMs: with 2 GiB the firmware put the
+		# 64-bit PCI window where the VFs' 1 GiB BAR found no room.
+		VM_MEMORY=3G VM_TIMEOUT=1800 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
+			--rwdir "$TH/shared" --qemu "$QEMU_BIN" --append "intel_iommu=on" \
+			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p2,remote.port=$p1 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:02,romfile=" -- \
 			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-b "$TH/b" "$BUILD/distro" "$TOOLS" \
 			>"$RES/two-host-b.log" 2>&1 &
 		bpid=$!
-		VM_MEMORY=2G VM_TIMEOUT=1800 run_check "two hosts: A ($DEBUG_SERIES debug) migrates a domain to B ($KVER_DISTRO) and back with virsh" \
+		VM_MEMORY=3G VM_TIMEOUT=1800 run_check "two hosts: A ($DEBUG_SERIES debug) migrates domains (an mdev, a VF) to B ($KVER_DISTRO) and back with virsh" \
 			"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$TH/a" --rwdir "$TH/shared" \
-			--qemu-opts "$net,local.port=$p1,remote.port=$p2 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:01" -- \
+			--qemu "$QEMU_BIN" --append "intel_iommu=on" \
+			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p1,remote.port=$p2 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:01,romfile=" -- \
 			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-a "$TH/a" "$BUILD/debug" "$TOOLS" \
 			"$DEBUG_KDIR"
 		touch "$TH/shared/a-done"

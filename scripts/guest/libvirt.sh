@@ -16,6 +16,9 @@ LV_DOM=gpumig-guest
 LV_U1=0f5d6a8e-5a0c-4c43-9b1e-6d2f00000001	# in gpumig-guest.xml, on both hosts
 LV_U2=0f5d6a8e-5a0c-4c43-9b1e-6d2f00000002	# B: another UUID, same type
 LV_U3=0f5d6a8e-5a0c-4c43-9b1e-6d2f00000003	# B: simgpu-64M, the wrong type
+LV_VF_DOM=gpumig-guest-vf	# gpumig-guest-vf.xml: VF 0 of the first PF, 0000:01:00.1
+LV_VF=0000:01:00.1
+LV_LOG=gpumig-guest	# the serial log lv_iter reads: /var/log/gpumig/$LV_LOG.log
 LV_M=/run/gpumig-libvirt
 LV_A=10.77.0.1
 LV_B=10.77.0.2
@@ -75,9 +78,24 @@ lv_mdev() {
 	chroot "$LVR" mdevctl start --uuid "$1" --parent simgpu --type "$2"
 }
 
+# lv_vf: simgpu-pf and gpumig-vfio-pci loaded, the first PF's VF 0 given
+# the 256M profile, enabled and bound to gpumig-vfio-pci (vfio-pci.rst),
+# at the address gpumig-guest-vf.xml names.
+lv_vf() {
+	local pf
+	# udev may have loaded an installed simgpu_pf (DKMS) for the PF: ours.
+	! grep -q '^simgpu_pf ' /proc/modules || rmmod simgpu_pf || return 1
+	insmod "$moddir/simgpu-pf.ko" && insmod "$moddir/gpumig-vfio-pci.ko" || return 1
+	pf=$(pf_addrs | head -n 1)
+	[ -n "$pf" ] && echo 256M >"/sys/bus/pci/devices/$pf/simgpu/vf0_profile" &&
+		echo 1 >"/sys/bus/pci/devices/$pf/sriov_numvfs" &&
+		[ "$(vf_addr "$pf" 0)" = $LV_VF ] && vf_bind $LV_VF gpumig-vfio-pci &&
+		grep -q 'type=simgpu-vf-256M' /sys/bus/pci/devices/$LV_VF/migration/compat
+}
+
 # lv_iter ROLE: the guest's last verified iteration in ROLE's serial log.
 lv_iter() {
-	grep -ao 'gpumig-guest: iter [0-9]* ok' "$shared/$1-serial/gpumig-guest.log" 2>/dev/null |
+	grep -ao 'gpumig-guest: iter [0-9]* ok' "$shared/$1-serial/$LV_LOG.log" 2>/dev/null |
 		tail -n 1 | awk '{ print $3 }'
 }
 
@@ -85,13 +103,13 @@ lv_iter() {
 lv_verifying() {
 	local i it
 	for i in $(seq 240); do
-		grep -aq FAIL "$shared/$1-serial/gpumig-guest.log" 2>/dev/null && break
+		grep -aq FAIL "$shared/$1-serial/$LV_LOG.log" 2>/dev/null && break
 		it=$(lv_iter "$1")
 		[ "${it:-0}" -ge $(($2 + 3)) ] && return 0
 		sleep 0.5
 	done
 	echo "$1's guest: last iteration ${it:-none} (wanted $(($2 + 3)))"
-	grep -a FAIL "$shared/$1-serial/gpumig-guest.log" | head -n 3
+	grep -a FAIL "$shared/$1-serial/$LV_LOG.log" | head -n 3
 	return 1
 }
 
@@ -100,11 +118,12 @@ lv_virsh() {
 	chroot "$LVR" virsh "$@"
 }
 
-# lv_migrate FROM TO [virsh migrate options]: the guest moves from host
-# FROM to host TO (addresses) as libvirt.rst shows, sampled with
-# domjobinfo while it runs (OUT/domjobinfo.txt).  Nothing else talks to
-# the source's QEMU meanwhile (a monitor command beside the job was seen
-# to leave virsh migrate waiting for ever after the switchover).
+# lv_migrate FROM TO [virsh migrate options]: the guest (domain $LV_DOM)
+# moves from host FROM to host TO (addresses) as libvirt.rst shows,
+# sampled with domjobinfo while it runs (OUT/domjobinfo.txt).  Nothing
+# else talks to the source's QEMU meanwhile (a monitor command beside the
+# job was seen to leave virsh migrate waiting for ever after the
+# switchover).
 lv_migrate() {
 	local from=$1 to=$2 pid rc
 	shift 2
@@ -125,6 +144,12 @@ lv_running_on() {
 	[ "$(lv_virsh -c "qemu+tcp://$1/system" domstate $LV_DOM 2>/dev/null | head -n 1)" = running ]
 }
 
+# lv_runs_on ADDR ROLE N: the domain runs on host ADDR and its guest passes
+# iteration N + 3 there (ROLE's serial log).
+lv_runs_on() {
+	lv_running_on "$1" && lv_verifying "$2" "$3"
+}
+
 # host B: set up, say so, wait for A.
 libvirt_b() {
 	local i
@@ -136,6 +161,7 @@ libvirt_b() {
 	check "B: mdevctl starts simgpu-256M $LV_U1 and $LV_U2, simgpu-64M $LV_U3" bash -c \
 		"$(declare -f lv_mdev); LVR=$LVR; lv_mdev $LV_U1 simgpu-256M && lv_mdev $LV_U2 simgpu-256M &&
 		 lv_mdev $LV_U3 simgpu-64M"
+	check "B: simgpu-pci VF $LV_VF (256M) on gpumig-vfio-pci" lv_vf
 	touch "$shared/b-ready"
 	for i in $(seq 3000); do
 		[ -e "$shared/a-done" ] && break
@@ -162,6 +188,7 @@ libvirt_a() {
 	LVR=$(lv_root) || { check "A: the libvirt root" false; touch "$shared/a-done"; return; }
 	check "A: libvirtd answers" lv_daemon 1
 	check "A: mdevctl starts simgpu-256M $LV_U1" lv_mdev $LV_U1 simgpu-256M
+	check "A: simgpu-pci VF $LV_VF (256M) on gpumig-vfio-pci" lv_vf
 	for i in $(seq 600); do
 		[ -e "$shared/b-ready" ] && break
 		sleep 1
@@ -180,9 +207,7 @@ libvirt_a() {
 	check "A: migrating to B's simgpu-64M instance (--xml) fails" \
 		sh -c "! chroot $LVR virsh migrate --live --verbose --xml $out/dst-64M.xml $LV_DOM \
 			qemu+tcp://$LV_B/system --migrateuri tcp://$LV_B"
-	check "A: ... and the guest keeps running and verifying on A" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       shared=$shared; lv_running_on $LV_A && lv_verifying a ${it:-0}"
+	check "A: ... and the guest keeps running and verifying on A" lv_runs_on $LV_A a ${it:-0}
 	# (B checks that its instance named the mismatch, at the end.)
 
 	# A to B, sampled with domjobinfo, and back: Debian's kernel (B) has
@@ -196,21 +221,15 @@ libvirt_a() {
 		"$out/migrate-caps.txt" | grep -o 'true\|false')
 	check "A: QEMU's migration capabilities of the destination after the job: switchover-ack ${x:-unknown}" \
 		test -n "$x"
-	check "A: the guest runs on B and keeps verifying there (B's serial log)" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       shared=$shared; lv_running_on $LV_B && lv_verifying b 0"
+	check "A: the guest runs on B and keeps verifying there (B's serial log)" lv_runs_on $LV_B b 0
 	check "A: virsh migrate --live gpumig-guest back from B to A" lv_migrate $LV_B $LV_A
-	check "A: the guest runs on A again and keeps verifying" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       shared=$shared; lv_running_on $LV_A && lv_verifying a 0"
+	check "A: the guest runs on A again and keeps verifying" lv_runs_on $LV_A a 0
 
 	# A destination instance with another UUID, through --xml.
 	lv_virsh dumpxml --migratable $LV_DOM | sed "s/$LV_U1/$LV_U2/" >"$out/dst-other-uuid.xml"
 	check "A: virsh migrate --xml: B's instance $LV_U2" \
 		lv_migrate $LV_A $LV_B --xml "$out/dst-other-uuid.xml"
-	check "A: the guest runs on B's $LV_U2 and keeps verifying" \
-		bash -c "$(declare -f lv_running_on lv_virsh lv_verifying lv_iter); LVR=$LVR; LV_DOM=$LV_DOM;
-		       shared=$shared; lv_running_on $LV_B && lv_verifying b 0"
+	check "A: the guest runs on B's $LV_U2 and keeps verifying" lv_runs_on $LV_B b 0
 	lv_virsh -c "qemu+tcp://$LV_B/system" destroy $LV_DOM >/dev/null 2>&1
 	# Sampled every half second, a short job can end unseen: one of the
 	# three must have been caught.
@@ -228,6 +247,17 @@ libvirt_a() {
 	check "B: without the override, libvirt refuses to migrate it: QEMU's dirty-tracking blocker" \
 		grep -qi 'dirty tracking' "$out/no-override-refusal.txt"
 	lv_virsh -c "qemu+tcp://$LV_B/system" destroy $LV_DOM >/dev/null 2>&1
+	lv_virsh destroy $LV_DOM >/dev/null 2>&1
+
+	# The same with a VF on gpumig-vfio-pci as a PCI hostdev.
+	LV_DOM=$LV_VF_DOM LV_LOG=$LV_VF_DOM
+	check "A: virsh define gpumig-guest-vf.xml; virsh start gpumig-guest-vf (VF $LV_VF)" sh -c \
+		"chroot $LVR virsh define $LV_DOC/gpumig-guest-vf.xml && chroot $LVR virsh start $LV_DOM"
+	check "A: the guest drives its VF (serial log)" lv_verifying a 0
+	check "A: virsh migrate --live gpumig-guest-vf to B" lv_migrate $LV_A $LV_B
+	check "A: the VF guest runs on B and keeps verifying there" lv_runs_on $LV_B b 0
+	check "A: virsh migrate --live gpumig-guest-vf back from B to A" lv_migrate $LV_B $LV_A
+	check "A: the VF guest runs on A again and keeps verifying" lv_runs_on $LV_A a 0
 	lv_virsh destroy $LV_DOM >/dev/null 2>&1
 	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-a.log" 2>/dev/null
 	touch "$shared/a-done"
