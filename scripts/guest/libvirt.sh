@@ -102,7 +102,7 @@ lv_iter() {
 # lv_verifying ROLE N: ROLE's guest passes iteration N + 3 with no failure.
 lv_verifying() {
 	local i it
-	for i in $(seq 240); do
+	for i in $(seq 600); do
 		grep -aq FAIL "$shared/$1-serial/$LV_LOG.log" 2>/dev/null && break
 		it=$(lv_iter "$1")
 		[ "${it:-0}" -ge $(($2 + 3)) ] && return 0

@@ -60,10 +60,16 @@ not_ok() {
 }
 
 # check DESC CMD...: one KTAP result for one command.
+# check DESC CMD...: run CMD, report it; the status says whether it passed.
 check() {
 	local desc=$1
 	shift
-	if "$@" >>"$out/guest.log" 2>&1; then ok "$desc"; else not_ok "$desc"; fi
+	if "$@" >>"$out/guest.log" 2>&1; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		return 1
+	fi
 }
 
 printf 'KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: vm_%s\n' "$mode" >"$ktap"
