@@ -7,6 +7,7 @@
 #   make check                               every test (see README.md)
 #   make demo                                the live-migration demo
 #   make bench                               the benchmarks (ratios)
+#   make bench-vram                          only the VRAM migration one
 
 ifeq ($(KERNELRELEASE),)
 
@@ -16,7 +17,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install uninstall check static kunit fuzz fuzz-long demo bench soak \
+.PHONY: all modules clean install uninstall check static kunit fuzz fuzz-long demo bench bench-vram soak \
 	deps dkms-install dkms-remove deb
 
 all: modules
@@ -79,6 +80,9 @@ demo:
 
 bench:
 	scripts/bench.sh
+
+bench-vram:
+	scripts/bench.sh --vram
 
 soak:
 	scripts/soak.sh

@@ -8,6 +8,12 @@
 
 function r(a, b) { return b > 0 ? a / b : 0 }
 function mib(x) { return x / 1048576 }
+# goal(WHAT, MEASURED, "<=" or ">=", GOAL): one line, met or not.
+function goal(what, x, op, g,    ok) {
+	x += 0
+	ok = op == "<=" ? x <= g : x >= g
+	printf "  %-58s %12.4g  goal %s %-9.10g %s\n", what, x, op, g, ok ? "met" : "NOT MET"
+}
 
 /vram_bench / {
 	n++
@@ -65,13 +71,51 @@ END {
 		       v[i, "precopy_info_ns"], r(v[i, "precopy_info_ns"], v[base[i], "precopy_info_ns"]),
 		       v[i, "data_size_ns"], r(v[i, "data_size_ns"], v[base[i], "data_size_ns"]),
 		       v[i, "idle_stream"], v[i, "quiesce_idle_us"], v[i, "quiesce_busy_us"], v[i, "step_us"]
-	printf "\n  Goals (performance.rst): %s against %s\n", v[big, "type"], v[one, "type"]
-	printf "  downtime ratio %.2f (goal <= 1.5); stop-copy %.4f %% of VRAM (goal <= 2 %%);\n",
-	       r(v[big, "down_us"], v[one, "down_us"]), 100 * r(v[big, "stop_bytes"], v[big, "vram"])
-	printf "  PRECOPY_INFO ratio %.2f, MIG_DATA_SIZE ratio %.2f (goal <= 1.5); idle stream %d bytes (goal <= 1048576);\n",
-	       r(v[big, "precopy_info_ns"], v[one, "precopy_info_ns"]),
-	       r(v[big, "data_size_ns"], v[one, "data_size_ns"]), v[big, "idle_stream"]
-	printf "  save %.2f and restore %.2f of memcpy + CRC-32 (goal >= 0.8), %s\n",
-	       r(v[one, "memcpy_crc_ns"], v[one, "save_ns"]), r(v[one, "memcpy_crc_ns"], v[one, "restore_ns"]),
-	       v[one, "type"]
+	# The goals, each read at its worst row: within a family the largest
+	# profile against the smallest; across all rows the highest share or
+	# size, the lowest throughput.
+	printf "\n  Goals (performance.rst), each at its worst row\n"
+	for (f in first) {
+		lo = hi = 0
+		for (i = 1; i <= n; i++) {
+			if (base[i] != first[f])
+				continue
+			if (!lo || v[i, "vram"] + 0 < v[lo, "vram"] + 0)
+				lo = i
+			if (!hi || v[i, "vram"] + 0 > v[hi, "vram"] + 0)
+				hi = i
+		}
+		if (lo == hi)
+			continue
+		goal(sprintf("%s: downtime, %s / %s", f, v[hi, "type"], v[lo, "type"]),
+		     r(v[hi, "down_us"], v[lo, "down_us"]), "<=", 1.5)
+		goal(sprintf("%s: PRECOPY_INFO, %s / %s", f, v[hi, "type"], v[lo, "type"]),
+		     r(v[hi, "precopy_info_ns"], v[lo, "precopy_info_ns"]), "<=", 1.5)
+		goal(sprintf("%s: MIG_DATA_SIZE, %s / %s", f, v[hi, "type"], v[lo, "type"]),
+		     r(v[hi, "data_size_ns"], v[lo, "data_size_ns"]), "<=", 1.5)
+	}
+	ws = wi = wq = 0
+	for (i = 1; i <= n; i++) {
+		if (!ws || r(v[i, "stop_bytes"], v[i, "vram"]) > r(v[ws, "stop_bytes"], v[ws, "vram"]))
+			ws = i
+		if (!wi || v[i, "idle_stream"] + 0 > v[wi, "idle_stream"] + 0)
+			wi = i
+		if (!wq || r(v[i, "quiesce_busy_us"], v[i, "step_us"]) > r(v[wq, "quiesce_busy_us"], v[wq, "step_us"]))
+			wq = i
+		sv = r(v[i, "memcpy_crc_ns"], v[i, "save_ns"])
+		rs = r(v[i, "memcpy_crc_ns"], v[i, "restore_ns"])
+		if (!wsv || sv < wsvv) {
+			wsv = i; wsvv = sv
+		}
+		if (!wrs || rs < wrsv) {
+			wrs = i; wrsv = rs
+		}
+	}
+	goal(sprintf("stop-copy bytes, %% of VRAM (%s)", v[ws, "type"]),
+	     100 * r(v[ws, "stop_bytes"], v[ws, "vram"]), "<=", 2)
+	goal(sprintf("idle stream, bytes (%s)", v[wi, "type"]), v[wi, "idle_stream"], "<=", 1048576)
+	goal(sprintf("save, share of memcpy + CRC-32 (%s)", v[wsv, "type"]), wsvv, ">=", 0.8)
+	goal(sprintf("restore, share of memcpy + CRC-32 (%s)", v[wrs, "type"]), wrsv, ">=", 0.8)
+	goal(sprintf("quiesce of a busy device, preemption steps (%s)", v[wq, "type"]),
+	     r(v[wq, "quiesce_busy_us"], v[wq, "step_us"]), "<=", 1)
 }
