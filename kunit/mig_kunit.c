@@ -45,6 +45,7 @@ enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
  *	hint does for a backed page of zeroes
  * @during_count: called inside vram_dirty_count (an engine lock held)
  * @during_quiesce: called at the end of a quiesce (the state mutex held)
+ * @zero_runs: calls of vram_take_zero_run (fake_zero_run_ops only)
  */
 struct fake_dev {
 	struct vfio_device vdev;
@@ -64,6 +65,7 @@ struct fake_dev {
 	u32 hw_resets;
 	void (*during_count)(struct fake_dev *f);
 	void (*during_quiesce)(struct fake_dev *f);
+	unsigned int zero_runs;
 };
 
 static atomic_t fake_seq = ATOMIC_INIT(0);
@@ -148,6 +150,18 @@ static long f_next_dirty(void *priv, unsigned long from, bool *zero)
 	clear_bit(b, &f->dirty);
 	*zero = f_block_zero(f, b);
 	return b;
+}
+
+/* Block by block, as a backend with a bitmap does it in one search. */
+static unsigned long f_take_zero_run(void *priv, unsigned long from, unsigned long max)
+{
+	struct fake_dev *f = priv;
+	unsigned long b = from;
+
+	f->zero_runs++;
+	while (b < F_BLOCKS && b - from < max && test_bit(b, &f->dirty) && f_block_zero(f, b))
+		clear_bit(b++, &f->dirty);
+	return b - from;
 }
 
 static void f_dirty_count(void *priv, unsigned long *nonzero, unsigned long *zero)
@@ -289,6 +303,9 @@ static const struct gpumig_backend_ops fake_ops = {
 	.dma_log_report = f_log_report,
 };
 
+/* The same backend with the optional vram_take_zero_run. */
+static struct gpumig_backend_ops fake_zero_run_ops;
+
 static void fake_free(void *p)
 {
 	struct fake_dev *f = p;
@@ -301,7 +318,8 @@ static void fake_free_vram(void *p)
 	vfree(p);
 }
 
-static struct fake_dev *fake_new(struct kunit *test, u32 queues)
+static struct fake_dev *fake_new_ops(struct kunit *test, u32 queues,
+				     const struct gpumig_backend_ops *ops)
 {
 	struct fake_dev *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
 	struct gpumig_compat c = {
@@ -327,10 +345,15 @@ static struct fake_dev *fake_new(struct kunit *test, u32 queues)
 	f->arch_len = sizeof(f->arch);
 	for (i = 0; i < sizeof(f->arch); i++)
 		f->arch[i] = i ^ queues;
-	f->mig = gpumig_mig_create(&f->vdev, &fake_vfio_ops, &fake_ops, f, &c);
+	f->mig = gpumig_mig_create(&f->vdev, &fake_vfio_ops, ops, f, &c);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(f->mig));
 	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, fake_free, f));
 	return f;
+}
+
+static struct fake_dev *fake_new(struct kunit *test, u32 queues)
+{
+	return fake_new_ops(test, queues, &fake_ops);
 }
 
 /* The device's quarantine reason or last refusal. */
@@ -447,6 +470,80 @@ static void mig_full_migration(struct kunit *test)
 	fput(sf);
 	fput(rf);
 	vfree(stream);
+}
+
+/*
+ * VRAM laid out as data, zero runs and a block that hints data but holds
+ * zeroes, migrated with a pre-copy round that zeroes a data block: a
+ * backend that takes zero runs at once (vram_take_zero_run) produces the
+ * very stream of one found block by block, and it restores exactly.
+ */
+static void mig_zero_runs_whole(struct kunit *test)
+{
+	struct fake_dev *a, *b, *dst;
+	struct file *af, *bf, *rf;
+	ssize_t na, nb, w;
+	loff_t pos = 0;
+	u8 *sa, *sb;
+	int last, i;
+
+	fake_zero_run_ops = fake_ops;
+	fake_zero_run_ops.vram_take_zero_run = f_take_zero_run;
+	a = fake_new(test, 4);
+	b = fake_new_ops(test, 4, &fake_zero_run_ops);
+	dst = fake_new(test, 4);
+	sa = vzalloc(2 * F_VRAM);
+	sb = vzalloc(2 * F_VRAM);
+	KUNIT_ASSERT_NOT_NULL(test, sa);
+	KUNIT_ASSERT_NOT_NULL(test, sb);
+	for (i = 0; i < 2; i++) {
+		struct fake_dev *f = i ? b : a;
+
+		/* 0: data, 1-3: zero, 4: hints data, holds zeroes, 5: zero, 6: data, 7: zero */
+		memset(f->vram, 0x11, GPUMIG_BLOCK_SIZE);
+		memset(f->vram + 6 * GPUMIG_BLOCK_SIZE + 7, 0x66, 9);
+		f->backed = BIT(4);
+	}
+	af = go(test, a, VFIO_DEVICE_STATE_PRE_COPY);
+	bf = go(test, b, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, af);
+	KUNIT_ASSERT_NOT_NULL(test, bf);
+	na = drain(af, sa, 2 * F_VRAM, &last);
+	KUNIT_EXPECT_EQ(test, last, -ENOMSG);
+	nb = drain(bf, sb, 2 * F_VRAM, &last);
+	KUNIT_EXPECT_EQ(test, last, -ENOMSG);
+	KUNIT_EXPECT_EQ(test, b->zero_runs, 3U);	/* runs at 1, 5 and 7 */
+	/* Block 0 is zeroed: it and block 1 go again, as one run. */
+	for (i = 0; i < 2; i++) {
+		struct fake_dev *f = i ? b : a;
+
+		memset(f->vram, 0, GPUMIG_BLOCK_SIZE);
+		f->dirty |= BIT(0) | BIT(1);
+	}
+	KUNIT_EXPECT_NULL(test, go(test, a, VFIO_DEVICE_STATE_STOP_COPY));
+	KUNIT_EXPECT_NULL(test, go(test, b, VFIO_DEVICE_STATE_STOP_COPY));
+	na += drain(af, sa + na, 2 * F_VRAM - na, &last);
+	KUNIT_EXPECT_EQ(test, last, 0);
+	nb += drain(bf, sb + nb, 2 * F_VRAM - nb, &last);
+	KUNIT_EXPECT_EQ(test, last, 0);
+	KUNIT_EXPECT_EQ(test, b->zero_runs, 4U);
+	KUNIT_EXPECT_EQ(test, a->zero_runs, 0U);
+	KUNIT_EXPECT_EQ(test, na, nb);
+	KUNIT_EXPECT_EQ(test, 0, memcmp(sa, sb, min(na, nb)));
+
+	memset(dst->vram, 0x77, F_VRAM);
+	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+	rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+	KUNIT_ASSERT_NOT_NULL(test, rf);
+	w = kernel_write(rf, sb, nb, &pos);
+	KUNIT_EXPECT_EQ(test, w, nb);
+	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(dst->vram, b->vram, F_VRAM));
+	fput(rf);
+	fput(af);
+	fput(bf);
+	vfree(sa);
+	vfree(sb);
 }
 
 /* A source that cannot quiesce or invalidate keeps running. */
@@ -1070,6 +1167,7 @@ static void mig_state_pair(struct kunit *test)
 
 static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_full_migration),
+	KUNIT_CASE(mig_zero_runs_whole),
 	KUNIT_CASE(mig_stop_failures_keep_running),
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),
 	KUNIT_CASE(mig_truncated_never_runs),

@@ -317,10 +317,35 @@ static void vram_counts_match_walk(struct kunit *test, struct simgpu_vram *v,
 }
 
 /*
+ * A run of dirty zero blocks taken at once is the run a walk block by
+ * block finds: it ends at the first clean or backed block (left as it
+ * was) or after @max blocks, and every block of it is clean after.
+ */
+static void vram_zero_run_matches_walk(struct kunit *test, struct simgpu_vram *v,
+				       unsigned long from, unsigned long max)
+{
+	unsigned long b, want = 0, got;
+	bool end_dirty = false;
+
+	for (b = from; b < v->nr_blocks && want < max; b++, want++)
+		if (!test_bit(b, v->dirty) || !simgpu_vram_block_zero(v, b))
+			break;
+	if (b < v->nr_blocks)
+		end_dirty = test_bit(b, v->dirty);
+	got = simgpu_vram_take_zero_run(v, from, max);
+	KUNIT_EXPECT_EQ_MSG(test, got, want, "run from block %lu, at most %lu", from, max);
+	for (b = from; b < from + want; b++)
+		KUNIT_EXPECT_FALSE_MSG(test, test_bit(b, v->dirty), "block %lu of the run", b);
+	if (from + want < v->nr_blocks)
+		KUNIT_EXPECT_EQ_MSG(test, test_bit(from + want, v->dirty), end_dirty,
+				    "block %lu after the run", from + want);
+}
+
+/*
  * What migration asks on every PRECOPY_INFO (dirty blocks, data and zero)
  * is kept as counts that change with the blocks: after any mix of writes,
- * zero ranges, blocks taken, tracking on and off and scrubs, the counts
- * are what walking every block finds.
+ * zero ranges, blocks and zero runs taken, tracking on and off and scrubs,
+ * the counts are what walking every block finds.
  */
 static void vram_dirty_counts(struct kunit *test)
 {
@@ -356,10 +381,15 @@ static void vram_dirty_counts(struct kunit *test)
 			vram_counts_match_walk(test, &v, "a zero range");
 			break;
 		case 4:
-		case 5:
 			if (v.dirty)
 				simgpu_vram_next_dirty(&v, off / blk, &z);
 			vram_counts_match_walk(test, &v, "a block taken");
+			break;
+		case 5:
+			if (v.dirty)
+				vram_zero_run_matches_walk(test, &v, off / blk,
+							   1 + (seed >> 4) % 8);
+			vram_counts_match_walk(test, &v, "a zero run taken");
 			break;
 		case 6:
 			KUNIT_ASSERT_EQ(test, 0, simgpu_vram_track(&v, !v.dirty));

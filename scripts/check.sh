@@ -5,7 +5,9 @@
 #
 #   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N]
 #
-# Steps: deps kernels qemu qtest static dkms debug-vm distro-vm fuzz; and,
+# Steps: deps kernels qemu qtest static dkms debug-vm distro-vm two-host
+# fuzz (in a whole run, two-host, dkms and distro-vm run in that order
+# beside debug-vm, the longest); and,
 # only when named, kunit: the KUnit suites alone in the debug kernel (all,
 # or those of KUNIT_MODULES, e.g. "gpumig_mig_kunit"; debug-vm runs them
 # too), and pci-vm: the PCI suite alone in the debug kernel (debug-vm and
@@ -227,7 +229,7 @@ fi
 
 DEBUG_KDIR=""
 if want kernels || want static || want debug-vm || want distro-vm || named pci-vm || named kunit ||
-   named two-host; then
+   want two-host; then
 	t0=$(date +%s)
 	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
 		record "debug kernel $DEBUG_SERIES (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
@@ -250,7 +252,7 @@ if want qemu || want debug-vm || named pci-vm; then
 fi
 
 QEMU_BIN=""
-if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm || named two-host; then
+if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm || want two-host; then
 	t0=$(date +%s)
 	if QEMU_BIN=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$RES/qemu-build.log"); then
 		record "QEMU 10.0.2 with simgpu-pci built" pass $(($(date +%s) - t0))
@@ -290,7 +292,9 @@ if (want debug-vm || want distro-vm || named pci-vm) && [ -n "$DEBUG_KDIR" ]; th
 	run_check "build the userspace VFIO client" client_build "$DEBUG_KDIR"
 fi
 
-if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
+# debug_vm: the debug kernel, one boot: KUnit, the mdev and PCI suites,
+# QEMU 10.0 and 11.1.
+debug_vm() {
 	# The static step built them (and failed on any diagnostic); without it
 	# (--only), build them here.
 	if ! want static || ! grep -q "^build W=1 + sparse C=2: debug $DEBUG_SERIES	pass" "$CHECKS"; then
@@ -305,7 +309,7 @@ if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 		"$DEBUG_KDIR"
 	run_check "debug VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
 		log_clean "$RES/debug"
-fi
+}
 
 if named pci-vm && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
 	want debug-vm || build_clean debug "$DEBUG_KDIR" >"$RES/build-pci-vm.log" 2>&1 ||
@@ -331,12 +335,14 @@ if named kunit && [ -n "$DEBUG_KDIR" ]; then
 	run_check "KUnit VM: kernel log clean" log_clean "$RES/kunit"
 fi
 
-if want dkms; then
+dkms_step() {
 	run_check "DKMS build and install for $KVER_DISTRO" \
 		"$GPUMIG_TOP/scripts/dkms.sh" install "$KVER_DISTRO"
-fi
+}
 
-if want distro-vm; then
+# distro_vm: Debian's kernel, one boot: DKMS's modules, the mdev and PCI
+# suites, the package lane.
+distro_vm() {
 	# The package lane's inputs: gpumig-dkms built with dh-dkms, and a
 	# Debian root for it to be installed into (run.sh, package_suite).
 	mkdir -p "$RES/distro"
@@ -379,14 +385,15 @@ if want distro-vm; then
 		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${DISTRO_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"
 	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
-fi
+}
 
 # Two hosts: VM A on the debug kernel and VM B on Debian's, each with
 # simgpu and libvirt 11.3 (scripts/libvirt-root.sh), joined by a network
 # only they share (QEMU's dgram netdev over the loopback address); A
 # migrates a GPU-holding domain to B and back with virsh
 # (scripts/guest/libvirt.sh, Documentation/gpumig/libvirt.rst).
-if named two-host && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
+two_host() {
+	[ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ] || return 0
 	want debug-vm || want static ||
 		build_clean debug "$DEBUG_KDIR" >"$RES/build-two-host-a.log" 2>&1 ||
 		record "build modules for host A" FAIL 0 "see build/results/build-two-host-a.log"
@@ -409,13 +416,13 @@ if named two-host && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
 		# Both hosts on the project's QEMU: each has simgpu-pci, for the VF.
 		# 3 GiB, as the PCI suite's VMs: with 2 GiB the firmware put the
 		# 64-bit PCI window where the VFs' 1 GiB BAR found no room.
-		VM_MEMORY=3G VM_TIMEOUT=1800 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
+		VM_MEMORY=3G VM_TIMEOUT=3000 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
 			--rwdir "$TH/shared" --qemu "$QEMU_BIN" --append "intel_iommu=on" \
 			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p2,remote.port=$p1 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:02,romfile=" -- \
 			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-b "$TH/b" "$BUILD/distro" "$TOOLS" \
 			>"$RES/two-host-b.log" 2>&1 &
 		bpid=$!
-		VM_MEMORY=3G VM_TIMEOUT=1800 run_check "two hosts: A ($DEBUG_SERIES debug) migrates domains (an mdev, a VF) to B ($KVER_DISTRO) and back with virsh" \
+		VM_MEMORY=3G VM_TIMEOUT=3000 run_check "two hosts: A ($DEBUG_SERIES debug) migrates domains (an mdev, a VF) to B ($KVER_DISTRO) and back with virsh" \
 			"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$TH/a" --rwdir "$TH/shared" \
 			--qemu "$QEMU_BIN" --append "intel_iommu=on" \
 			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p1,remote.port=$p2 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:01,romfile=" -- \
@@ -428,6 +435,26 @@ if named two-host && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
 	else
 		record "bookworm root with libvirt 11.3 and QEMU 10.0 ready" FAIL $(($(date +%s) - t0)) "see build/results/libvirt-root.log"
 	fi
+}
+
+# The rest of the steps run beside the debug VM, the longest: the two-host
+# lane, then DKMS and the distro VM, one after the other; on two cores the
+# debug VM leaves room for them (its guest seldom keeps both vCPUs busy).
+beside_debug_vm() {
+	want two-host && two_host
+	want dkms && dkms_step
+	want distro-vm && distro_vm
+}
+
+if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
+	t_beside=$(date +%s)
+	( beside_debug_vm
+	  log "beside the debug VM: the two-host lane, DKMS and the distro VM took $(($(date +%s) - t_beside)) s" ) &
+	beside=$!
+	timed "the debug VM" debug_vm
+	wait $beside
+else
+	beside_debug_vm
 fi
 
 if want fuzz; then

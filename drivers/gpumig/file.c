@@ -161,8 +161,9 @@ static long gpumig_next_dirty(struct gpumig_mig_file *migf, unsigned long from,
 
 /*
  * The dirty zero blocks right after @blk, as one range: their count with
- * @blk's.  The first dirty block that does not continue the run is kept
- * for the next section.
+ * @blk's.  A backend that takes a run at once (@vram_take_zero_run) leaves
+ * the block that ends it dirty; otherwise the first dirty block that does
+ * not continue the run is kept for the next section.
  */
 static long gpumig_zero_run(struct gpumig_mig_file *migf, unsigned long blk)
 {
@@ -171,6 +172,10 @@ static long gpumig_zero_run(struct gpumig_mig_file *migf, unsigned long blk)
 	bool zero;
 	long next;
 
+	if (m->ops->vram_take_zero_run)
+		return run + min(m->ops->vram_take_zero_run(m->priv, blk + 1,
+							    GPUMIG_ZERO_RUN_MAX - 1),
+				 GPUMIG_ZERO_RUN_MAX - 1);
 	while (run < GPUMIG_ZERO_RUN_MAX) {
 		if (!(run % GPUMIG_RESCHED_BLOCKS))
 			cond_resched();

@@ -83,6 +83,12 @@ struct rb_root_cached;
  * @vram_next_dirty: the first dirty block at or after @from, its dirty
  *	bit cleared; *@zero tells whether it is all zeroes.  -ENOENT if none.
  *	File lock.
+ * @vram_take_zero_run: take (clear) the dirty blocks from @from on that
+ *	are all zeroes, at most @max, stopping at the first that is clean or
+ *	holds data; return how many, 0 when @from is not one.  Optional: the
+ *	engine sends a run of zero blocks as one range either way, and
+ *	without it finds the run block by block with @vram_next_dirty, which
+ *	costs a call per block.  File lock.
  * @vram_dirty_count: dirty blocks now, split into non-zero and zero; while
  *	tracking is off, every block (all would be sent).  Either lock.
  * @vram_read: read @len bytes of VRAM at @off.  File lock.
@@ -125,6 +131,8 @@ struct gpumig_backend_ops {
 	int (*invalidate)(void *priv);
 	int (*vram_track)(void *priv, bool on);
 	long (*vram_next_dirty)(void *priv, unsigned long from, bool *zero);
+	unsigned long (*vram_take_zero_run)(void *priv, unsigned long from,
+					    unsigned long max);
 	void (*vram_dirty_count)(void *priv, unsigned long *nonzero,
 				 unsigned long *zero);
 	int (*vram_read)(void *priv, u64 off, void *buf, u32 len);

@@ -78,6 +78,18 @@ static long simgpu_be_vram_next_dirty(void *priv, unsigned long from, bool *zero
 	return ret;
 }
 
+static unsigned long simgpu_be_vram_take_zero_run(void *priv, unsigned long from,
+						  unsigned long max)
+{
+	struct simgpu_dev *sdev = priv;
+	unsigned long ret;
+
+	mutex_lock(&sdev->core.lock);
+	ret = simgpu_vram_take_zero_run(&sdev->vram, from, max);
+	mutex_unlock(&sdev->core.lock);
+	return ret;
+}
+
 static void simgpu_be_vram_dirty_count(void *priv, unsigned long *nonzero,
 				       unsigned long *zero)
 {
@@ -187,6 +199,7 @@ const struct gpumig_backend_ops simgpu_backend_ops = {
 	.invalidate = simgpu_be_invalidate,
 	.vram_track = simgpu_be_vram_track,
 	.vram_next_dirty = simgpu_be_vram_next_dirty,
+	.vram_take_zero_run = simgpu_be_vram_take_zero_run,
 	.vram_dirty_count = simgpu_be_vram_dirty_count,
 	.vram_read = simgpu_be_vram_read,
 	.vram_write = simgpu_be_vram_write,

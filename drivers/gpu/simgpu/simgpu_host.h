@@ -84,6 +84,8 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 int simgpu_vram_track(struct simgpu_vram *vram, bool on);
 bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk);
 long simgpu_vram_next_dirty(struct simgpu_vram *vram, unsigned long from, bool *zero);
+unsigned long simgpu_vram_take_zero_run(struct simgpu_vram *vram,
+					unsigned long from, unsigned long max);
 void simgpu_vram_dirty_count(struct simgpu_vram *vram, unsigned long *backed,
 			     unsigned long *zero);
 void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len);

@@ -189,6 +189,41 @@ long simgpu_vram_next_dirty(struct simgpu_vram *vram, unsigned long from, bool *
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_next_dirty);
 
 /**
+ * simgpu_vram_take_zero_run() - take the dirty unbacked blocks from @from on
+ * @vram: VRAM, @vram->lock held, tracking
+ * @from: block index
+ * @max: most blocks to take
+ *
+ * The run ends at the first block that is clean or has a backed page: one
+ * bitmap search and one lookup in the page array, however long the run.
+ * The blocks taken are clean again.
+ *
+ * Return: how many blocks were taken, 0 when @from is not a dirty
+ * unbacked block.
+ */
+unsigned long simgpu_vram_take_zero_run(struct simgpu_vram *vram,
+					unsigned long from, unsigned long max)
+{
+	const unsigned int shift = SIMGPU_VRAM_BLOCK_SHIFT - PAGE_SHIFT;
+	unsigned long end, first;
+
+	lockdep_assert_held(vram->lock);
+	if (WARN_ON_ONCE(!vram->dirty) || from >= vram->nr_blocks || !max)
+		return 0;
+	end = from + min(max, vram->nr_blocks - from);
+	end = find_next_zero_bit(vram->dirty, end, from);
+	first = from << shift;
+	if (end > from && xa_find(&vram->pages, &first, (end << shift) - 1, XA_PRESENT))
+		end = first >> shift;
+	if (end <= from)
+		return 0;
+	bitmap_clear(vram->dirty, from, end - from);
+	vram->nr_dirty -= end - from;
+	return end - from;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_take_zero_run);
+
+/**
  * simgpu_vram_dirty_count() - dirty blocks, backed and not, in O(1)
  * @vram: VRAM, @vram->lock held
  * @backed: dirty blocks with a backed page (data, as far as the hint goes)

@@ -182,6 +182,24 @@ static long gvp_be_vram_next_dirty(void *priv, unsigned long from, bool *zero)
 	return ret;
 }
 
+/* The dirty unpopulated blocks from @from on, at most @max, taken at once. */
+static unsigned long gvp_be_vram_take_zero_run(void *priv, unsigned long from,
+					       unsigned long max)
+{
+	struct gvp_dev *g = priv;
+	unsigned long end = 0;
+
+	mutex_lock(&g->vram_lock);
+	if (g->tracking && from < g->nr_blocks) {
+		end = from + min(max, g->nr_blocks - from);
+		end = find_next_zero_bit(g->vdirty, end, from);
+		end = find_next_bit(g->populated, end, from);
+		bitmap_clear(g->vdirty, from, end - from);
+	}
+	mutex_unlock(&g->vram_lock);
+	return end > from ? end - from : 0;
+}
+
 /* Blocks still to send (all of VRAM while no pre-copy runs). */
 static void gvp_be_vram_dirty_count(void *priv, unsigned long *nonzero, unsigned long *zero)
 {
@@ -453,6 +471,7 @@ const struct gpumig_backend_ops gvp_backend_ops = {
 	.invalidate = gvp_be_invalidate,
 	.vram_track = gvp_be_vram_track,
 	.vram_next_dirty = gvp_be_vram_next_dirty,
+	.vram_take_zero_run = gvp_be_vram_take_zero_run,
 	.vram_dirty_count = gvp_be_vram_dirty_count,
 	.vram_read = gvp_be_vram_read,
 	.vram_write = gvp_be_vram_write,
