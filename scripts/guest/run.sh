@@ -59,7 +59,6 @@ not_ok() {
 	echo "vm: NOT OK $*"
 }
 
-# check DESC CMD...: one KTAP result for one command.
 # check DESC CMD...: run CMD, report it; the status says whether it passed.
 check() {
 	local desc=$1
