@@ -299,16 +299,19 @@ class Run:
         self.ktap.close()
 
 
-def start_migration(src, dst, sock):
-    """Start src -> dst (dst started with -incoming defer) over a unix socket."""
+def start_migration(src, dst, sock, downtime_ms=None):
+    """Start src -> dst (dst started with -incoming defer) over a unix socket,
+    with a downtime limit of @downtime_ms when given."""
     if os.path.exists(sock):
         os.unlink(sock)
     caps = [{"capability": "return-path", "state": True},
             {"capability": "switchover-ack", "state": True}]
     for vm in (src, dst):
         vm.qmp.cmd("migrate-set-capabilities", capabilities=caps)
-    if DOWNTIME_MS:
-        src.qmp.cmd("migrate-set-parameters", **{"downtime-limit": DOWNTIME_MS})
+    if downtime_ms is None and DOWNTIME_MS:
+        downtime_ms = DOWNTIME_MS
+    if downtime_ms is not None:
+        src.qmp.cmd("migrate-set-parameters", **{"downtime-limit": downtime_ms})
     dst.qmp.cmd("migrate-incoming", uri="unix:" + sock)
     src.qmp.cmd("migrate", uri="unix:" + sock)
 
@@ -686,10 +689,13 @@ def wait_for(cond, timeout, step=0.2):
     return cond()
 
 
-# While the guest re-initialises its GPU the migration crawls at this
-# rate: slower than the guest dirties its memory, so QEMU cannot switch
-# over before the harness lets it.
-REINIT_HOLD_BW = 256 << 10
+# While the guest re-initialises its GPU the harness holds the switchover
+# back with a downtime limit of 0 ms: QEMU then switches over only when
+# nothing at all is pending, which never happens while the guest runs its
+# GPU work.  (A crawling max-bandwidth held it too, but starved the device:
+# QEMU iterates RAM first and stops at the rate limit, so the device's
+# initial data could wait minutes for a turn.)
+REINIT_HOLD_DOWNTIME_MS = 0
 REINIT_GEN = 7
 
 
@@ -720,8 +726,8 @@ def reinit_migration(run, src, dst, sock, mailbox):
         return ""
 
     before = src.last_iter()
-    src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": REINIT_HOLD_BW})
-    start_migration(src, dst, sock)
+    limit = src.qmp.cmd("query-migrate-parameters")["downtime-limit"]
+    start_migration(src, dst, sock, REINIT_HOLD_DOWNTIME_MS)
     sent = wait_for(lambda: "vfio_send_init_data_flag" in trace(), 300)
     run.check("%s: QEMU sent the device's initial data and asked the destination to "
               "acknowledge it" % label, sent, trace()[-400:])
@@ -732,7 +738,7 @@ def reinit_migration(run, src, dst, sock, mailbox):
     run.check("%s: the guest reset its GPU and loaded 1.5 MiB of VRAM again, in pre-copy"
               % label, done and st == "active",
               "reinit done: %s, migration %s; %s" % (done, st, "; ".join(src.lines()[-2:])))
-    src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": DEFAULT_BW})
+    src.qmp.cmd("migrate-set-parameters", **{"downtime-limit": limit})
     info = wait_migration(src)
     t = trace()
     seen = re.findall(r"vfio_query_precopy_size +\(([^)]*)\) init (\d+), dirty (\d+), "
