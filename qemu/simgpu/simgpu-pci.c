@@ -35,6 +35,8 @@
 #include "migration/vmstate.h"
 #include "exec/memory.h"
 #include "exec/cpu-common.h"
+#include "exec/ram_addr.h"
+#include "system/qtest.h"
 #include "system/dma.h"
 
 #include "simgpu-model.h"
@@ -273,15 +275,44 @@ static void simgpu_vf_run(void *opaque)
  * Fold the aperture's dirty log (CPU writes through the BAR, and the
  * model's writes, which mark it too) into the per-block bits.  The log
  * is always on, so no write since the last scrub escapes populated.
+ *
+ * A snapshot answers only page by page (65,536 tests for 256 MiB on every
+ * VRAM_DIRTY, which PRECOPY_INFO and MIG_DATA_SIZE cost), so the live log
+ * is looked at first, a word at a time, per group of blocks: only the
+ * span from the first to the last written group is snapshotted (and
+ * cleared, in one go) and looked at block by block.  A write that races
+ * the fold is in the snapshot or, outside its span, still in the log for
+ * the next one.  Where an accelerator keeps its own log (KVM), the live
+ * log is current only after the sync the snapshot does: there the whole
+ * aperture is the span.
  */
+#define SIMGPU_SYNC_GROUP	64	/* blocks: 4 MiB, whole words of the log */
+
 static void simgpu_vf_sync_vram(SimgpuVfState *vf)
 {
+	ram_addr_t base = memory_region_get_ram_addr(&vf->vram);
+	uint64_t first = 0, last = vf->nr_blocks, g, end, b;
 	DirtyBitmapSnapshot *snap;
-	uint64_t b;
 
-	snap = memory_region_snapshot_and_clear_dirty(&vf->vram, 0, vf->vram_size,
+	if (tcg_enabled() || qtest_enabled()) {
+		first = vf->nr_blocks;
+		last = 0;
+		for (g = 0; g < vf->nr_blocks; g += SIMGPU_SYNC_GROUP) {
+			end = MIN(g + SIMGPU_SYNC_GROUP, vf->nr_blocks);
+			if (!cpu_physical_memory_get_dirty(base + g * SIMGPU_BLOCK_SIZE,
+							   (end - g) * SIMGPU_BLOCK_SIZE,
+							   DIRTY_MEMORY_VGA))
+				continue;
+			first = MIN(first, g);
+			last = end;
+		}
+		if (first >= last)
+			return;
+	}
+	snap = memory_region_snapshot_and_clear_dirty(&vf->vram, first * SIMGPU_BLOCK_SIZE,
+						      (last - first) * SIMGPU_BLOCK_SIZE,
 						      DIRTY_MEMORY_VGA);
-	for (b = 0; b < vf->nr_blocks; b++) {
+	for (b = first; b < last; b++) {
 		if (!memory_region_snapshot_get_dirty(&vf->vram, snap, b * SIMGPU_BLOCK_SIZE,
 						      SIMGPU_BLOCK_SIZE))
 			continue;
