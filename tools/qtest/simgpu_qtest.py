@@ -258,6 +258,52 @@ def t_vf_registers(r, rnd, ops):
     q.step(100_000_000)
 
 
+def dirty_bits(r, n, nr):
+    """CMD_DIRTY on VF @n: (the blocks written since the last one, the
+    blocks written since the scrub), as sets of block numbers."""
+    q = r.q
+    size = (nr + 63) // 64 * 8
+    q.write(RAM_BUF, b"\xee" * 2 * size)
+    st = r.command(n, CMD_DIRTY, RAM_BUF, size)
+    assert st == 0, "VRAM_DIRTY: status %d" % st
+    assert q.readl(r.vfreg(n, VF_RESULT)) == nr, "VRAM_DIRTY: result is not the block count"
+
+    def blocks(raw):
+        v = int.from_bytes(raw, "little")
+        return {b for b in range(size * 8) if v >> b & 1}
+    return blocks(q.read(RAM_BUF, size)), blocks(q.read(RAM_BUF + size, size))
+
+
+def t_vram_dirty(r):
+    """The device's VRAM dirty bits: exactly the blocks written through the
+    aperture or by a VRAM_WRITE, at the edges of the groups the device
+    folds its log by (64 blocks) and of VRAM, and nothing when nothing was
+    written."""
+    q = r.q
+    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> 16
+    assert nr >= 256, "VF 0 has %d blocks" % nr
+    assert r.command(0, CMD_SCRUB) == 0
+    assert r.command(0, CMD_TRACK, 1) == 0
+    d, p = dirty_bits(r, 0, nr)
+    assert d == set(range(nr)) and not p, "tracking on: %d dirty, %d populated" % (len(d), len(p))
+    d, p = dirty_bits(r, 0, nr)
+    assert not d and not p, "nothing written: %d dirty, %d populated" % (len(d), len(p))
+    wrote = {0, 63, 64, 127, 200, nr - 64, nr - 1}
+    for b in sorted(wrote):
+        q.write(r.vf_vram(0) + (b << 16) + 5 * 4096 + 8, struct.pack("<Q", 0x1234567800 + b))
+    d, p = dirty_bits(r, 0, nr)
+    assert d == wrote and p == wrote, "wrote %s: dirty %s, populated %s" % (
+        sorted(wrote), sorted(d), sorted(p))
+    d, p = dirty_bits(r, 0, nr)
+    assert not d and p == wrote, "nothing more written: dirty %s" % sorted(d)
+    # The device's own write (a VRAM_WRITE of zeroes) marks its block too.
+    assert r.command(0, CMD_VRAM_WRITE, (nr - 30) << 16, 0, 4096) == 0
+    d, p = dirty_bits(r, 0, nr)
+    assert d == {nr - 30} and p == wrote | {nr - 30}, "VRAM_WRITE: dirty %s" % sorted(d)
+    assert r.command(0, CMD_TRACK, 0) == 0
+    assert r.command(0, CMD_SCRUB) == 0
+
+
 def t_still_works(r):
     """After all that: reset, and a VF fills guest memory exactly."""
     q = r.q
@@ -328,6 +374,8 @@ def main():
         run("exact errors at the ABI's edges; broken states refused", t_limits, r)
         run("%d random VF register writes while it runs" % a.ops, t_vf_registers, r, rnd,
             a.ops)
+        run("VRAM dirty bits: exactly the blocks written, at the edges of the device's "
+            "fold groups and of VRAM", t_vram_dirty, r)
         run("the device still works afterwards, byte for byte; the PF counts a VF "
             "user's reset", t_still_works, r)
         print("# %d qtest commands; %s of the nonsense commands failed with a status"
