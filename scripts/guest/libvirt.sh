@@ -123,11 +123,19 @@ lv_virsh() {
 # sampled with domjobinfo while it runs (OUT/domjobinfo.txt).  Nothing
 # else talks to the source's QEMU meanwhile (a monitor command beside the
 # job was seen to leave virsh migrate waiting for ever after the
-# switchover).
+# switchover).  From host B (Debian's kernel: no DMA logging, so QEMU
+# counts all guest memory dirty in every round) the allowed downtime is
+# raised first, as libvirt.rst tells operators: at libvirt's 300 ms the
+# VF domain's job from B never ended.  A job that has not ended in 15
+# minutes fails the check (virsh's exit aborts it; the guest stays).
 lv_migrate() {
 	local from=$1 to=$2 pid rc
 	shift 2
-	lv_virsh -c "qemu+tcp://$from/system" migrate --live --verbose "$@" \
+	if [ "$from" = "$LV_B" ]; then
+		lv_virsh -c "qemu+tcp://$from/system" migrate-setmaxdowntime $LV_DOM 5000 ||
+			return 1
+	fi
+	timeout 900 chroot "$LVR" virsh -c "qemu+tcp://$from/system" migrate --live --verbose "$@" \
 		$LV_DOM "qemu+tcp://$to/system" --migrateuri "tcp://$to" &
 	pid=$!
 	while kill -0 $pid 2>/dev/null; do
