@@ -109,6 +109,7 @@ lv_verifying() {
 		sleep 0.5
 	done
 	echo "$1's guest: last iteration ${it:-none} (wanted $(($2 + 3)))"
+	lv_keep_serial "not-verifying-on-$1"
 	grep -a FAIL "$shared/$1-serial/$LV_LOG.log" | head -n 3
 	return 1
 }
@@ -147,7 +148,21 @@ lv_migrate() {
 	done
 	wait $pid
 	rc=$?
+	lv_keep_serial "$from-$to"
 	return $rc
+}
+
+# lv_keep_serial TAG: both hosts' serial logs of $LV_DOM as they are now,
+# kept as OUT/serial/N-TAG-{a,b}.log (a domain started or migrated in
+# later truncates its host's file).
+lv_keep_serial() {
+	local h
+	LV_SERIAL_N=$((${LV_SERIAL_N:-0} + 1))
+	mkdir -p "$out/serial"
+	for h in a b; do
+		cp "$shared/$h-serial/$LV_LOG.log" "$out/serial/$LV_SERIAL_N-$LV_DOM-$1-$h.log" 2>/dev/null
+	done
+	return 0
 }
 
 lv_running_on() {
