@@ -372,8 +372,7 @@ simgpu_suite() {
 # but in the debug VM that has QEMU 11.1's root.  There QEMU 11.1 runs
 # them (with REINIT, on the same kernel paths: DMA logging, PRECOPY_INFO,
 # P2P), and QEMU 10.0's run in the distro VM; both on the debug kernel
-# took about ten minutes, the two-host lane's share of make check's
-# budget (testing.rst, "Two hosts").
+# took about ten minutes, which put a warm make check over its 40.
 qemu10_here() {
 	[ "$mode" != debug ] || [ ! -s "$out/qemu11-root" ]
 }
