@@ -162,6 +162,9 @@ lv_keep_serial() {
 	for h in a b; do
 		cp "$shared/$h-serial/$LV_LOG.log" "$out/serial/$LV_SERIAL_N-$LV_DOM-$1-$h.log" 2>/dev/null
 	done
+	# and what host A's instance says of its last migration
+	grep -r . /sys/bus/mdev/devices/$LV_U1/migration/ \
+		>"$out/serial/$LV_SERIAL_N-$LV_DOM-$1-mdev-a.txt" 2>&1
 	return 0
 }
 
@@ -173,6 +176,17 @@ lv_running_on() {
 # iteration N + 3 there (ROLE's serial log).
 lv_runs_on() {
 	lv_running_on "$1" && lv_verifying "$2" "$3"
+}
+
+# lv_qemu_logs ROLE: each domain's QEMU log on this host (libvirt appends
+# every QEMU process's stderr: a device state QEMU failed to set, and the
+# reset it did instead, show there) as OUT/qemu-ROLE-DOMAIN.log.
+lv_qemu_logs() {
+	local f
+	for f in "$LVR"/var/log/libvirt/qemu/*.log; do
+		[ -f "$f" ] && cp "$f" "$out/qemu-$1-$(basename "$f")"
+	done
+	return 0
 }
 
 # host B: set up, say so, wait for A.
@@ -199,6 +213,7 @@ libvirt_b() {
 	check "B: the instance A migrated to through --xml names the stream's producer" \
 		grep -q " source=gpumig/" /sys/bus/mdev/devices/$LV_U2/migration/status
 	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-b.log" 2>/dev/null
+	lv_qemu_logs b
 	for i in $LV_U1 $LV_U2 $LV_U3; do
 		echo "$i: $(cat /sys/bus/mdev/devices/$i/migration/status 2>&1)"
 	done >"$out/instances-b.txt"
@@ -285,5 +300,6 @@ libvirt_a() {
 	check "A: the VF guest runs on A again and keeps verifying" lv_runs_on $LV_A a 0
 	lv_virsh destroy $LV_DOM >/dev/null 2>&1
 	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-a.log" 2>/dev/null
+	lv_qemu_logs a
 	touch "$shared/a-done"
 }
