@@ -473,6 +473,57 @@ static void mig_full_migration(struct kunit *test)
 }
 
 /*
+ * QEMU switches over as soon as what is pending fits its downtime limit,
+ * possibly before it read any pre-copy data, or halfway through a
+ * section: STOP_COPY then goes on from wherever the reader stopped, and
+ * the whole stream restores exactly.
+ */
+static void mig_early_switchover(struct kunit *test)
+{
+	static const size_t first[] = { 0, 1, 100, 4096 + 7 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(first); i++) {
+		struct fake_dev *src = fake_new(test, 4), *dst = fake_new(test, 4);
+		u8 *stream = vzalloc(2 * F_VRAM);
+		struct file *sf, *rf;
+		ssize_t n = 0, n2, w;
+		loff_t pos = 0;
+		int last;
+
+		KUNIT_ASSERT_NOT_NULL(test, stream);
+		memset(src->vram, 0x11, GPUMIG_BLOCK_SIZE);
+		memset(src->vram + 3 * GPUMIG_BLOCK_SIZE, 0x33, 100);
+		src->arch[1] = 0x5a + i;	/* not what dst starts with */
+		sf = go(test, src, VFIO_DEVICE_STATE_PRE_COPY);
+		KUNIT_ASSERT_NOT_NULL(test, sf);
+		if (first[i])
+			n = kernel_read(sf, stream, first[i], &pos);
+		KUNIT_EXPECT_EQ_MSG(test, n, (ssize_t)first[i], "first read of %zu", first[i]);
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_PRE_COPY_P2P));
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP_COPY));
+		n2 = drain(sf, stream + n, 2 * F_VRAM - n, &last);
+		KUNIT_EXPECT_EQ(test, last, 0);
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP));
+
+		KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+		rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+		KUNIT_ASSERT_NOT_NULL(test, rf);
+		pos = 0;
+		w = kernel_write(rf, stream, n + n2, &pos);
+		KUNIT_EXPECT_EQ_MSG(test, w, n + n2, "first read of %zu", first[i]);
+		KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+		KUNIT_EXPECT_EQ(test, 0, memcmp(dst->vram, src->vram, F_VRAM));
+		KUNIT_EXPECT_EQ(test, 0, memcmp(dst->arch, src->arch, sizeof(src->arch)));
+		KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_RUNNING));
+		KUNIT_EXPECT_TRUE(test, dst->running);
+		fput(sf);
+		fput(rf);
+		vfree(stream);
+	}
+}
+
+/*
  * VRAM laid out as data, zero runs and a block that hints data but holds
  * zeroes, migrated with a pre-copy round that zeroes a data block: a
  * backend that takes zero runs at once (vram_take_zero_run) produces the
@@ -1167,6 +1218,7 @@ static void mig_state_pair(struct kunit *test)
 
 static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_full_migration),
+	KUNIT_CASE(mig_early_switchover),
 	KUNIT_CASE(mig_zero_runs_whole),
 	KUNIT_CASE(mig_stop_failures_keep_running),
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),
