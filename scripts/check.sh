@@ -10,8 +10,8 @@
 # KUnit suites alone in the debug kernel (all, or those of KUNIT_MODULES,
 # e.g. "gpumig_mig_kunit"; debug-vm runs them too); and pci-vm: the PCI
 # suite alone in the debug kernel (debug-vm and distro-vm run it too).
-# Each kernel boots once, on the project's QEMU
-# with simgpu-pci, and runs every suite in that boot.  Each result is a
+# Each kernel boots once, on the project's QEMU with simgpu-pci, and runs
+# every suite in that boot.  Each result is a
 # line in build/results/checks.tsv or a KTAP file under build/results; the
 # summary at the end prints "N passed, N failed" and the exit status says
 # whether everything passed.
@@ -441,7 +441,7 @@ two_host() {
 # lanes were starved of CPU on two cores (a migration from B, which
 # re-sends all guest memory each round, no longer converged; QEMU's
 # pre-copy ended before the sampler saw it).  Not in make check yet: in
-# one of two runs with 30 s of allowed downtime from B, the mdev guest
+# one of four runs with 30 s of allowed downtime from B, the mdev guest
 # failed an iteration on A after the migration back (testing.rst).
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 	timed "the debug VM" debug_vm
