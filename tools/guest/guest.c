@@ -250,9 +250,12 @@ static int wait_idle(u32 n)
 			if (device_lost())
 				return 1;
 			if (st & SIMGPU_QSTATUS_ERROR) {
-				say("FAIL iter %u: queue %u error %u at 0x%x", n, q,
-				    rd(qreg(q, SIMGPU_QREG_ERROR)),
-				    rd(SIMGPU_REG_ERROR_ADDR_LO));
+				/* with the ring's state, which says who lost track */
+				say("FAIL iter %u: queue %u error %u at 0x%x (head %u tail %u size %u, driver's tail %u)",
+				    n, q, rd(qreg(q, SIMGPU_QREG_ERROR)),
+				    rd(SIMGPU_REG_ERROR_ADDR_LO), rd(qreg(q, SIMGPU_QREG_HEAD)),
+				    rd(qreg(q, SIMGPU_QREG_TAIL)), rd(qreg(q, SIMGPU_QREG_RING_SIZE)),
+				    tail[q]);
 				return -1;
 			}
 			if (!(st & SIMGPU_QSTATUS_BUSY))
@@ -419,7 +422,8 @@ static int iteration(u32 n)
 	submit(1, SIMGPU_OP_FENCE, VA_OF(fence[1]), n, 0, 0);
 	bad = wait_idle(n);
 	if (bad > 0 || device_lost()) {
-		say("device reset under iter %u: set up again", n);
+		say("device reset under iter %u: set up again (CONTROL 0x%x, PT_ROOT 0x%x)", n,
+		    rd(SIMGPU_REG_CONTROL), rd(SIMGPU_REG_PT_ROOT_LO));
 		return gpu_setup() ? -1 : 1;
 	}
 	if (bad)
