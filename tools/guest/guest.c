@@ -254,8 +254,8 @@ static int wait_idle(u32 n)
 				say("FAIL iter %u: queue %u error %u at 0x%x (head %u tail %u size %u, driver's tail %u)",
 				    n, q, rd(qreg(q, SIMGPU_QREG_ERROR)),
 				    rd(SIMGPU_REG_ERROR_ADDR_LO), rd(qreg(q, SIMGPU_QREG_HEAD)),
-				    rd(qreg(q, SIMGPU_QREG_TAIL)), rd(qreg(q, SIMGPU_QREG_RING_SIZE)),
-				    tail[q]);
+				    rd(qreg(q, SIMGPU_QREG_TAIL)),
+				    rd(qreg(q, SIMGPU_QREG_RING_SIZE)), tail[q]);
 				return -1;
 			}
 			if (!(st & SIMGPU_QSTATUS_BUSY))
