@@ -356,6 +356,65 @@ static void pf_vram_dirty(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, bitmap_weight(pop, blocks), 0U);
 }
 
+/*
+ * A device that keeps the blocks to send: a peek leaves them, a block read
+ * with take or a zero run leaves the set, a write after the take puts its
+ * block back, and the device's count follows every step.
+ */
+static void pf_vram_count(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	u64 blocks = e->info.vram_size >> e->info.block_shift, dirty, written, taken;
+	unsigned long *d = kunit_kcalloc(test, BITS_TO_LONGS(blocks), sizeof(long), GFP_KERNEL);
+	unsigned long *pop = kunit_kcalloc(test, BITS_TO_LONGS(blocks), sizeof(long),
+					   GFP_KERNEL);
+	u32 blk = 1U << e->info.block_shift;
+	u8 *buf = kunit_kzalloc(test, blk, GFP_KERNEL);
+
+	KUNIT_ASSERT_TRUE(test, d && pop && buf);
+	if (!(e->info.caps & SIMGPU_PF_CAP_VRAM_COUNT)) {
+		KUNIT_EXPECT_EQ(test, -EOPNOTSUPP,
+				simgpu_pf_vf_vram_count(e->vf, &dirty, &written));
+		kunit_skip(test, "the device does not keep VRAM counts");
+	}
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_scrub(e->vf));	/* nothing written yet */
+	vfenv_setup(e);					/* (the scrub reset the VF) */
+	writel(0xc0ffee, e->vram + 5 * blk + 8);	/* the CPU, through the aperture */
+	wmb();
+	/* Tracking off: every block, the written one holds data. */
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_count(e->vf, &dirty, &written));
+	KUNIT_EXPECT_EQ(test, dirty, blocks);
+	KUNIT_EXPECT_EQ(test, written, 1ULL);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_track(e->vf, true));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_peek(e->vf, d, pop));
+	KUNIT_EXPECT_EQ(test, bitmap_weight(d, blocks), (unsigned int)blocks);
+	KUNIT_EXPECT_TRUE(test, test_bit(5, pop));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_count(e->vf, &dirty, &written));
+	KUNIT_EXPECT_EQ(test, dirty, blocks);		/* the peek took nothing */
+
+	/* Blocks 0..4 as a zero run (5 holds data and ends it), 5 read. */
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_take_zero(e->vf, 0, 8, &taken));
+	KUNIT_EXPECT_EQ(test, taken, 5ULL);
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_pf_vf_vram_read_take(e->vf, 5 * blk + 8, buf, blk));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_read_take(e->vf, 5 * blk, buf, blk));
+	KUNIT_EXPECT_EQ(test, *(u32 *)(buf + 8), 0xc0ffeeU);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_count(e->vf, &dirty, &written));
+	KUNIT_EXPECT_EQ(test, dirty, blocks - 6);
+	KUNIT_EXPECT_EQ(test, written, 0ULL);
+	/* The VF writes block 2 after it was taken as zeroes: dirty again. */
+	submit(e, SIMGPU_OP_FILL, T_VA_VRAM + 2 * blk, 4096, 0x77, 0);
+	KUNIT_ASSERT_EQ(test, 0, wait_idle(e));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_count(e->vf, &dirty, &written));
+	KUNIT_EXPECT_EQ(test, dirty, blocks - 5);
+	KUNIT_EXPECT_EQ(test, written, 1ULL);
+	/* A zero run from a written block takes nothing. */
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_take_zero(e->vf, 2, 1, &taken));
+	KUNIT_EXPECT_EQ(test, taken, 0ULL);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_peek(e->vf, d, pop));
+	KUNIT_EXPECT_TRUE(test, test_bit(2, d) && !test_bit(3, d) && !test_bit(5, d));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_scrub(e->vf));
+}
+
 /* The DMA log holds exactly the pages the VF wrote, inside the range. */
 static void pf_dma_log(struct kunit *test)
 {
@@ -424,6 +483,7 @@ static struct kunit_case simgpu_pf_cases[] = {
 	KUNIT_CASE(pf_invalidate),
 	KUNIT_CASE(pf_state_round_trip),
 	KUNIT_CASE(pf_vram_dirty),
+	KUNIT_CASE(pf_vram_count),
 	KUNIT_CASE(pf_dma_log),
 	KUNIT_CASE(pf_flr),
 	KUNIT_CASE(pf_claims),

@@ -43,6 +43,7 @@ struct simgpu_pf_vf_ops {
  * @xfer_max: most bytes of one VRAM transfer
  * @log_ranges: most DMA-log ranges
  * @log_pages: most guest pages tracked in all
+ * @caps: SIMGPU_PF_CAP_* the device has
  */
 struct simgpu_pf_vf_info {
 	u32 profile;
@@ -55,6 +56,7 @@ struct simgpu_pf_vf_info {
 	u32 xfer_max;
 	u32 log_ranges;
 	u64 log_pages;
+	u32 caps;
 };
 
 /**
@@ -88,6 +90,11 @@ int simgpu_pf_vf_vram_write(struct simgpu_pf_vf *vf, u64 off, const void *buf, u
 int simgpu_pf_vf_vram_track(struct simgpu_pf_vf *vf, bool on);
 int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
 			    unsigned long *populated);
+int simgpu_pf_vf_vram_peek(struct simgpu_pf_vf *vf, unsigned long *dirty,
+			   unsigned long *populated);
+int simgpu_pf_vf_vram_read_take(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len);
+int simgpu_pf_vf_vram_take_zero(struct simgpu_pf_vf *vf, u64 first, u64 n, u64 *taken);
+int simgpu_pf_vf_vram_count(struct simgpu_pf_vf *vf, u64 *dirty, u64 *written);
 int simgpu_pf_vf_scrub(struct simgpu_pf_vf *vf);
 int simgpu_pf_vf_dma_log_start(struct simgpu_pf_vf *vf,
 			       const struct simgpu_pf_iova_range *ranges, unsigned int nr,

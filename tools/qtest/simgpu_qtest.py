@@ -33,6 +33,8 @@ STATUS_BUSY = 1 << 31
 CMD_PAUSE, CMD_RESUME, CMD_INVALIDATE, CMD_SAVE, CMD_RESTORE = 1, 2, 3, 4, 5
 CMD_VRAM_READ, CMD_VRAM_WRITE, CMD_TRACK, CMD_DIRTY, CMD_SCRUB = 6, 7, 8, 9, 10
 CMD_LOG_START, CMD_LOG_STOP, CMD_LOG_REPORT = 11, 12, 13
+CMD_COUNT, CMD_TAKE_ZERO, CMD_READ_TAKE, CMD_PEEK = 14, 15, 16, 17
+PF_CAPS, CAP_VRAM_COUNT = 0x038, 1
 ERR_ARGS, ERR_DMA, ERR_STATE, ERR_ORDER = 2, 5, 6, 8
 SG_ID, SG_CONTROL, SG_PT_ROOT_LO = 0x000, 0x01c, 0x040
 SG_QBASE, SG_QSTRIDE = 0x100, 0x40
@@ -191,7 +193,7 @@ def t_bad_commands(r, rnd, ops):
     """Every opcode with nonsense arguments: each ends with a status."""
     errors = 0
     for _ in range(ops):
-        op = rnd.choice([rnd.randrange(0, 32), rnd.randrange(1, 14), 0xffffffff])
+        op = rnd.choice([rnd.randrange(0, 32), rnd.randrange(1, 18), 0xffffffff])
         args = [rnd.choice([0, 1, 7, 4096, 65536, 1 << 20, (1 << 20) + 1, 1 << 40,
                             (1 << 64) - 1, NO_RAM, RAM_BUF, rnd.getrandbits(64)])
                 for _ in range(4)]
@@ -220,6 +222,13 @@ def t_limits(r):
         ((CMD_LOG_START, RAM_BUF, 1, 8192), ERR_ARGS),
         ((CMD_SAVE, RAM_BUF, arch), ERR_ORDER),
         ((CMD_TRACK, 2), ERR_ARGS),
+        ((CMD_READ_TAKE, 4096, RAM_BUF, 65536), ERR_ARGS),     # not a whole block
+        ((CMD_READ_TAKE, 0, RAM_BUF, 4096), ERR_ARGS),
+        ((CMD_READ_TAKE, vram, RAM_BUF, 65536), ERR_ARGS),
+        ((CMD_TAKE_ZERO, vram >> 16, 1), ERR_ARGS),
+        ((CMD_TAKE_ZERO, 0, (vram >> 16) + 1), ERR_ARGS),
+        ((CMD_TAKE_ZERO, (1 << 64) - 1, 2), ERR_ARGS),
+        ((CMD_PEEK, RAM_BUF, 8), ERR_ARGS),
     ]
     for args, want in checks:
         st = r.command(0, *args)
@@ -258,13 +267,13 @@ def t_vf_registers(r, rnd, ops):
     q.step(100_000_000)
 
 
-def dirty_bits(r, n, nr):
-    """CMD_DIRTY on VF @n: (the blocks written since the last one, the
-    blocks written since the scrub), as sets of block numbers."""
+def dirty_bits(r, n, nr, op=CMD_DIRTY):
+    """CMD_DIRTY (or CMD_PEEK) on VF @n: (the blocks written since the last
+    one, the blocks written since the scrub), as sets of block numbers."""
     q = r.q
     size = (nr + 63) // 64 * 8
     q.write(RAM_BUF, b"\xee" * 2 * size)
-    st = r.command(n, CMD_DIRTY, RAM_BUF, size)
+    st = r.command(n, op, RAM_BUF, size)
     assert st == 0, "VRAM_DIRTY: status %d" % st
     assert q.readl(r.vfreg(n, VF_RESULT)) == nr, "VRAM_DIRTY: result is not the block count"
 
@@ -300,6 +309,65 @@ def t_vram_dirty(r):
     assert r.command(0, CMD_VRAM_WRITE, (nr - 30) << 16, 0, 4096) == 0
     d, p = dirty_bits(r, 0, nr)
     assert d == {nr - 30} and p == wrote | {nr - 30}, "VRAM_WRITE: dirty %s" % sorted(d)
+    assert r.command(0, CMD_TRACK, 0) == 0
+    assert r.command(0, CMD_SCRUB) == 0
+
+
+def count(r, n):
+    """CMD_COUNT on VF @n: (dirty blocks, those of them ever written)."""
+    assert r.command(n, CMD_COUNT) == 0, "VRAM_COUNT failed"
+    lo, hi = r.q.readl(r.vfreg(n, VF_RESULT)), r.q.readl(r.vfreg(n, VF_RESULT + 4))
+    return lo, hi
+
+
+def t_vram_count(r):
+    """The device keeps the blocks still to send: PEEK leaves them, a
+    READ_TAKE of a block or a TAKE_ZERO run takes exactly those, a write
+    after the take makes the block dirty again, and COUNT says how many
+    there are (and how many hold data) at every step."""
+    q = r.q
+    assert q.readl(PF_BAR + PF_CAPS) & CAP_VRAM_COUNT, "CAP_VRAM_COUNT not offered"
+    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> 16
+    assert r.command(0, CMD_SCRUB) == 0
+    data = {3, 64, nr - 1}
+    for b in sorted(data):
+        q.write(r.vf_vram(0) + (b << 16) + 100, struct.pack("<Q", 0xabcdef00 + b))
+    # tracking off: every block would be sent, those written hold data
+    assert count(r, 0) == (nr, len(data)), "tracking off: %s" % (count(r, 0),)
+    assert r.command(0, CMD_TRACK, 1) == 0
+    assert count(r, 0) == (nr, len(data)), "tracking on: %s" % (count(r, 0),)
+    d, p = dirty_bits(r, 0, nr, CMD_PEEK)
+    assert d == set(range(nr)) and p == data, "PEEK: %d dirty, populated %s" % (len(d), p)
+    assert count(r, 0) == (nr, len(data)), "PEEK took something: %s" % (count(r, 0),)
+    # a data block read and taken
+    assert r.command(0, CMD_READ_TAKE, 3 << 16, RAM_BUF, 1 << 16) == 0
+    got = struct.unpack("<Q", q.read(RAM_BUF + 100, 8))[0]
+    assert got == 0xabcdef03, "READ_TAKE read 0x%x" % got
+    assert count(r, 0) == (nr - 1, len(data) - 1), "after READ_TAKE: %s" % (count(r, 0),)
+    # a zero run stops at the first block holding data (3 is clean now: 4..63)
+    assert r.command(0, CMD_TAKE_ZERO, 0, 3) == 0
+    assert q.readl(r.vfreg(0, VF_RESULT)) == 3, "TAKE_ZERO 0..2 took %d" % q.readl(
+        r.vfreg(0, VF_RESULT))
+    assert r.command(0, CMD_TAKE_ZERO, 3, 10) == 0
+    assert q.readl(r.vfreg(0, VF_RESULT)) == 0, "TAKE_ZERO from a clean block took some"
+    assert r.command(0, CMD_TAKE_ZERO, 4, nr - 4) == 0
+    assert q.readl(r.vfreg(0, VF_RESULT)) == 60, "TAKE_ZERO 4.. took %d, not 60" % q.readl(
+        r.vfreg(0, VF_RESULT))
+    assert count(r, 0) == (nr - 64, 2), "after the zero runs: %s" % (count(r, 0),)
+    # a block written after the driver saw it as zero is not taken as zero
+    q.write(r.vf_vram(0) + (100 << 16), struct.pack("<Q", 7))
+    assert r.command(0, CMD_TAKE_ZERO, 100, 1) == 0
+    assert q.readl(r.vfreg(0, VF_RESULT)) == 0, "a written block was taken as zero"
+    assert count(r, 0) == (nr - 64, 3), "block 100 written: %s" % (count(r, 0),)
+    # a block taken and written again is dirty again
+    q.write(r.vf_vram(0) + (3 << 16), struct.pack("<Q", 9))
+    assert count(r, 0) == (nr - 63, 4), "block 3 rewritten: %s" % (count(r, 0),)
+    d, p = dirty_bits(r, 0, nr, CMD_PEEK)
+    assert d == set(range(64, nr)) | {3}, "PEEK after the takes: %s" % sorted(
+        set(range(nr)) - d)
+    # the classic VRAM_DIRTY still hands the bits over and clears them
+    d, p = dirty_bits(r, 0, nr)
+    assert count(r, 0) == (0, 0), "after VRAM_DIRTY: %s" % (count(r, 0),)
     assert r.command(0, CMD_TRACK, 0) == 0
     assert r.command(0, CMD_SCRUB) == 0
 
@@ -376,6 +444,8 @@ def main():
             a.ops)
         run("VRAM dirty bits: exactly the blocks written, at the edges of the device's "
             "fold groups and of VRAM", t_vram_dirty, r)
+        run("VRAM blocks kept by the device: PEEK, READ_TAKE, TAKE_ZERO and COUNT agree",
+            t_vram_count, r)
         run("the device still works afterwards, byte for byte; the PF counts a VF "
             "user's reset", t_still_works, r)
         print("# %d qtest commands; %s of the nonsense commands failed with a status"

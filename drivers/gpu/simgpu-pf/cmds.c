@@ -284,10 +284,11 @@ int simgpu_pf_vf_restore_state(struct simgpu_pf_vf *vf, const void *buf, size_t 
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_restore_state);
 
-static int simgpu_pf_vram_xfer(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len,
-			       bool read)
+/* @op: VRAM_READ, VRAM_READ_TAKE or VRAM_WRITE */
+static int simgpu_pf_vram_xfer(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len, u32 op)
 {
 	u32 step = min_t(u32, SIMGPU_PF_BUF_SIZE, vf->pf->info.xfer_max);
+	bool read = op != SIMGPU_PF_CMD_VRAM_WRITE;
 	int ret = 0;
 
 	mutex_lock(&vf->cmd_lock);
@@ -297,8 +298,7 @@ static int simgpu_pf_vram_xfer(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 
 
 		if (!read && buf && vf->buf)
 			memcpy(vf->buf, buf, n);
-		ret = simgpu_pf_cmd(vf, read ? SIMGPU_PF_CMD_VRAM_READ : SIMGPU_PF_CMD_VRAM_WRITE,
-				    args, 3, SIMGPU_PF_CMD_MS, NULL);
+		ret = simgpu_pf_cmd(vf, op, args, 3, SIMGPU_PF_CMD_MS, NULL);
 		if (!ret && read)
 			memcpy(buf, vf->buf, n);
 		off += n;
@@ -321,7 +321,7 @@ static int simgpu_pf_vram_xfer(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 
  */
 int simgpu_pf_vf_vram_read(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len)
 {
-	return simgpu_pf_vram_xfer(vf, off, buf, len, true);
+	return simgpu_pf_vram_xfer(vf, off, buf, len, SIMGPU_PF_CMD_VRAM_READ);
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_read);
 
@@ -336,7 +336,7 @@ EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_read);
  */
 int simgpu_pf_vf_vram_write(struct simgpu_pf_vf *vf, u64 off, const void *buf, u32 len)
 {
-	return simgpu_pf_vram_xfer(vf, off, (void *)buf, len, false);
+	return simgpu_pf_vram_xfer(vf, off, (void *)buf, len, SIMGPU_PF_CMD_VRAM_WRITE);
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_write);
 
@@ -353,19 +353,9 @@ int simgpu_pf_vf_vram_track(struct simgpu_pf_vf *vf, bool on)
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_track);
 
-/**
- * simgpu_pf_vf_vram_dirty() - the VRAM blocks written, and cleared
- * @vf: claimed VF
- * @dirty: OR-ed with the blocks written since the last call (by the VF or
- *	through the aperture; none while tracking is off); one bit per block
- *	of VRAM
- * @populated: set to the blocks written since the last scrub (others read
- *	as zeroes); may be NULL
- *
- * Return: 0 or a negative errno.
- */
-int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
-			    unsigned long *populated)
+/* VRAM_DIRTY (OR-ed into @dirty, cleared in the device) or _PEEK (copied). */
+static int simgpu_pf_vram_bitmaps(struct simgpu_pf_vf *vf, unsigned long *dirty,
+				  unsigned long *populated, bool peek)
 {
 	u64 args[2], n, blocks, bytes;
 	int ret;
@@ -381,18 +371,135 @@ int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
 	bytes = BITS_TO_LONGS(blocks) * sizeof(unsigned long);
 	args[0] = vf->buf_dma;
 	args[1] = bytes;
-	ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_VRAM_DIRTY, args, 2, SIMGPU_PF_CMD_MS, &n);
+	ret = simgpu_pf_cmd(vf, peek ? SIMGPU_PF_CMD_VRAM_DIRTY_PEEK : SIMGPU_PF_CMD_VRAM_DIRTY,
+			    args, 2, SIMGPU_PF_CMD_MS, &n);
 	if (!ret && n != blocks)
 		ret = -EIO;
 	if (!ret) {
-		bitmap_or(dirty, dirty, vf->buf, blocks);
+		if (peek)
+			bitmap_copy(dirty, vf->buf, blocks);
+		else
+			bitmap_or(dirty, dirty, vf->buf, blocks);
 		if (populated)
 			bitmap_copy(populated, vf->buf + bytes, blocks);
 	}
 	mutex_unlock(&vf->cmd_lock);
 	return ret;
 }
+
+/**
+ * simgpu_pf_vf_vram_dirty() - the VRAM blocks written, and cleared
+ * @vf: claimed VF
+ * @dirty: OR-ed with the blocks written since the last call (by the VF or
+ *	through the aperture; none while tracking is off); one bit per block
+ *	of VRAM
+ * @populated: set to the blocks written since the last scrub (others read
+ *	as zeroes); may be NULL
+ *
+ * Return: 0 or a negative errno.
+ */
+int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
+			    unsigned long *populated)
+{
+	return simgpu_pf_vram_bitmaps(vf, dirty, populated, false);
+}
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_dirty);
+
+/**
+ * simgpu_pf_vf_vram_peek() - the VRAM blocks the device holds dirty
+ * @vf: claimed VF whose PF has SIMGPU_PF_CAP_VRAM_COUNT
+ * @dirty: set to the dirty blocks, which stay dirty in the device until
+ *	taken (simgpu_pf_vf_vram_read_take(), simgpu_pf_vf_vram_take_zero())
+ * @populated: set to the blocks written since the last scrub; may be NULL
+ *
+ * Return: 0, -EOPNOTSUPP without the capability, or another negative errno.
+ */
+int simgpu_pf_vf_vram_peek(struct simgpu_pf_vf *vf, unsigned long *dirty,
+			   unsigned long *populated)
+{
+	if (!(vf->pf->info.caps & SIMGPU_PF_CAP_VRAM_COUNT))
+		return -EOPNOTSUPP;
+	return simgpu_pf_vram_bitmaps(vf, dirty, populated, true);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_peek);
+
+/**
+ * simgpu_pf_vf_vram_read_take() - copy whole blocks of VRAM out, taken
+ * @vf: claimed VF whose PF has SIMGPU_PF_CAP_VRAM_COUNT
+ * @off: VRAM offset, block aligned
+ * @buf: where
+ * @len: bytes, whole blocks
+ *
+ * The blocks' dirty bits are cleared before the copy: a write racing it
+ * leaves its block dirty.
+ *
+ * Return: 0, -EOPNOTSUPP, -EINVAL, or another negative errno.
+ */
+int simgpu_pf_vf_vram_read_take(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len)
+{
+	u64 mask = (1ULL << vf->pf->info.block_shift) - 1;
+
+	if (!(vf->pf->info.caps & SIMGPU_PF_CAP_VRAM_COUNT))
+		return -EOPNOTSUPP;
+	if ((off | len) & mask)
+		return -EINVAL;
+	return simgpu_pf_vram_xfer(vf, off, buf, len, SIMGPU_PF_CMD_VRAM_READ_TAKE);
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_read_take);
+
+/**
+ * simgpu_pf_vf_vram_take_zero() - take dirty blocks sent as zeroes
+ * @vf: claimed VF whose PF has SIMGPU_PF_CAP_VRAM_COUNT
+ * @first: first block
+ * @n: blocks
+ * @taken: how many were dirty and never written since the scrub, now clean
+ *	(a block written meanwhile stays dirty: its data is sent later)
+ *
+ * Return: 0, -EOPNOTSUPP, or another negative errno.
+ */
+int simgpu_pf_vf_vram_take_zero(struct simgpu_pf_vf *vf, u64 first, u64 n, u64 *taken)
+{
+	u64 args[2] = { first, n };
+	int ret;
+
+	if (!(vf->pf->info.caps & SIMGPU_PF_CAP_VRAM_COUNT))
+		return -EOPNOTSUPP;
+	mutex_lock(&vf->cmd_lock);
+	ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_VRAM_TAKE_ZERO, args, 2, SIMGPU_PF_CMD_MS, taken);
+	mutex_unlock(&vf->cmd_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_take_zero);
+
+/**
+ * simgpu_pf_vf_vram_count() - the dirty VRAM blocks, counted by the device
+ * @vf: claimed VF whose PF has SIMGPU_PF_CAP_VRAM_COUNT
+ * @dirty: the blocks dirty now (every block while tracking is off)
+ * @written: those of them written since the last scrub
+ *
+ * One command, without DMA: what it costs does not grow with VRAM.
+ *
+ * Return: 0, -EOPNOTSUPP, or another negative errno.
+ */
+int simgpu_pf_vf_vram_count(struct simgpu_pf_vf *vf, u64 *dirty, u64 *written)
+{
+	u64 res = 0;
+	int ret;
+
+	if (!(vf->pf->info.caps & SIMGPU_PF_CAP_VRAM_COUNT))
+		return -EOPNOTSUPP;
+	mutex_lock(&vf->cmd_lock);
+	ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_VRAM_COUNT, NULL, 0, SIMGPU_PF_CMD_MS, &res);
+	mutex_unlock(&vf->cmd_lock);
+	if (!ret) {
+		*dirty = lower_32_bits(res);
+		*written = upper_32_bits(res);
+		if (*written > *dirty)
+			ret = -EIO;
+	}
+	return ret;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_count);
 
 /**
  * simgpu_pf_vf_scrub() - VRAM zeroed and the VF reset, for a new tenant

@@ -195,6 +195,7 @@ static int simgpu_pf_identify(struct simgpu_pf *pf)
 	info->xfer_max = simgpu_pf_read(pf, SIMGPU_PF_REG_XFER_MAX);
 	info->log_ranges = simgpu_pf_read(pf, SIMGPU_PF_REG_LOG_RANGES);
 	info->log_pages = simgpu_pf_read(pf, SIMGPU_PF_REG_LOG_PAGES);
+	info->caps = simgpu_pf_read(pf, SIMGPU_PF_REG_CAPS);
 	if (!info->xfer_max || !info->log_ranges || info->block_shift < PAGE_SHIFT ||
 	    info->block_shift > 30) {
 		pci_err(pf->pdev, "the PF reports nonsense limits\n");

@@ -59,6 +59,12 @@
 #define SIMGPU_PF_REG_LOG_RANGES	0x02c	/* RO: most DMA-log ranges */
 #define SIMGPU_PF_REG_LOG_PAGES		0x030	/* RO: most pages tracked, in all */
 #define SIMGPU_PF_REG_XFER_MAX		0x034	/* RO: most bytes of one VRAM_READ/WRITE */
+#define SIMGPU_PF_REG_CAPS		0x038	/* RO: SIMGPU_PF_CAP_* (0 before them) */
+/*
+ * The device keeps the VRAM blocks still to migrate itself: VRAM_COUNT,
+ * VRAM_TAKE_ZERO, VRAM_READ_TAKE and VRAM_DIRTY_PEEK exist.
+ */
+#define SIMGPU_PF_CAP_VRAM_COUNT	(1U << 0)
 
 /*
  * Profiles a VF can have: VRAM size and queue count, like the mdev types.
@@ -179,6 +185,29 @@
  * report; reported pages are cleared, nothing outside the range is.
  */
 #define SIMGPU_PF_CMD_DMA_LOG_REPORT	13
+/*
+ * CAP_VRAM_COUNT.  RESULT: bits 31:0 the dirty blocks (every block while
+ * tracking is off), bits 63:32 those of them written since the last scrub
+ * (the others read as zeroes).  Counts what VRAM_DIRTY would report now.
+ */
+#define SIMGPU_PF_CMD_VRAM_COUNT	14
+/*
+ * CAP_VRAM_COUNT.  ARG0 first block, ARG1 most blocks: clear the dirty
+ * bits of the blocks from ARG0 on that are dirty and never written since
+ * the scrub (sent as zeroes), stopping at the first that is clean or was
+ * written.  RESULT: how many were cleared.
+ */
+#define SIMGPU_PF_CMD_VRAM_TAKE_ZERO	15
+/*
+ * CAP_VRAM_COUNT.  VRAM_READ of whole blocks that clears their dirty bits
+ * first: a write that races the copy leaves its block dirty.
+ */
+#define SIMGPU_PF_CMD_VRAM_READ_TAKE	16
+/*
+ * CAP_VRAM_COUNT.  VRAM_DIRTY that leaves the dirty bits set: the device
+ * keeps them until the blocks are taken (VRAM_READ_TAKE, VRAM_TAKE_ZERO).
+ */
+#define SIMGPU_PF_CMD_VRAM_DIRTY_PEEK	17
 
 /**
  * struct simgpu_pf_range - one IOVA range of DMA_LOG_START (16 bytes)

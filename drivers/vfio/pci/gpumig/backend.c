@@ -129,10 +129,27 @@ int gvp_unquarantine(struct gvp_dev *g)
 
 /* ---- VRAM ----------------------------------------------------------------- */
 
-/* Ask the device for the blocks written since the last call. */
+/*
+ * Two ways to keep the blocks still to send.  A device with
+ * SIMGPU_PF_CAP_VRAM_COUNT keeps them itself: @vdirty is a copy taken at
+ * the start of each pass, a block leaves the device's set when it is read
+ * (VRAM_READ_TAKE) or sent as zeroes (VRAM_TAKE_ZERO), and the device
+ * counts the set in one command, whatever the VRAM size.  Otherwise the
+ * device hands its bits over (VRAM_DIRTY clears them) and @vdirty keeps
+ * those the engine has not taken, OR-ed with each new report, and counting
+ * means fetching and walking both bitmaps.
+ */
+static bool gvp_counted(struct gvp_dev *g)
+{
+	return g->info.caps & SIMGPU_PF_CAP_VRAM_COUNT;
+}
+
+/* Ask the device for the blocks to send now. */
 static int gvp_sync(struct gvp_dev *g)
 {
 	lockdep_assert_held(&g->vram_lock);
+	if (gvp_counted(g))
+		return simgpu_pf_vf_vram_peek(g->vf, g->vdirty, g->populated);
 	return simgpu_pf_vf_vram_dirty(g->vf, g->vdirty, g->populated);
 }
 
@@ -146,8 +163,11 @@ static int gvp_be_vram_track(void *priv, bool on)
 	g->tracking = false;
 	ret = simgpu_pf_vf_vram_track(g->vf, on);
 	if (!ret && on) {
-		/* The device marks every block dirty: the first pass sends all. */
-		ret = gvp_sync(g);
+		/*
+		 * The device marks every block dirty: the first pass sends
+		 * all.  A device that keeps the set is asked at the pass.
+		 */
+		ret = gvp_counted(g) ? 0 : gvp_sync(g);
 		if (ret)
 			simgpu_pf_vf_vram_track(g->vf, false);
 		else
@@ -155,6 +175,21 @@ static int gvp_be_vram_track(void *priv, bool on)
 	}
 	mutex_unlock(&g->vram_lock);
 	return ret;
+}
+
+/*
+ * A block to be sent as zeroes without a read, taken in the device now.
+ * Written since the pass began, it is read (and taken) as data instead.
+ */
+static long gvp_take_zero_block(struct gvp_dev *g, unsigned long b, bool *zero)
+{
+	u64 taken;
+	int ret = simgpu_pf_vf_vram_take_zero(g->vf, b, 1, &taken);
+
+	if (ret)
+		return ret;
+	*zero = taken;
+	return b;
 }
 
 static long gvp_be_vram_next_dirty(void *priv, unsigned long from, bool *zero)
@@ -174,6 +209,8 @@ static long gvp_be_vram_next_dirty(void *priv, unsigned long from, bool *zero)
 			clear_bit(b, g->vdirty);
 			*zero = !test_bit(b, g->populated);
 			ret = b;
+			if (*zero && gvp_counted(g))
+				ret = gvp_take_zero_block(g, b, zero);
 		} else {
 			ret = -ENOENT;
 		}
@@ -194,6 +231,14 @@ static unsigned long gvp_be_vram_take_zero_run(void *priv, unsigned long from,
 		end = from + min(max, g->nr_blocks - from);
 		end = find_next_zero_bit(g->vdirty, end, from);
 		end = find_next_bit(g->populated, end, from);
+		if (end > from && gvp_counted(g)) {
+			u64 taken = 0;
+
+			/* The device's word: a block written meanwhile ends the run. */
+			if (simgpu_pf_vf_vram_take_zero(g->vf, from, end - from, &taken))
+				taken = 0;	/* the blocks stay dirty: sent later */
+			end = from + min_t(u64, taken, end - from);
+		}
 		bitmap_clear(g->vdirty, from, end - from);
 	}
 	mutex_unlock(&g->vram_lock);
@@ -207,8 +252,20 @@ static void gvp_be_vram_dirty_count(void *priv, unsigned long *nonzero, unsigned
 	unsigned long n = g->nr_blocks, all;
 
 	mutex_lock(&g->vram_lock);
-	/* On failure the last answer stands; the stream itself will fail. */
-	gvp_sync(g);
+	if (gvp_counted(g)) {
+		u64 dirty, written;
+
+		/* On failure, the pass's own copy answers. */
+		if (!simgpu_pf_vf_vram_count(g->vf, &dirty, &written)) {
+			*nonzero = written;
+			*zero = dirty - written;
+			mutex_unlock(&g->vram_lock);
+			return;
+		}
+	} else {
+		/* On failure the last answer stands; the stream itself will fail. */
+		gvp_sync(g);
+	}
 	if (g->tracking) {
 		all = bitmap_weight(g->vdirty, n);
 		*nonzero = bitmap_weight_and(g->vdirty, g->populated, n);
@@ -224,6 +281,9 @@ static int gvp_be_vram_read(void *priv, u64 off, void *buf, u32 len)
 {
 	struct gvp_dev *g = priv;
 
+	/* The engine reads whole blocks it took from vram_next_dirty. */
+	if (gvp_counted(g) && !((off | len) & (GPUMIG_BLOCK_SIZE - 1)))
+		return simgpu_pf_vf_vram_read_take(g->vf, off, buf, len);
 	return simgpu_pf_vf_vram_read(g->vf, off, buf, len);
 }
 
