@@ -15,13 +15,40 @@ function goal(what, x, op, g,    ok) {
 	printf "  %-58s %12.4g  goal %s %-9.10g %s\n", what, x, op, g, ok ? "met" : "NOT MET"
 }
 
+# A type measured several times (run.sh repeats each): each figure is the
+# median of its runs, so one slow run under TCG does not make a ratio.
 /vram_bench / {
-	n++
+	t = ""
+	for (i = 1; i <= NF; i++)
+		if (substr($i, 1, 5) == "type=")
+			t = substr($i, 6)
+	if (!(t in row)) {
+		row[t] = ++n
+		runs[n] = 0
+	}
+	j = row[t]
+	rn = ++runs[j]
 	for (i = 1; i <= NF; i++) {
 		k = index($i, "=")
-		if (k)
-			v[n, substr($i, 1, k - 1)] = substr($i, k + 1)
+		if (k) {
+			key = substr($i, 1, k - 1)
+			keys[key] = 1
+			all[j, rn, key] = substr($i, k + 1)
+		}
 	}
+}
+
+# median(J, KEY): the middle value of row J's runs (the lower of two).
+function median(j, key,    m, a, x, y, tmp) {
+	m = 0
+	for (x = 1; x <= runs[j]; x++)
+		if ((j, x, key) in all)
+			a[++m] = all[j, x, key]
+	for (x = 2; x <= m; x++)
+		for (y = x; y > 1 && a[y - 1] + 0 > a[y] + 0; y--) {
+			tmp = a[y]; a[y] = a[y - 1]; a[y - 1] = tmp
+		}
+	return m ? a[int((m + 1) / 2)] : ""
 }
 
 END {
@@ -29,6 +56,13 @@ END {
 		print "no vram_bench lines"
 		exit 1
 	}
+	for (i = 1; i <= n; i++) {
+		for (key in keys)
+			v[i, key] = key == "type" ? all[i, 1, key] : median(i, key)
+		if (runs[i] > most)
+			most = runs[i]
+	}
+	printf "  (each figure: the median of %d runs of its type)\n", most
 	# base[i]: the first row of row i's family; big: the largest mdev type.
 	for (i = 1; i <= n; i++) {
 		f = index(v[i, "type"], "-vf-") ? "vf" : "mdev"
