@@ -41,7 +41,7 @@
 #define BLK		GPUMIG_VRAM_CHUNK
 #define BENCH_DATA	(64ULL << 20)		/* non-zero VRAM, every type (BENCH_VRAM_MB) */
 #define BENCH_DIRTY	8			/* blocks per round: 1 % of 64 MiB or less */
-#define BENCH_CALLS	200			/* PRECOPY_INFO / MIG_DATA_SIZE calls timed */
+#define BENCH_CALLS	2000			/* PRECOPY_INFO / MIG_DATA_SIZE calls timed */
 #define FILL_STEP	(1024U * 1024)		/* initial fill: one value per MiB */
 #define VERIFY_STEP	(4 * FILL_STEP)		/* VRAM read back in pieces of this */
 #define KERNEL_WORDS	(32 * 1024)
