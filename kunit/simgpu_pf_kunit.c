@@ -15,7 +15,10 @@
 #include <linux/io.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/random.h>
 #include <linux/sizes.h>
+#include <linux/unaligned.h>
+#include <linux/vmalloc.h>
 #include <uapi/linux/simgpu.h>
 #include <uapi/linux/simgpu_pf.h>
 
@@ -415,6 +418,51 @@ static void pf_vram_count(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_scrub(e->vf));
 }
 
+KUNIT_DEFINE_ACTION_WRAPPER(vfree_action, vfree, const void *);
+
+/*
+ * VRAM moves straight to and from memory the device reaches (kmalloc) and
+ * through the VF's buffer otherwise (vmalloc), in several steps when the
+ * transfer is larger than that buffer; both land where they should.
+ */
+static void pf_vram_direct(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	u32 blk = 1U << e->info.block_shift, len = 5 * blk + 100, i;
+	u64 off = 7 * (u64)blk + 12;
+	u8 *k = kunit_kmalloc(test, len + 8, GFP_KERNEL);
+	u8 *v = vmalloc(len);
+
+	KUNIT_ASSERT_NOT_NULL(test, v);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, vfree_action, v));
+	KUNIT_ASSERT_NOT_NULL(test, k);
+	KUNIT_ASSERT_LE(test, off + len, (u64)SZ_2M);	/* inside the aperture */
+	/* Direct out, through the buffer back. */
+	get_random_bytes(k + 8, len);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_write(e->vf, off, k + 8, len));
+	memset(v, 0, len);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_read(e->vf, off, v, len));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(k + 8, v, len));
+	for (i = 0; i < len - 3; i += blk - 4)
+		KUNIT_EXPECT_EQ(test, readl(e->vram + off + i), get_unaligned((u32 *)(k + 8 + i)));
+	/* Through the buffer out, direct back. */
+	get_random_bytes(v, len);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_write(e->vf, off, v, len));
+	memset(k, 0, len + 8);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_read(e->vf, off, k + 8, len));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(k + 8, v, len));
+	KUNIT_EXPECT_EQ(test, 0, get_unaligned((u64 *)k));	/* nothing before */
+	/* Zeroes, without a buffer; outside VRAM refused either way. */
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_write(e->vf, off, NULL, len));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_read(e->vf, off, k + 8, len));
+	KUNIT_EXPECT_NULL(test, memchr_inv(k + 8, 0, len));
+	KUNIT_EXPECT_EQ(test, -EINVAL,
+			simgpu_pf_vf_vram_read(e->vf, e->info.vram_size - blk, k, len));
+	KUNIT_EXPECT_EQ(test, -EINVAL,
+			simgpu_pf_vf_vram_write(e->vf, e->info.vram_size - blk, v, len));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_scrub(e->vf));
+}
+
 /* The DMA log holds exactly the pages the VF wrote, inside the range. */
 static void pf_dma_log(struct kunit *test)
 {
@@ -484,6 +532,7 @@ static struct kunit_case simgpu_pf_cases[] = {
 	KUNIT_CASE(pf_state_round_trip),
 	KUNIT_CASE(pf_vram_dirty),
 	KUNIT_CASE(pf_vram_count),
+	KUNIT_CASE(pf_vram_direct),
 	KUNIT_CASE(pf_dma_log),
 	KUNIT_CASE(pf_flr),
 	KUNIT_CASE(pf_claims),
