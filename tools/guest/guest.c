@@ -73,6 +73,8 @@ static u32 expect[KWORDS];
 static u32 vpattern[CBYTES / 4];
 static u32 *bar;		/* BAR0, accessed with mmio_read/mmio_write */
 static u32 tail[2];
+/* what was written into each ring slot, to tell a stale ring page */
+static struct simgpu_cmd shadow[2][RING];
 static u32 mailbox[2];		/* the harness's generation; the one loaded */
 static u32 region_gen;		/* the generation the VRAM region holds, or 0 */
 
@@ -222,6 +224,9 @@ static void submit(int q, u32 op, u64 a0, u64 a1, u64 a2, u64 a3)
 	for (i = 4; i < 6; i++)
 		c->args[i] = 0;
 	c->reserved = 0;
+	for (i = 0; i < 6; i++)
+		shadow[q][tail[q] % RING].args[i] = c->args[i];
+	shadow[q][tail[q] % RING].opcode = op;
 	asm volatile("" : : : "memory");
 	tail[q]++;
 	wr(qreg(q, SIMGPU_QREG_TAIL), tail[q]);
@@ -237,6 +242,24 @@ static int device_lost(void)
 {
 	return !(rd(SIMGPU_REG_CONTROL) & SIMGPU_CTRL_ENABLE) ||
 	       rd(SIMGPU_REG_PT_ROOT_LO) != pt_root_iova();
+}
+
+/*
+ * After a queue error: the slot at the device's head and the one before,
+ * as memory holds them against what was written there (a difference is a
+ * ring page older than the driver's last write).
+ */
+static void ring_report(int q, u32 head)
+{
+	u32 k;
+
+	for (k = head - 1; k != head + 1; k++) {
+		const struct simgpu_cmd *c = &dma.ring[q][k % RING], *w = &shadow[q][k % RING];
+
+		say("  ring %u slot %u: op %u a0 0x%x a1 0x%x a2 0x%x; written op %u a0 0x%x a1 0x%x a2 0x%x",
+		    q, k % RING, c->opcode, (u32)c->args[0], (u32)c->args[1], (u32)c->args[2],
+		    w->opcode, (u32)w->args[0], (u32)w->args[1], (u32)w->args[2]);
+	}
 }
 
 static int wait_idle(u32 n)
@@ -256,6 +279,7 @@ static int wait_idle(u32 n)
 				    rd(SIMGPU_REG_ERROR_ADDR_LO), rd(qreg(q, SIMGPU_QREG_HEAD)),
 				    rd(qreg(q, SIMGPU_QREG_TAIL)),
 				    rd(qreg(q, SIMGPU_QREG_RING_SIZE)), tail[q]);
+				ring_report(q, rd(qreg(q, SIMGPU_QREG_HEAD)));
 				return -1;
 			}
 			if (!(st & SIMGPU_QSTATUS_BUSY))
@@ -386,10 +410,54 @@ static int check_words(u32 n, const char *what, const u32 *got, const u32 *want,
 	return 0;
 }
 
+/*
+ * After a wrong copy: which words, whether they are the previous
+ * iteration's source (old data, not noise), and what VRAM holds now,
+ * copied out again: it tells a stale VRAM block from a stale page.
+ */
+static void copy_report(u32 n)
+{
+	u32 first = ~0U, last = 0, bad = 0, prev = 0, vsrc = 0, vdst = 0, vfirst = ~0U, i;
+
+	rng = (n - 1) * 2654435761U + 1;	/* the previous iteration's draw */
+	for (i = 0; i < KWORDS; i++)
+		rnd();
+	for (i = 0; i < CBYTES / 4; i++) {
+		u32 p = rnd();
+
+		if (dma.cdst[i] == dma.csrc[i])
+			continue;
+		if (first == ~0U)
+			first = i;
+		last = i;
+		bad++;
+		prev += dma.cdst[i] == p;
+	}
+	say("  copy: %u words wrong, %u to %u; %u of them the previous iteration's source",
+	    bad, first, last, prev);
+	for (i = 0; i < CBYTES / 4; i++)
+		dma.rcheck[i] = 0;
+	submit(1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_VRAM, CBYTES, 0);
+	if (wait_idle(n)) {
+		say("  copy: VRAM could not be copied out again");
+		return;
+	}
+	for (i = 0; i < CBYTES / 4; i++) {
+		if (dma.rcheck[i] != dma.csrc[i]) {
+			vsrc++;
+			if (vfirst == ~0U)
+				vfirst = i;
+		}
+		vdst += dma.rcheck[i] != dma.cdst[i];
+	}
+	say("  copy: VRAM now differs from the source in %u words (first %u), from the copy in %u",
+	    vsrc, vfirst, vdst);
+}
+
 static int iteration(u32 n)
 {
 	u32 key = 0x9e3779b9U * n, pat = n * 7 + 1, i, it;
-	int bad = 0;
+	int bad = 0, copy_bad;
 
 	rng = n * 2654435761U + 1;
 	for (i = 0; i < KWORDS; i++) {
@@ -435,7 +503,8 @@ static int iteration(u32 n)
 		bad = 1;
 	}
 	bad |= check_words(n, "kernel", dma.kbuf, expect, KWORDS);
-	bad |= check_words(n, "copy", dma.cdst, dma.csrc, CBYTES / 4);
+	copy_bad = check_words(n, "copy", dma.cdst, dma.csrc, CBYTES / 4);
+	bad |= copy_bad;
 	bad |= check_words(n, "vram", dma.vcheck, vpattern, CBYTES / 4);
 	for (i = 0; region_gen && i < CBYTES / 4; i++)
 		if (dma.rcheck[i] != region_word(region_gen, n % RCHUNKS, i)) {
@@ -460,6 +529,8 @@ static int iteration(u32 n)
 			break;
 		}
 	}
+	if (copy_bad)
+		copy_report(n);	/* last: it reuses rcheck */
 	return bad ? -1 : 0;
 }
 
