@@ -3,13 +3,15 @@
 #
 # gpumig's test command (`make check`): everything, from a fresh machine.
 #
-#   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N]
+#   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N] [--round-trips N]
 #
 # Steps: deps kernels qemu qtest static dkms debug-vm distro-vm fuzz; and,
 # only when named, two-host: the libvirt lane (testing.rst); kunit: the
 # KUnit suites alone in the debug kernel (all, or those of KUNIT_MODULES,
 # e.g. "gpumig_mig_kunit"; debug-vm runs them too); and pci-vm: the PCI
 # suite alone in the debug kernel (debug-vm and distro-vm run it too).
+# --round-trips N: the two hosts migrate the mdev domain A to B and back
+# N more times (a soak of the lane; each takes 2-3 minutes).
 # Each kernel boots once, on the project's QEMU with simgpu-pci, and runs
 # every suite in that boot.  Each result is a
 # line in build/results/checks.tsv or a KTAP file under build/results; the
@@ -18,12 +20,13 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-only="" fuzz_seconds=${FUZZ_SECONDS:-30}
+only="" fuzz_seconds=${FUZZ_SECONDS:-30} round_trips=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=$2; shift 2 ;;
 	--fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
-	*) die "usage: check.sh [--only STEP,...] [--fuzz-seconds N]" ;;
+	--round-trips) round_trips=$2; shift 2 ;;
+	*) die "usage: check.sh [--only STEP,...] [--fuzz-seconds N] [--round-trips N]" ;;
 	esac
 done
 
@@ -406,6 +409,7 @@ two_host() {
 		record "bookworm root with libvirt 11.3 and QEMU 10.0 ready" pass $(($(date +%s) - t0))
 		TH=$RES/two-host
 		mkdir -p "$TH/a" "$TH/b" "$TH/shared"
+		echo "$round_trips" >"$TH/shared/round-trips"
 		for h in a b; do
 			echo "$lvroot" >"$TH/$h/libvirt-root"
 			echo "$TH/shared" >"$TH/$h/shared"

@@ -124,16 +124,20 @@ lv_virsh() {
 # sampled with domjobinfo while it runs (OUT/domjobinfo.txt).  Nothing
 # else talks to the source's QEMU meanwhile (a monitor command beside the
 # job was seen to leave virsh migrate waiting for ever after the
-# switchover).  From host B (Debian's kernel: no DMA logging, so QEMU
-# counts all guest memory dirty in every round) the allowed downtime is
-# raised first, as libvirt.rst tells operators: the VF domain's job from
-# B never ended at libvirt's 300 ms, nor at 5 s (QEMU expected 10 s: all
-# 64 MiB again at 6 MiB/s).  A job that has not ended in 15 minutes fails
-# the check (virsh's exit aborts it; the guest stays).
+# switchover).  The VF domain from host B (Debian's kernel: no DMA
+# logging, so type1 reports all guest memory dirty in every round) gets a
+# higher allowed downtime first, as libvirt.rst tells operators: its job
+# never ended at libvirt's 300 ms, nor at 5 s (QEMU expected 10 s: all 64
+# MiB again at 6 MiB/s).  The mdev domain keeps libvirt's 300 ms: type1
+# reports only the pages its device wrote, and at 30 s QEMU 10.0 under
+# TCG switched over after its first 100 ms, when guest pages written
+# since they were sent can still be untracked (testing.rst: 2 of 27 such
+# migrations broke the guest).  A job that has not ended in 15 minutes
+# fails the check (virsh's exit aborts it; the guest stays).
 lv_migrate() {
 	local from=$1 to=$2 pid rc
 	shift 2
-	if [ "$from" = "$LV_B" ]; then
+	if [ "$from" = "$LV_B" ] && [ "$LV_DOM" = "$LV_VF_DOM" ]; then
 		lv_virsh -c "qemu+tcp://$from/system" migrate-setmaxdowntime $LV_DOM 30000 &&
 			echo "allowed downtime from B: $(lv_virsh -c "qemu+tcp://$from/system" \
 				migrate-getmaxdowntime $LV_DOM) ms" || return 1
@@ -264,6 +268,17 @@ libvirt_a() {
 	check "A: the guest runs on B and keeps verifying there (B's serial log)" lv_runs_on $LV_B b 0
 	check "A: virsh migrate --live gpumig-guest back from B to A" lv_migrate $LV_B $LV_A
 	check "A: the guest runs on A again and keeps verifying" lv_runs_on $LV_A a 0
+	# More round trips when asked (check.sh --round-trips N).
+	for i in $(seq "$(cat "$shared/round-trips" 2>/dev/null || echo 0)"); do
+		it=$(lv_iter a)
+		check "A: round trip $i: to B" lv_migrate $LV_A $LV_B &&
+			check "A: round trip $i: the guest verifies 3 more iterations on B" \
+				lv_runs_on $LV_B b "${it:-0}" &&
+			it=$(lv_iter b) &&
+			check "A: round trip $i: back to A" lv_migrate $LV_B $LV_A &&
+			check "A: round trip $i: the guest verifies 3 more iterations on A" \
+				lv_runs_on $LV_A a "${it:-0}" || break
+	done
 
 	# A destination instance with another UUID, through --xml.
 	lv_virsh dumpxml --migratable $LV_DOM | sed "s/$LV_U1/$LV_U2/" >"$out/dst-other-uuid.xml"
