@@ -421,11 +421,11 @@ static void pf_vram_count(struct kunit *test)
 KUNIT_DEFINE_ACTION_WRAPPER(vfree_action, vfree, const void *);
 
 /*
- * VRAM moves straight to and from memory the device reaches (kmalloc) and
- * through the VF's buffer otherwise (vmalloc), in several steps when the
- * transfer is larger than that buffer; both land where they should.
+ * VRAM moves to and from kmalloc and vmalloc memory alike, at unaligned
+ * offsets and in several steps when the transfer is larger than the VF's
+ * DMA buffer, and lands where the aperture shows it.
  */
-static void pf_vram_direct(struct kunit *test)
+static void pf_vram_xfer(struct kunit *test)
 {
 	struct vfenv *e = vfenv_new(test);
 	u32 blk = 1U << e->info.block_shift, len = 5 * blk + 100, i;
@@ -437,7 +437,7 @@ static void pf_vram_direct(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, vfree_action, v));
 	KUNIT_ASSERT_NOT_NULL(test, k);
 	KUNIT_ASSERT_LE(test, off + len, (u64)SZ_2M);	/* inside the aperture */
-	/* Direct out, through the buffer back. */
+	/* kmalloc out, vmalloc back. */
 	get_random_bytes(k + 8, len);
 	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_write(e->vf, off, k + 8, len));
 	memset(v, 0, len);
@@ -445,7 +445,7 @@ static void pf_vram_direct(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, 0, memcmp(k + 8, v, len));
 	for (i = 0; i < len - 3; i += blk - 4)
 		KUNIT_EXPECT_EQ(test, readl(e->vram + off + i), get_unaligned((u32 *)(k + 8 + i)));
-	/* Through the buffer out, direct back. */
+	/* vmalloc out, kmalloc back. */
 	get_random_bytes(v, len);
 	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_write(e->vf, off, v, len));
 	memset(k, 0, len + 8);
@@ -532,7 +532,7 @@ static struct kunit_case simgpu_pf_cases[] = {
 	KUNIT_CASE(pf_state_round_trip),
 	KUNIT_CASE(pf_vram_dirty),
 	KUNIT_CASE(pf_vram_count),
-	KUNIT_CASE(pf_vram_direct),
+	KUNIT_CASE(pf_vram_xfer),
 	KUNIT_CASE(pf_dma_log),
 	KUNIT_CASE(pf_flr),
 	KUNIT_CASE(pf_claims),

@@ -4,8 +4,7 @@
  * (include/gpumig/simgpu_pf.h).  One command at a time per VF, under its
  * command lock: arguments into the VF's window, the opcode, then a wait
  * for STATUS to leave BUSY (the PF's interrupt wakes it).  Data moves by
- * the PF's DMA through the VF's coherent buffer, or, for VRAM, straight
- * to and from the caller's memory when it lies in the linear map.
+ * the PF's DMA through the VF's coherent buffer.
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -15,7 +14,6 @@
 #include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/sched.h>
-#include <linux/sched/task_stack.h>
 #include <linux/sizes.h>
 
 #include "simgpu_pf.h"
@@ -286,76 +284,29 @@ int simgpu_pf_vf_restore_state(struct simgpu_pf_vf *vf, const void *buf, size_t 
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_restore_state);
 
-/*
- * Can the device reach @buf as one range?  Memory of the kernel's linear
- * map can (kmalloc(), and kvmalloc() when it did not fall back); vmalloc
- * memory and stacks go through the VF's buffer.
- */
-static bool simgpu_pf_direct(const void *buf, u32 len)
-{
-	return buf && !is_vmalloc_addr(buf) && !object_is_on_stack(buf) &&
-	       virt_addr_valid(buf) && virt_addr_valid(buf + len - 1);
-}
-
-/*
- * @op: VRAM_READ, VRAM_READ_TAKE or VRAM_WRITE.  The device moves the data
- * to or from the caller's memory itself where it can (one copy fewer, the
- * VRAM path's largest cost), else through the VF's buffer.
- */
+/* @op: VRAM_READ, VRAM_READ_TAKE or VRAM_WRITE */
 static int simgpu_pf_vram_xfer(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len, u32 op)
 {
-	struct device *dev = &vf->pf->pdev->dev;
-	bool read = op != SIMGPU_PF_CMD_VRAM_WRITE;
-	enum dma_data_direction dir = read ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 	u32 step = min_t(u32, SIMGPU_PF_BUF_SIZE, vf->pf->info.xfer_max);
-	dma_addr_t dma = DMA_MAPPING_ERROR;
-	u32 done = 0, total = len;
-	bool wedged;
+	bool read = op != SIMGPU_PF_CMD_VRAM_WRITE;
 	int ret = 0;
 
-	if (!len)
-		return 0;
-	if (simgpu_pf_direct(buf, len)) {
-		dma = dma_map_single(dev, buf, len, dir);
-		if (dma_mapping_error(dev, dma))
-			dma = DMA_MAPPING_ERROR;	/* the buffer, then */
-		else
-			step = vf->pf->info.xfer_max;
-	}
 	mutex_lock(&vf->cmd_lock);
-	wedged = vf->wedged;
 	while (len && !ret) {
 		u32 n = min(len, step);
-		u64 args[3] = { off, 0, n };
+		u64 args[3] = { off, buf || read ? vf->buf_dma : 0, n };
 
-		if (dma != DMA_MAPPING_ERROR) {
-			args[1] = dma + done;
-		} else if (buf || read) {
-			args[1] = vf->buf_dma;
-			if (!read && vf->buf)
-				memcpy(vf->buf, buf + done, n);
-		}
+		if (!read && buf && vf->buf)
+			memcpy(vf->buf, buf, n);
 		ret = simgpu_pf_cmd(vf, op, args, 3, SIMGPU_PF_CMD_MS, NULL);
-		if (!ret && read && dma == DMA_MAPPING_ERROR)
-			memcpy(buf + done, vf->buf, n);
+		if (!ret && read)
+			memcpy(buf, vf->buf, n);
 		off += n;
 		len -= n;
-		done += n;
-	}
-	if (dma != DMA_MAPPING_ERROR && vf->wedged && !wedged) {
-		/*
-		 * The device never answered and may still move data to or
-		 * from memory its caller frees as soon as we return: stop
-		 * the PF's DMA (every VF's) first.  Only a reset of the PF
-		 * brings it back.
-		 */
-		pci_clear_master(vf->pf->pdev);
-		pci_err(vf->pf->pdev, "VF %u: VRAM transfer abandoned: PF bus mastering off\n",
-			vf->n);
+		if (buf)
+			buf += n;
 	}
 	mutex_unlock(&vf->cmd_lock);
-	if (dma != DMA_MAPPING_ERROR)
-		dma_unmap_single(dev, dma, total, dir);
 	return ret;
 }
 
