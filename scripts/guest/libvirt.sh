@@ -271,13 +271,15 @@ libvirt_a() {
 	# More round trips when asked (check.sh --round-trips N).
 	for i in $(seq "$(cat "$shared/round-trips" 2>/dev/null || echo 0)"); do
 		it=$(lv_iter a)
-		check "A: round trip $i: to B" lv_migrate $LV_A $LV_B &&
+		if ! { check "A: round trip $i: to B" lv_migrate $LV_A $LV_B &&
 			check "A: round trip $i: the guest verifies 3 more iterations on B" \
 				lv_runs_on $LV_B b "${it:-0}" &&
 			it=$(lv_iter b) &&
 			check "A: round trip $i: back to A" lv_migrate $LV_B $LV_A &&
 			check "A: round trip $i: the guest verifies 3 more iterations on A" \
-				lv_runs_on $LV_A a "${it:-0}" || break
+				lv_runs_on $LV_A a "${it:-0}"; }; then
+			break
+		fi
 	done
 
 	# A destination instance with another UUID, through --xml.
