@@ -5,8 +5,8 @@
 #
 #   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N] [--round-trips N]
 #
-# Steps: deps kernels qemu qtest static dkms debug-vm distro-vm fuzz; and,
-# only when named, two-host: the libvirt lane (testing.rst); kunit: the
+# Steps: deps kernels qemu qtest static dkms debug-vm distro-vm two-host
+# (the libvirt lane, testing.rst) fuzz; and, only when named, kunit: the
 # KUnit suites alone in the debug kernel (all, or those of KUNIT_MODULES,
 # e.g. "gpumig_mig_kunit"; debug-vm runs them too); and pci-vm: the PCI
 # suite alone in the debug kernel (debug-vm and distro-vm run it too).
@@ -231,7 +231,7 @@ fi
 
 DEBUG_KDIR=""
 if want kernels || want static || want debug-vm || want distro-vm || named pci-vm || named kunit ||
-   named two-host; then
+   want two-host; then
 	t0=$(date +%s)
 	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
 		record "debug kernel $DEBUG_SERIES (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
@@ -254,7 +254,7 @@ if want qemu || want debug-vm || named pci-vm; then
 fi
 
 QEMU_BIN=""
-if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm || named two-host; then
+if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm || want two-host; then
 	t0=$(date +%s)
 	if QEMU_BIN=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$RES/qemu-build.log"); then
 		record "QEMU 10.0.2 with simgpu-pci built" pass $(($(date +%s) - t0))
@@ -440,20 +440,17 @@ two_host() {
 	fi
 }
 
-# One VM at a time: the debug VM, DKMS, the distro VM; then, only when
-# named, the two hosts (two VMs, alone).  Run beside the debug VM, the
-# lanes were starved of CPU on two cores (a migration from B, which
-# re-sends all guest memory each round, no longer converged; QEMU's
-# pre-copy ended before the sampler saw it).  Not in make check yet: 2 of
-# 27 mdev migrations from B (30 s of allowed downtime) broke the guest on
-# arrival at A, its pages written just before the switchover apparently
-# older than on B (testing.rst).
+# One VM at a time: the debug VM, DKMS, the distro VM, then the two hosts
+# (two VMs, alone).  Run beside the debug VM, the lanes were starved of
+# CPU on two cores (a migration from B, which re-sends all guest memory
+# each round, no longer converged; QEMU's pre-copy ended before the
+# sampler saw it).
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 	timed "the debug VM" debug_vm
 fi
 want dkms && dkms_step
 want distro-vm && timed "the distro VM" distro_vm
-named two-host && timed "the two hosts" two_host
+want two-host && timed "the two hosts" two_host
 
 if want fuzz; then
 	run_check "fuzz: build the fuzz targets (clang, libFuzzer, ASan, UBSan)" \
