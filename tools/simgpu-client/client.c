@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/gpumig_stream.h>
 #include <linux/pci_regs.h>
@@ -216,6 +217,8 @@ int main(int argc, char **argv)
 {
 	const char *list = NULL, *suite = "simgpu";
 	unsigned int i, n = 0, failed = 0;
+	struct timespec t0, t1;
+	double took;
 	int opt, ret;
 
 	while ((opt = getopt(argc, argv, "s:n:d:l")) != -1) {
@@ -250,16 +253,20 @@ int main(int argc, char **argv)
 		if (!selected(list, &scenarios[i]))
 			continue;
 		n++;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ret = run(&scenarios[i], argv[optind]);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		if (ret == SKIP) {
 			printf("    ok %u %s # SKIP %s\n", n, scenarios[i].name, fail_msg);
 		} else if (ret) {
 			failed++;
-			printf("    # %s: %s\n    not ok %u %s\n",
-			       scenarios[i].name, fail_msg, n,
-			       scenarios[i].name);
+			printf("    # %s: %s\n    # %s took %.1f s\n    not ok %u %s\n",
+			       scenarios[i].name, fail_msg, scenarios[i].name,
+			       took, n, scenarios[i].name);
 		} else {
-			printf("    ok %u %s\n", n, scenarios[i].name);
+			printf("    # %s took %.1f s\n    ok %u %s\n",
+			       scenarios[i].name, took, n, scenarios[i].name);
 		}
 	}
 	printf("    1..%u\n%s 1 %s\n", n, failed ? "not ok" : "ok", suite);
