@@ -102,7 +102,12 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 				bool first = simgpu_vram_block_zero(vram, blk);
 				int ret;
 
-				page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+				/*
+				 * A page written whole needs no zeroing first:
+				 * readers hold the lock we hold until it is.
+				 */
+				page = alloc_page(n == PAGE_SIZE ? GFP_KERNEL :
+						  GFP_KERNEL | __GFP_ZERO);
 				if (!page)
 					return -ENOMEM;
 				ret = xa_err(xa_store(&vram->pages, idx, page,
