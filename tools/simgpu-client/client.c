@@ -182,6 +182,8 @@ static int migration_refused(struct gpu *g)
 	return SKIP;
 }
 
+uint64_t guest_size = GUEST_DEFAULT;
+
 /* 0 passed, SKIP skipped (fail_msg says why), else failed. */
 static int run(const struct scenario *sc, const char *dev)
 {
@@ -189,6 +191,8 @@ static int run(const struct scenario *sc, const char *dev)
 	int ret;
 
 	fail_msg[0] = 0;
+	/* The dirty-tracking benchmark's 10,000 pages need more. */
+	guest_size = sc->fn == t_bench_dirty ? GUEST_MAX : GUEST_DEFAULT;
 	if (sc->flags & NEEDS_DST && !dst_name)
 		return fail("needs a destination (-d)");
 	if (gpu_open(&g, dev))

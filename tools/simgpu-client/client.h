@@ -89,8 +89,10 @@ long long status_value(const char *name, const char *key);
 long long metric(struct gpu *g, const char *name);
 
 /* dma_log.c: guest pages, one bit each, in a bitmap of BM_WORDS */
-#define NPAGES (GUEST_SIZE / 4096)
+#define NPAGES (guest_size / 4096)
 #define BM_WORDS (NPAGES / 64)
+#define NPAGES_MAX (GUEST_MAX / 4096)	/* array bounds */
+#define BM_WORDS_MAX (NPAGES_MAX / 64)
 
 /* A check that already said why it failed. */
 #define TRY(x)                     \

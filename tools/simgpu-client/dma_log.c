@@ -54,7 +54,7 @@ int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len, uint64_t *bitmap)
 int t_dma_logging(struct gpu *g)
 {
 	const size_t nbits = NPAGES;
-	uint64_t bm[BM_WORDS] = { 0 };
+	uint64_t bm[BM_WORDS_MAX] = { 0 };
 	uint64_t buf_iova, fence_iova;
 	char status[256];
 	size_t i, set = 0;
@@ -66,7 +66,7 @@ int t_dma_logging(struct gpu *g)
 	gpu_setup(g, 16);
 	sysbuf(g, VA_SYS, 3 * 4096, &buf_iova);
 	sysbuf(g, VA_SYS + (1 << 20), 4096, &fence_iova);
-	ret = dma_log_start(g, GUEST_IOVA, GUEST_SIZE);
+	ret = dma_log_start(g, GUEST_IOVA, guest_size);
 	if (strstr(status, "dirty_tracking=none")) {
 		CHECK(ret < 0,
 		      "DMA logging accepted although the module says none");
@@ -77,7 +77,7 @@ int t_dma_logging(struct gpu *g)
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 100 * 4, 2 * 4096, 7, 0);
 	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 1, 0, 0);
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "work");
-	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0, "REPORT: %s",
+	CHECK(dma_log_report(g, GUEST_IOVA, guest_size, bm) == 0, "REPORT: %s",
 	      strerror(errno));
 	for (i = 0; i < nbits; i++) {
 		uint64_t iova = GUEST_IOVA + i * 4096;
@@ -92,7 +92,7 @@ int t_dma_logging(struct gpu *g)
 	}
 	CHECK(set == 4, "%zu pages reported", set);
 	memset(bm, 0, nbits / 8);
-	CHECK(dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm) == 0,
+	CHECK(dma_log_report(g, GUEST_IOVA, guest_size, bm) == 0,
 	      "second REPORT");
 	for (i = 0; i < nbits / 64; i++)
 		CHECK(!bm[i], "pages reported twice without a new write");
@@ -133,7 +133,7 @@ long report_guest(struct gpu *g, uint64_t *bm)
 	int ret;
 
 	memset(bm, 0, BM_WORDS * 8);
-	ret = dma_log_report(g, GUEST_IOVA, GUEST_SIZE, bm);
+	ret = dma_log_report(g, GUEST_IOVA, guest_size, bm);
 	if (ret)
 		return ret;
 	for (i = 0; i < BM_WORDS; i++)
@@ -184,7 +184,7 @@ int fill_span(struct gpu *g, uint64_t va, uint32_t first, uint32_t n)
 /* Where the module does not offer DMA logging, the core refuses it. */
 int expect_no_logging(struct gpu *g)
 {
-	CHECK(dma_log_start(g, GUEST_IOVA, GUEST_SIZE) < 0,
+	CHECK(dma_log_start(g, GUEST_IOVA, guest_size) < 0,
 	      "DMA logging accepted although the module says none");
 	return 0;
 }
@@ -228,14 +228,14 @@ static int64_t cut_report(struct gpu *g, uint64_t iova, uint64_t len)
 int t_dma_log_cut(struct gpu *g)
 {
 	int mode = device_tracking(g);
-	uint64_t bm[BM_WORDS], buf_iova, p;
+	uint64_t bm[BM_WORDS_MAX], buf_iova, p;
 
 	CHECK(mode >= 0, "cannot read migration/status");
 	gpu_setup(g, 16);
 	sysbuf(g, VA_SYS, 4 * 4096, &buf_iova);
 	if (!mode)
 		return expect_no_logging(g);
-	CHECK(dma_log_start(g, GUEST_IOVA, GUEST_SIZE) == 0, "START: %s",
+	CHECK(dma_log_start(g, GUEST_IOVA, guest_size) == 0, "START: %s",
 	      strerror(errno));
 	CHECK(report_guest(g, bm) >= 0, "first REPORT");
 	/* The device writes 8 bytes at offset 64 of the buffer's second page. */
@@ -268,8 +268,8 @@ int t_dma_log_cut(struct gpu *g)
  */
 int t_dma_log_race(struct gpu *g)
 {
-	uint64_t bm[BM_WORDS], buf_iova;
-	uint8_t count[NPAGES] = { 0 };
+	uint64_t bm[BM_WORDS_MAX], buf_iova;
+	uint8_t count[NPAGES_MAX] = { 0 };
 	uint32_t order[RACE_PAGES], i, busy;
 	int mode = device_tracking(g), reports = 0;
 	size_t p, a;
@@ -287,7 +287,7 @@ int t_dma_log_race(struct gpu *g)
 		order[i] = order[j];
 		order[j] = t;
 	}
-	CHECK(dma_log_start(g, GUEST_IOVA, GUEST_SIZE) == 0, "START: %s",
+	CHECK(dma_log_start(g, GUEST_IOVA, guest_size) == 0, "START: %s",
 	      strerror(errno));
 	knob_set(g, "throttle_us", "200");
 	for (i = 0; i < RACE_PAGES; i++)
@@ -350,7 +350,7 @@ static void *reporter_fn(void *p)
 static int unmap_guest(struct gpu *g)
 {
 	struct vfio_iommu_type1_dma_unmap um = {
-		.argsz = sizeof(um), .iova = GUEST_IOVA, .size = GUEST_SIZE
+		.argsz = sizeof(um), .iova = GUEST_IOVA, .size = guest_size
 	};
 
 	return ioctl(g->container, VFIO_IOMMU_UNMAP_DMA, &um) ? -errno : 0;
@@ -363,7 +363,7 @@ static int map_guest(struct gpu *g)
 		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
 		.vaddr = (uintptr_t)g->mem,
 		.iova = GUEST_IOVA,
-		.size = GUEST_SIZE,
+		.size = guest_size,
 	};
 
 	return ioctl(g->container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;
@@ -428,7 +428,7 @@ static int lc_unmap(struct gpu *g, uint64_t *bm, uint64_t iova, uint32_t pages)
 /* STOP and START racing with reports, and with the device writing. */
 static int lc_race(struct gpu *g, uint64_t *bm, uint64_t iova, uint32_t pages)
 {
-	uint64_t rbm[BM_WORDS];
+	uint64_t rbm[BM_WORDS_MAX];
 	struct reporter r = { .g = g, .bm = rbm };
 	int i, ret = 0;
 	pthread_t t;
@@ -441,7 +441,7 @@ static int lc_race(struct gpu *g, uint64_t *bm, uint64_t iova, uint32_t pages)
 	for (i = 0; i < 300 && !ret; i++) {
 		ret = dma_log_stop(g);
 		if (!ret)
-			ret = dma_log_start(g, GUEST_IOVA, GUEST_SIZE);
+			ret = dma_log_start(g, GUEST_IOVA, guest_size);
 	}
 	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
@@ -451,7 +451,7 @@ static int lc_race(struct gpu *g, uint64_t *bm, uint64_t iova, uint32_t pages)
 	CHECK(!r.bad, "%ld reports failed with %s", r.bad, strerror(r.bad_errno));
 	CHECK(rd(g, SIMGPU_REG_DIRTY_COUNT) > 0, "the device wrote nothing");
 	usleep(50000);
-	CHECK(dma_log_stop(g) == 0 && dma_log_start(g, GUEST_IOVA, GUEST_SIZE) == 0,
+	CHECK(dma_log_stop(g) == 0 && dma_log_start(g, GUEST_IOVA, guest_size) == 0,
 	      "restart");
 	CHECK(fill_span(g, VA_SYS, 20, 3) == 0, "writes after the race");
 	CHECK(report_guest(g, bm) == 3, "report after the race");
@@ -470,7 +470,7 @@ int t_dma_log_lifecycle(struct gpu *g)
 {
 	int mode = device_tracking(g), ret;
 	const uint32_t pages = 64;
-	uint64_t bm[BM_WORDS], iova;
+	uint64_t bm[BM_WORDS_MAX], iova;
 
 	CHECK(mode >= 0, "cannot read migration/status");
 	gpu_setup(g, 64);
@@ -480,7 +480,7 @@ int t_dma_log_lifecycle(struct gpu *g)
 	/* 4 TiB needs 130 MiB of bitmaps: over the default budget, refused. */
 	ret = dma_log_start(g, 1ULL << 40, 4ULL << 40);
 	CHECK(ret == -E2BIG, "START over 4 TiB: %d, expected E2BIG", ret);
-	CHECK(dma_log_start(g, GUEST_IOVA, GUEST_SIZE) == 0, "START: %s",
+	CHECK(dma_log_start(g, GUEST_IOVA, guest_size) == 0, "START: %s",
 	      strerror(errno));
 	TRY(lc_reset(g, bm, iova, pages));
 	TRY(lc_stopped(g, bm, iova));

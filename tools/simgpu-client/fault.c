@@ -156,12 +156,12 @@ static int op_resume(struct sweep *s)
 
 static int op_log_start(struct sweep *s)
 {
-	return dma_log_start(s->g, GUEST_IOVA, GUEST_SIZE);
+	return dma_log_start(s->g, GUEST_IOVA, guest_size);
 }
 
 static int op_log_report(struct sweep *s)
 {
-	uint64_t bm[BM_WORDS];
+	uint64_t bm[BM_WORDS_MAX];
 
 	return report_guest(s->g, bm) < 0 ? -1 : 0;
 }

@@ -217,7 +217,7 @@ void guest_follow(struct gpu *dst, const struct gpu *src, const uint8_t *mem)
 {
 	uint32_t i;
 
-	memcpy(dst->mem, mem, GUEST_SIZE);
+	memcpy(dst->mem, mem, guest_size);
 	dst->next = src->next;
 	dst->pt_root = src->pt_root;
 	for (i = 0; i < src->nr_queues; i++) {
@@ -604,7 +604,7 @@ int migrate_trip(struct gpu *from, struct gpu *to, int n)
 		ret = 0;
 	data_fd_close(fd);
 	if (!ret) {
-		memcpy(to->mem, from->mem, GUEST_SIZE);
+		memcpy(to->mem, from->mem, guest_size);
 		to->next = from->next;
 		to->pt_root = from->pt_root;
 		if (mig_set(to, VFIO_DEVICE_STATE_STOP, NULL) ||

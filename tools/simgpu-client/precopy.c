@@ -53,7 +53,7 @@
  */
 struct pc {
 	int mode;
-	uint64_t bm[BM_WORDS];
+	uint64_t bm[BM_WORDS_MAX];
 	uint8_t *shadow, *naive, *before_final;
 	struct blob pre, stop;
 	uint64_t kiova, tiova, late_iova, csrc_iova, cdst_iova, stamp_iova;
@@ -148,8 +148,8 @@ static int pc_rounds(struct gpu *src, struct pc *pc, int fd)
 	struct vfio_precopy_info info = { .argsz = sizeof(info) };
 	int ret;
 
-	memcpy(pc->shadow, src->mem, GUEST_SIZE);
-	memcpy(pc->naive, pc->shadow, GUEST_SIZE);
+	memcpy(pc->shadow, src->mem, guest_size);
+	memcpy(pc->naive, pc->shadow, guest_size);
 	link_delay(NPAGES);
 	pc->sent = NPAGES;
 	for (;;) {
@@ -196,9 +196,9 @@ static int pc_stopcopy(struct gpu *src, struct pc *pc, int fd)
 	ret = mig_read(fd, &pc->stop);
 	CHECK(ret == 0, "stop-copy read: %d", ret);
 	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
-	memcpy(pc->before_final, pc->shadow, GUEST_SIZE);
+	memcpy(pc->before_final, pc->shadow, guest_size);
 	if (!pc->mode) {
-		memcpy(pc->shadow, src->mem, GUEST_SIZE);
+		memcpy(pc->shadow, src->mem, guest_size);
 		pc->final = NPAGES;
 		pc->sent += pc->final;
 		return 0;
@@ -275,7 +275,7 @@ static int pc_migrate(struct gpu *src, struct pc *pc)
 	int fd = -1, ret;
 
 	if (pc->mode)
-		CHECK(dma_log_start(src, GUEST_IOVA, GUEST_SIZE) == 0,
+		CHECK(dma_log_start(src, GUEST_IOVA, guest_size) == 0,
 		      "START: %s", strerror(errno));
 	else
 		TRY(expect_no_logging(src));
@@ -306,9 +306,9 @@ int t_dirty_precopy(struct gpu *src)
 
 	CHECK(pc, "out of memory");
 	pc->mode = device_tracking(src);
-	pc->shadow = malloc(GUEST_SIZE);
-	pc->naive = malloc(GUEST_SIZE);
-	pc->before_final = malloc(GUEST_SIZE);
+	pc->shadow = malloc(guest_size);
+	pc->naive = malloc(guest_size);
+	pc->before_final = malloc(guest_size);
 	if (pc->mode < 0)
 		ret = fail("cannot read migration/status");
 	else if (!pc->shadow || !pc->naive || !pc->before_final)

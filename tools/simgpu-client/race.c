@@ -290,7 +290,7 @@ static void *race_log(void *p)
 		int i;
 
 		race_count(r, T_LOG, "DMA_LOGGING_START",
-			   dma_log_start(r->g, GUEST_IOVA, GUEST_SIZE));
+			   dma_log_start(r->g, GUEST_IOVA, guest_size));
 		for (i = 0; i < 4 && race_running(r); i++) {
 			long n = report_guest(r->g, bm);
 

@@ -114,7 +114,7 @@ static void gpu_release(struct gpu *g)
 	if (g->req_efd >= 0)
 		close(g->req_efd);
 	if (g->mem)
-		munmap(g->mem, GUEST_SIZE);
+		munmap(g->mem, g->mem_size);
 }
 
 /**
@@ -332,7 +332,8 @@ static int regions_map(struct gpu *g)
 
 	if (gpu_open_window)
 		gpu_open_window(false);	/* guest memory: the VMM's, not the device's */
-	g->mem = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE,
+	g->mem_size = guest_size;
+	g->mem = mmap(NULL, g->mem_size, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (g->mem == MAP_FAILED) {
 		g->mem = NULL;
@@ -340,7 +341,7 @@ static int regions_map(struct gpu *g)
 	}
 	map.vaddr = (uintptr_t)g->mem;
 	map.iova = GUEST_IOVA;
-	map.size = GUEST_SIZE;
+	map.size = g->mem_size;
 	map.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE;
 	if (ioctl(g->container, VFIO_IOMMU_MAP_DMA, &map)) {
 		fprintf(stderr, "# map dma: %s\n", strerror(errno));
@@ -453,7 +454,7 @@ uint64_t galloc(struct gpu *g, size_t len)
 	uint64_t iova = g->next;
 
 	len = (len + 4095) & ~4095ULL;
-	if (g->next + len > GUEST_IOVA + GUEST_SIZE) {
+	if (g->next + len > GUEST_IOVA + g->mem_size) {
 		fprintf(stderr, "# guest memory exhausted\n");
 		abort();
 	}
