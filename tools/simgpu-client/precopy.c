@@ -146,6 +146,7 @@ static void pc_work(struct gpu *src)
 static int pc_rounds(struct gpu *src, struct pc *pc, int fd)
 {
 	struct vfio_precopy_info info = { .argsz = sizeof(info) };
+	unsigned int i;
 	int ret;
 
 	memcpy(pc->shadow, src->mem, guest_size);
@@ -169,6 +170,16 @@ static int pc_rounds(struct gpu *src, struct pc *pc, int fd)
 		if ((n <= PC_CONVERGED && !info.initial_bytes && pc->rounds >= 2) ||
 		    pc->rounds == PC_MAX_ROUNDS)
 			break;
+	}
+	/*
+	 * The background writer covers its region once before the stop
+	 * (PC_RATE pages a second), so every page must arrive stamped
+	 * however quickly the rounds went.
+	 */
+	for (i = 0; rd(src, SIMGPU_REG_DIRTY_COUNT) < PC_STAMP_PAGES; i++) {
+		CHECK(i < 1000, "the background writer wrote %u of %u pages in 10 s",
+		      rd(src, SIMGPU_REG_DIRTY_COUNT), PC_STAMP_PAGES);
+		usleep(10000);
 	}
 	CHECK(!pc->mode || pc->round_pages[pc->rounds - 1] <= PC_CONVERGED,
 	      "no convergence in %d rounds: %zu pages in the last", pc->rounds,
