@@ -15,8 +15,8 @@
  *     64 MiB type: the same amount whatever the size);
  *  3. a pre-copy migration to DST: the first pass (save and restore
  *     throughput; read into memory touched beforehand, as QEMU's reused
- *     buffer and the baseline's are), PRECOPY_INFO and MIG_DATA_SIZE timed in a loop, two
- *     rounds each dirtying BENCH_DIRTY blocks, and the stop with the same
+ *     buffer and the baseline's are), PRECOPY_INFO and MIG_DATA_SIZE
+ *     timed in a loop, two rounds each dirtying BENCH_DIRTY blocks, and the stop with the same
  *     dirt: the device's part of the downtime, split into its steps,
  *     and the stop-copy bytes;
  *  4. the same VRAM moved as stop-and-copy (no pre-copy, as the kernel's
