@@ -16,9 +16,9 @@
  *  3. a pre-copy migration to DST: the first pass (save and restore
  *     throughput; read into memory touched beforehand, as QEMU's reused
  *     buffer and the baseline's are), PRECOPY_INFO and MIG_DATA_SIZE
- *     timed in a loop, two rounds each dirtying BENCH_DIRTY blocks, and the stop with the same
- *     dirt: the device's part of the downtime, split into its steps,
- *     and the stop-copy bytes;
+ *     timed in a loop, two rounds each dirtying BENCH_DIRTY blocks, and
+ *     the stop with the same dirt: the device's part of the downtime,
+ *     split into its steps, and the stop-copy bytes;
  *  4. the same VRAM moved as stop-and-copy (no pre-copy, as the kernel's
  *     upstream GPU variant driver does): its downtime;
  *  5. memcpy, and memcpy plus one CRC-32 pass, over the same bytes in
