@@ -345,6 +345,178 @@ static void stream_direct_commit(struct kunit *test)
 	}
 }
 
+/* A destination that places VRAM data itself: 'p' calls, crc32_le(~0) sums. */
+static int fake_placed(void *priv, u64 offset, u32 len, u32 crc)
+{
+	struct fake_dst *d = priv;
+	int ret = fake_record(d, 'p', offset, NULL, len);
+
+	d->calls[d->nr_calls - 1].sum = crc;
+	return ret;
+}
+
+static const struct gpumig_parser_ops placing_ops = {
+	.header = fake_header,
+	.vram = fake_vram,
+	.vram_placed = fake_placed,
+	.zero = fake_zero,
+	.arch = fake_arch,
+	.work = fake_work,
+	.end = fake_end,
+};
+
+static struct fake_dst *t_placing_dst(struct kunit *test)
+{
+	struct fake_dst *d = t_dst(test);
+
+	gpumig_parser_destroy(d->parser);
+	KUNIT_ASSERT_EQ(test, 0, gpumig_parser_init(d->parser, &t_limits, &placing_ops, d));
+	return d;
+}
+
+/*
+ * Offer @s to @d as a resuming file does: VRAM data placed into @vram (a
+ * T_VRAM_SIZE buffer) while gpumig_parser_vram_room() allows and fewer
+ * than @place_max bytes of the chunk were placed, the rest through the
+ * parser's buffer, in pieces of at most @step.  Return the final result.
+ */
+static int t_offer_placing(struct kunit *test, struct fake_dst *d, const u8 *buf, size_t len,
+			   size_t step, u32 place_max, u8 *vram)
+{
+	size_t off = 0, placed = 0;
+	ssize_t r = 0;
+
+	while (off < len && r >= 0) {
+		size_t n = min(step, len - off), room;
+		void *dst;
+		u64 voff;
+		u32 crc;
+
+		room = gpumig_parser_vram_room(d->parser, &voff, &crc);
+		if (room && placed < place_max) {
+			n = min3(n, room, place_max - placed);
+			memcpy(vram + voff, buf + off, n);
+			r = gpumig_parser_vram_commit(d->parser, n, crc32_le(crc, vram + voff, n));
+			placed += n;
+			off += n;
+			continue;
+		}
+		room = gpumig_parser_room(d->parser, &dst);
+		if (room) {
+			n = min(n, room);
+			memcpy(dst, buf + off, n);
+			r = gpumig_parser_commit(d->parser, n);
+			/* Once a data byte came through the buffer, none is placed. */
+			if (r >= 0 && placed && placed < T_CHUNK)
+				KUNIT_EXPECT_EQ(test, 0,
+						gpumig_parser_vram_room(d->parser, &voff, &crc));
+		} else {
+			n = min(n, gpumig_parser_hdr_left(d->parser) ?: n);
+			r = gpumig_parser_feed(d->parser, buf + off, n);
+		}
+		off += n;
+	}
+	return r < 0 ? r : gpumig_parser_finish(d->parser);
+}
+
+static void t_vram_free(void *p)
+{
+	kvfree(p);
+}
+
+/*
+ * A VRAM chunk's data placed by the caller (gpumig_parser_vram_room() and
+ * gpumig_parser_vram_commit()), whole or in part, in any piece size: the
+ * same stream, the placed part announced with its own CRC, the rest
+ * through @vram; data that fails its CRC is never announced; a chunk
+ * outside VRAM is refused before a byte of it is placed.
+ */
+static void stream_vram_placed(struct kunit *test)
+{
+	static const size_t steps[] = { 1, 7, 100, 4096, 1 << 20 };
+	static const u32 splits[] = { T_CHUNK, T_CHUNK / 2, 1 };
+	struct t_stream *s = t_reference(test, T_CHUNK);
+	u8 *vram = kvzalloc(T_VRAM_SIZE, GFP_KERNEL);
+	const size_t data = 2 * sizeof(struct gpumig_sec_hdr) +
+			    sizeof(struct gpumig_wire_header) + sizeof(struct gpumig_wire_vram);
+	struct fake_dst *d;
+	u8 *bad;
+	int i, j;
+
+	KUNIT_ASSERT_NOT_NULL(test, vram);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, t_vram_free, vram));
+	for (i = 0; i < ARRAY_SIZE(steps); i++) {
+		for (j = 0; j < ARRAY_SIZE(splits); j++) {
+			u32 split = splits[j];
+
+			memset(vram, 0, T_VRAM_SIZE);
+			d = t_placing_dst(test);
+			KUNIT_ASSERT_EQ_MSG(test, 0, t_offer_placing(test, d, s->buf, s->len,
+								     steps[i], split, vram),
+					    "step %zu split %u: %s", steps[i], split,
+					    gpumig_parser_error(d->parser));
+			KUNIT_EXPECT_EQ(test, 0, memcmp(vram + 0x2000, t_pattern, split));
+			KUNIT_ASSERT_EQ(test, d->nr_calls, split < T_CHUNK ? 8 : 7);
+			KUNIT_EXPECT_EQ(test, d->calls[1].kind, 'p');
+			KUNIT_EXPECT_EQ(test, d->calls[1].offset, 0x2000ULL);
+			KUNIT_EXPECT_EQ(test, d->calls[1].len, split);
+			KUNIT_EXPECT_EQ(test, d->calls[1].sum, crc32_le(~0U, t_pattern, split));
+			if (split < T_CHUNK) {
+				KUNIT_EXPECT_EQ(test, d->calls[2].kind, 'v');
+				KUNIT_EXPECT_EQ(test, d->calls[2].offset, 0x2000ULL + split);
+				KUNIT_EXPECT_EQ(test, d->calls[2].len, T_CHUNK - split);
+				KUNIT_EXPECT_EQ(test, d->calls[2].sum,
+						crc32_le(0, t_pattern + split, T_CHUNK - split));
+			}
+			KUNIT_EXPECT_EQ(test, d->calls[d->nr_calls - 1].kind, 'e');
+		}
+	}
+
+	/* A flipped data byte: placed, refused at the chunk's end, never announced. */
+	bad = kunit_kmalloc(test, s->len, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, bad);
+	memcpy(bad, s->buf, s->len);
+	bad[data + 100] ^= 0x40;
+	d = t_placing_dst(test);
+	KUNIT_EXPECT_EQ(test, -EBADMSG, t_offer_placing(test, d, bad, s->len, 4096, T_CHUNK, vram));
+	KUNIT_EXPECT_NOT_NULL(test, strstr(gpumig_parser_error(d->parser),
+					   "payload checksum mismatch"));
+	for (i = 0; i < d->nr_calls; i++)
+		KUNIT_EXPECT_NE(test, d->calls[i].kind, 'p');
+
+	/* A chunk reaching past VRAM: refused when its header is complete. */
+	s = t_stream_new(test, 4 * T_CHUNK);
+	{
+		struct gpumig_compat c;
+		u64 voff;
+		u32 crc;
+
+		t_compat(&c);
+		t_put(test, s, gpumig_emit_header(&s->w, s->buf, s->size, &c));
+		t_put(test, s, gpumig_emit_vram(&s->w, s->buf + s->len, s->size - s->len,
+						T_VRAM_SIZE - 100, t_pattern, T_CHUNK));
+		d = t_placing_dst(test);
+		KUNIT_ASSERT_EQ(test, data, (size_t)gpumig_parser_feed(d->parser, s->buf, data));
+		KUNIT_EXPECT_EQ(test, 0, gpumig_parser_vram_room(d->parser, &voff, &crc));
+		KUNIT_EXPECT_EQ(test, -ERANGE, gpumig_parser_feed(d->parser, s->buf + data, 1));
+		KUNIT_EXPECT_NOT_NULL(test, strstr(gpumig_parser_error(d->parser),
+						   "lies outside"));
+	}
+
+	/* Nothing may be placed outside a chunk's data. */
+	d = t_placing_dst(test);
+	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_parser_vram_commit(d->parser, 1, 0));
+	d = t_dst(test);	/* no @vram_placed: nothing is ever placed */
+	{
+		u64 voff;
+		u32 crc;
+
+		s = t_reference(test, T_CHUNK);
+		KUNIT_ASSERT_EQ(test, data, (size_t)gpumig_parser_feed(d->parser, s->buf, data));
+		KUNIT_EXPECT_EQ(test, 0, gpumig_parser_vram_room(d->parser, &voff, &crc));
+	}
+}
+
 static void stream_section_sizes(struct kunit *test)
 {
 	struct t_stream *s = t_stream_new(test, 2 * T_CHUNK);
@@ -894,6 +1066,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_round_trip),
 	KUNIT_CASE(stream_crc_extend),
 	KUNIT_CASE(stream_direct_commit),
+	KUNIT_CASE(stream_vram_placed),
 	KUNIT_CASE(stream_section_sizes),
 	KUNIT_CASE(stream_every_split),
 	KUNIT_CASE_SLOW(stream_every_corruption),

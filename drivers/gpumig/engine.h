@@ -13,9 +13,11 @@
  *   file->io_lock one per data file: a read or a write, across its user
  *                 copies; taken without the state mutex, before file->lock
  *   file->lock    one per data file; reads, writes and PRECOPY_INFO take
- *                 it without the state mutex (never across a user copy:
- *                 the reset path takes it under vfio-pci-core's memory
- *                 lock), the state machine takes it inside the state mutex
+ *                 it without the state mutex (never across a user copy
+ *                 that may fault: the reset path takes it under
+ *                 vfio-pci-core's memory lock; a copy with page faults
+ *                 disabled ends short instead), the state machine takes it
+ *                 inside the state mutex
  *   reset_lock    spinlock; only guards deferred_reset
  *   why_lock      spinlock; only guards why
  *
@@ -69,7 +71,9 @@ enum gpumig_file_state {
  * @m: its device; NULL once @state is DISABLED (guarded by @lock)
  * @io_lock: one read or write at a time, held across the user copy (which
  *	may fault); @buf (saving) and @tmp (resuming) change only under it
- * @lock: guards every field below; never held across a user copy
+ * @lock: guards every field below; never held across a user copy that
+ *	may fault (a resuming file's copy straight into VRAM runs under it
+ *	with page faults disabled)
  * @state: enum gpumig_file_state
  * @err: the error of GPUMIG_FILE_ERROR
  * @w: saving: stream writer

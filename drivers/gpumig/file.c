@@ -647,6 +647,16 @@ static int gpumig_rx_vram(void *priv, u64 off, const void *data, u32 len)
 	return migf->m->ops->vram_write(migf->m->priv, off, data, len);
 }
 
+/* The backend put a chunk's data into VRAM itself, and it checked out. */
+static int gpumig_rx_vram_placed(void *priv, u64 off, u32 len, u32 crc)
+{
+	struct gpumig_mig_file *migf = priv;
+
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(migf->m->vdev->dev, false, off, len, false, crc);
+	return 0;
+}
+
 /* Bytes of a zero range the backend is asked to clear at once. */
 #define GPUMIG_ZERO_STEP	SZ_1G
 
@@ -741,6 +751,7 @@ static void gpumig_rx_note(void *priv, const char *text, u32 len)
 static const struct gpumig_parser_ops gpumig_rx_ops = {
 	.header = gpumig_rx_header,
 	.vram = gpumig_rx_vram,
+	.vram_placed = gpumig_rx_vram_placed,
 	.zero = gpumig_rx_zero,
 	.arch = gpumig_rx_arch,
 	.work = gpumig_rx_work,
@@ -760,32 +771,95 @@ static void gpumig_resume_refused(struct gpumig_mig_file *migf, int err)
 }
 
 /*
+ * A VRAM chunk's data straight from the user into VRAM (the backend's
+ * @vram_write_iter), under the file lock, so that a file disabled or
+ * failed meanwhile writes nothing: with page faults disabled, so the copy
+ * takes no lock of the mm's under it and ends short where the user's
+ * memory is not present.  Return: bytes placed, or a negative errno with
+ * the stream refused.
+ */
+static ssize_t gpumig_resume_place(struct gpumig_mig_file *migf, struct iov_iter *from,
+				   size_t n, u64 off, u32 crc)
+{
+	struct gpumig_mig *m = migf->m;
+	ssize_t got, ret;
+
+	lockdep_assert_held(&migf->lock);
+	pagefault_disable();
+	got = m->ops->vram_write_iter(m->priv, off, from, n, &crc);
+	pagefault_enable();
+	if (got < 0 || got > n) {
+		ret = gpumig_parser_set_error(&migf->parser,
+					      got < 0 ? got : -EIO,
+					      "VRAM chunk at 0x%llx refused by the destination",
+					      off);
+	} else if (got) {
+		ret = gpumig_parser_vram_commit(&migf->parser, got, crc);
+		if (ret >= 0)
+			atomic64_add(got, &m->stats.resumed_bytes);
+	} else {
+		return 0;
+	}
+	if (ret < 0)
+		gpumig_resume_refused(migf, ret);
+	return ret;
+}
+
+/*
  * As for reads, the user's bytes are copied with only the io lock held:
  * into the parser's own buffer when it is in the middle of a payload it
- * keeps (a VRAM chunk's data: copied once on its way to VRAM), else into
- * @tmp and fed from there; a section header is fed alone, so that its
- * payload can then go in directly.  Only writers, under the io lock, move
- * the parser, so the place it gave stays its until the commit.
+ * keeps, else into @tmp and fed from there; a section header is fed
+ * alone, so that its payload can then go in directly.  A VRAM chunk's
+ * data goes straight into VRAM instead where the backend can take it
+ * (gpumig_resume_place()): one copy, not two.  Where that copy ended
+ * short, the rest of the chunk goes through the parser's buffer, copied
+ * without the file lock, where the user's pages may fault in.  Only
+ * writers, under the io lock, move the parser, so the place it gave stays
+ * its until the commit.
  */
 static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct gpumig_mig_file *migf = iocb->ki_filp->private_data;
 	size_t len = iov_iter_count(from);
 	ssize_t done = 0, ret;
+	bool place = true;
 
 	mutex_lock(&migf->io_lock);
 	while (done < len) {
-		size_t n = min_t(size_t, len - done, GPUMIG_WRITE_CHUNK);
+		size_t n = min_t(size_t, len - done, GPUMIG_WRITE_CHUNK), room;
 		void *dst = NULL;
+		u64 off;
+		u32 crc;
 
 		/* A hostile stream may be long: stay preemptible and killable. */
 		if (done && fatal_signal_pending(current))
 			break;
 		cond_resched();
 		mutex_lock(&migf->lock);
-		if (!gpumig_file_usable(migf))
+		if (!gpumig_file_usable(migf)) {
+			room = place && migf->m->ops->vram_write_iter && !migf->arch_len ?
+			       gpumig_parser_vram_room(&migf->parser, &off, &crc) : 0;
+			if (room) {
+				n = min(n, room);
+				ret = gpumig_resume_place(migf, from, n, off, crc);
+				mutex_unlock(&migf->lock);
+				if (ret < 0) {
+					done = ret;
+					break;
+				}
+				done += ret;
+				/*
+				 * Short (the user's memory is not present): the
+				 * rest of the chunk through the buffer, whose copy
+				 * may fault.
+				 */
+				place = ret == n;
+				continue;
+			}
+			place = true;
 			n = min(n, gpumig_parser_room(&migf->parser, &dst) ?:
 				   gpumig_parser_hdr_left(&migf->parser) ?: n);
+		}
 		mutex_unlock(&migf->lock);
 		if (copy_from_iter(dst ?: migf->tmp, n, from) != n) {
 			done = -EFAULT;

@@ -9,6 +9,14 @@
  * allocation is the payload buffer, sized once from the limits.  Input may
  * arrive in any split; the parser keeps no pointer into the caller's data.
  *
+ * One exception saves a copy per byte of VRAM: a caller may put a VRAM
+ * chunk's data into VRAM itself as it arrives (gpumig_parser_vram_room()),
+ * once the chunk's own header was checked (offset and length inside the
+ * destination).  Its CRC is still checked before the chunk is announced
+ * (@vram_placed), but a refused stream may have left such bytes in VRAM:
+ * a destination that places data must never run after a refusal (the
+ * engine keeps the device in RESUMING until a reset).
+ *
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/crc32.h>
@@ -623,6 +631,8 @@ static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
 		  !(p->type == GPUMIG_SEC_NOTE && p->ops->note && p->len <= GPUMIG_NOTE_MAX);
 	p->crc = ~0U;
 	p->fill = 0;
+	p->chunk_ok = false;
+	p->placed = 0;
 	p->state = GPUMIG_PARSE_PAYLOAD;
 	return 0;
 }
@@ -656,13 +666,20 @@ static int gpumig_parse_header(struct gpumig_parser *p)
 	return 0;
 }
 
-static int gpumig_parse_vram(struct gpumig_parser *p)
+/*
+ * The chunk header of the current VRAM section is in p->buf: check it and
+ * keep what it says (p->chunk_*).  Its bytes are not covered by a checked
+ * CRC yet; only what cannot harm the destination is trusted: a place
+ * inside VRAM and a length the section carries.
+ */
+static int gpumig_vram_chunk_hdr(struct gpumig_parser *p)
 {
 	struct gpumig_wire_vram v;
 	u32 flags, len, data_len = p->len - sizeof(v);
 	u64 offset, end;
-	int ret;
 
+	if (p->chunk_ok)
+		return 0;
 	memcpy(&v, p->buf, sizeof(v));
 	offset = le64_to_cpu(v.offset);
 	flags = le32_to_cpu(v.flags);
@@ -682,13 +699,32 @@ static int gpumig_parse_vram(struct gpumig_parser *p)
 		return gpumig_parser_set_error(p, -ERANGE,
 			"VRAM chunk at 0x%llx+0x%x lies outside the destination's %llu bytes",
 			offset, len, p->lim.vram_size);
+	p->chunk_ok = true;
+	p->chunk_zero = flags & GPUMIG_VRAM_ZERO;
+	p->chunk_off = offset;
+	p->chunk_len = len;
+	return 0;
+}
 
-	ret = p->ops->vram(p->priv, offset,
-			   flags & GPUMIG_VRAM_ZERO ? NULL : p->buf + sizeof(v),
-			   len);
+static int gpumig_parse_vram(struct gpumig_parser *p)
+{
+	const u8 *data = p->buf + sizeof(struct gpumig_wire_vram);
+	u32 placed = p->placed;
+	int ret;
+
+	ret = gpumig_vram_chunk_hdr(p);
+	if (ret)
+		return ret;
+	if (placed)
+		/* crc32_le(~0, placed bytes), from the running CRC around them */
+		ret = p->ops->vram_placed(p->priv, p->chunk_off, placed,
+					  gpumig_crc_extend(p->chunk_crc, p->placed_crc, placed));
+	if (!ret && placed < p->chunk_len)
+		ret = p->ops->vram(p->priv, p->chunk_off + placed,
+				   p->chunk_zero ? NULL : data + placed, p->chunk_len - placed);
 	if (ret)
 		return gpumig_parser_set_error(p, ret,
-			"VRAM chunk at 0x%llx refused by the destination", offset);
+			"VRAM chunk at 0x%llx refused by the destination", p->chunk_off);
 	return 0;
 }
 
@@ -877,14 +913,21 @@ EXPORT_SYMBOL_GPL(gpumig_parser_feed);
  * with gpumig_parser_commit(): that saves gpumig_parser_feed()'s copy.
  * Nothing put there is checked or used before the commit.
  *
+ * In a VRAM section the room ends with the chunk's own header, so that
+ * its data may then go where gpumig_parser_vram_room() says.
+ *
  * Return: bytes that may be put at @dst; 0 when the next bytes must go
  * through gpumig_parser_feed().
  */
 size_t gpumig_parser_room(struct gpumig_parser *p, void **dst)
 {
+	const u32 ch = sizeof(struct gpumig_wire_vram);
+
 	if (p->state != GPUMIG_PARSE_PAYLOAD || p->skip || p->fill == p->len)
 		return 0;
 	*dst = p->buf + p->fill;
+	if (p->type == GPUMIG_SEC_VRAM && p->fill < ch)
+		return ch - p->fill;
 	return p->len - p->fill;
 }
 EXPORT_SYMBOL_GPL(gpumig_parser_room);
@@ -931,6 +974,87 @@ ssize_t gpumig_parser_commit(struct gpumig_parser *p, size_t n)
 	return n;
 }
 EXPORT_SYMBOL_GPL(gpumig_parser_commit);
+
+/*
+ * The next bytes are data of a VRAM chunk whose header checked out, and
+ * every data byte before them was placed: the caller may place these too.
+ */
+static bool gpumig_parser_placing(struct gpumig_parser *p)
+{
+	const u32 ch = sizeof(struct gpumig_wire_vram);
+
+	if (p->state != GPUMIG_PARSE_PAYLOAD || p->type != GPUMIG_SEC_VRAM ||
+	    !p->ops->vram_placed || p->fill < ch || p->fill == p->len ||
+	    p->fill - ch != p->placed)
+		return false;
+	if (gpumig_vram_chunk_hdr(p))
+		return false;	/* the parser failed, and says why */
+	return !p->chunk_zero;
+}
+
+/**
+ * gpumig_parser_vram_room() - the next bytes are a VRAM chunk's data: where
+ *	they go
+ * @p: parser
+ * @offset: set to the VRAM offset of the next byte
+ * @crc: set to the chunk's running CRC, for the caller to extend
+ *	(crc32_le()) over the bytes it places
+ *
+ * Once the chunk's header has arrived (and checked out: the chunk lies
+ * inside the destination's VRAM), the caller may write the data that
+ * follows into VRAM itself, straight from its source, and hand it over
+ * with gpumig_parser_vram_commit(); the chunk reaches @vram_placed when
+ * its last byte arrived and its CRC matched.  Only for a parser whose ops
+ * have @vram_placed, and only until a data byte of the chunk came through
+ * the parser's buffer instead.  This may fail the parser (a bad chunk
+ * header): then it returns 0 and gpumig_parser_feed() reports the error.
+ *
+ * Return: data bytes of the chunk still to come that may be placed; 0 when
+ * the next bytes must go through gpumig_parser_room() or
+ * gpumig_parser_feed().
+ */
+size_t gpumig_parser_vram_room(struct gpumig_parser *p, u64 *offset, u32 *crc)
+{
+	if (!gpumig_parser_placing(p))
+		return 0;
+	*offset = p->chunk_off + p->placed;
+	*crc = p->crc;
+	return p->len - p->fill;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_vram_room);
+
+/**
+ * gpumig_parser_vram_commit() - @n data bytes were placed in VRAM
+ * @p: parser
+ * @n: how many, at most what gpumig_parser_vram_room() returned
+ * @crc: the CRC it gave, extended over those bytes as VRAM now holds them
+ *
+ * Return: @n, or a negative errno as gpumig_parser_feed() returns it.
+ */
+ssize_t gpumig_parser_vram_commit(struct gpumig_parser *p, size_t n, u32 crc)
+{
+	int ret;
+
+	if (p->state == GPUMIG_PARSE_FAILED)
+		return p->err;
+	if (!gpumig_parser_placing(p) || n > p->len - p->fill)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"%zu bytes placed outside a VRAM chunk's data", n);
+	if (!p->placed)
+		p->chunk_crc = p->crc;
+	p->crc = crc;
+	p->placed_crc = crc;
+	p->placed += n;
+	p->fill += n;
+	p->offset += n;
+	if (p->fill == p->len) {
+		ret = gpumig_sec_complete(p);
+		if (ret)
+			return ret;
+	}
+	return n;
+}
+EXPORT_SYMBOL_GPL(gpumig_parser_vram_commit);
 
 /**
  * gpumig_parser_finish() - the writer has no more data

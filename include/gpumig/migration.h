@@ -46,6 +46,7 @@
 #include <gpumig/stream.h>
 
 struct gpumig_mig;
+struct iov_iter;
 struct iova_bitmap;
 struct rb_root_cached;
 
@@ -94,6 +95,17 @@ struct rb_root_cached;
  * @vram_read: read @len bytes of VRAM at @off.  File lock.
  * @vram_write: write @len bytes at @off; @buf NULL writes zeroes.  File
  *	lock.
+ * @vram_write_iter: optional: copy @len bytes of a VRAM chunk's data from
+ *	@from straight into VRAM at @off (the range lies inside VRAM: the
+ *	stream parser checked it) and extend *@crc (crc32_le()) over them as
+ *	VRAM now holds them; a VRAM page it had to allocate holds no stale
+ *	memory where the copy did not reach.  Called with page faults
+ *	disabled, so a copy from user memory that is not present ends short
+ *	instead of faulting under the engine's locks; the engine then faults
+ *	it in without them and goes on.  Return the bytes copied (0 to @len)
+ *	or a negative errno.  Without it the data is copied into the
+ *	engine's buffer first and handed to @vram_write, one copy more.
+ *	File lock.
  * @arch_size: the length @arch_save would produce now (at most
  *	GPUMIG_ARCH_MAX).  Either lock.
  * @arch_save: write the architectural state (registers, queues, in-flight
@@ -137,6 +149,8 @@ struct gpumig_backend_ops {
 				 unsigned long *zero);
 	int (*vram_read)(void *priv, u64 off, void *buf, u32 len);
 	int (*vram_write)(void *priv, u64 off, const void *buf, u32 len);
+	ssize_t (*vram_write_iter)(void *priv, u64 off, struct iov_iter *from, u32 len,
+				   u32 *crc);
 	size_t (*arch_size)(void *priv);
 	ssize_t (*arch_save)(void *priv, void *buf, size_t len);
 	int (*arch_restore)(void *priv, const void *buf, size_t len);

@@ -87,6 +87,8 @@ ssize_t simgpu_pf_vf_save_state(struct simgpu_pf_vf *vf, void *buf, size_t len);
 int simgpu_pf_vf_restore_state(struct simgpu_pf_vf *vf, const void *buf, size_t len);
 int simgpu_pf_vf_vram_read(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len);
 int simgpu_pf_vf_vram_write(struct simgpu_pf_vf *vf, u64 off, const void *buf, u32 len);
+ssize_t simgpu_pf_vf_vram_write_from(struct simgpu_pf_vf *vf, u64 off, u32 len,
+				     ssize_t (*fill)(void *ctx, void *buf, u32 len), void *ctx);
 int simgpu_pf_vf_vram_track(struct simgpu_pf_vf *vf, bool on);
 int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
 			    unsigned long *populated);

@@ -92,6 +92,11 @@ struct gpumig_parser_limits {
  * @header: the source's version and descriptor; decide compatibility.
  *	May call gpumig_parser_set_error() to explain a refusal.
  * @vram: a VRAM chunk; @data is NULL for a zero chunk
+ * @vram_placed: optional: the first @len bytes of the data of the VRAM
+ *	chunk at @offset, which the caller put into VRAM itself
+ *	(gpumig_parser_vram_room()), checked out; @crc is crc32_le(~0, those
+ *	bytes).  The rest of the chunk, if any, follows through @vram.
+ *	Without it nothing is placed: every chunk goes through @vram.
  * @zero: a range of VRAM that reads zero (stream 1.1); without it such a
  *	section fails the stream
  * @arch: architectural state
@@ -109,6 +114,7 @@ struct gpumig_parser_ops {
 	int (*header)(void *priv, u16 major, u16 minor,
 		      const struct gpumig_compat *src);
 	int (*vram)(void *priv, u64 offset, const void *data, u32 len);
+	int (*vram_placed)(void *priv, u64 offset, u32 len, u32 crc);
 	int (*zero)(void *priv, u64 offset, u64 len);
 	int (*arch)(void *priv, const void *data, u32 len);
 	int (*work)(void *priv, const void *data, u32 len);
@@ -141,6 +147,16 @@ enum gpumig_parser_state {
  * @buf_size: its size
  * @fill: payload bytes collected
  * @skip: current section is an unknown optional one being skipped
+ * @chunk_ok: a VRAM section's chunk header has arrived and was checked
+ * @chunk_zero: then: it is a zero chunk
+ * @chunk_off: then: the chunk's VRAM offset
+ * @chunk_len: then: its length
+ * @chunk_crc: @crc as it was right after the chunk header, once data is
+ *	placed
+ * @placed: bytes of the chunk's data the caller put into VRAM itself
+ *	(gpumig_parser_vram_commit()), all before any that came through the
+ *	parser's buffer
+ * @placed_crc: @crc as it was right after them
  * @seq: next expected section number
  * @offset: stream bytes consumed
  * @sec_start: offset of the current section
@@ -164,6 +180,13 @@ struct gpumig_parser {
 	u32 buf_size;
 	u32 fill;
 	bool skip;
+	bool chunk_ok;
+	bool chunk_zero;
+	u64 chunk_off;
+	u32 chunk_len;
+	u32 chunk_crc;
+	u32 placed;
+	u32 placed_crc;
 	u32 seq;
 	u64 offset;
 	u64 sec_start;
@@ -182,6 +205,8 @@ ssize_t gpumig_parser_feed(struct gpumig_parser *p, const void *data,
 size_t gpumig_parser_room(struct gpumig_parser *p, void **dst);
 size_t gpumig_parser_hdr_left(const struct gpumig_parser *p);
 ssize_t gpumig_parser_commit(struct gpumig_parser *p, size_t n);
+size_t gpumig_parser_vram_room(struct gpumig_parser *p, u64 *offset, u32 *crc);
+ssize_t gpumig_parser_vram_commit(struct gpumig_parser *p, size_t n, u32 crc);
 int gpumig_parser_finish(struct gpumig_parser *p);
 __printf(3, 4) int gpumig_parser_set_error(struct gpumig_parser *p, int err,
 					   const char *fmt, ...);

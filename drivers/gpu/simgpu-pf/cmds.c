@@ -341,6 +341,56 @@ int simgpu_pf_vf_vram_write(struct simgpu_pf_vf *vf, u64 off, const void *buf, u
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_write);
 
 /**
+ * simgpu_pf_vf_vram_write_from() - copy into VRAM from what @fill puts in
+ *	the VF's DMA buffer
+ * @vf: claimed VF
+ * @off: VRAM offset
+ * @len: bytes
+ * @fill: puts up to its @len bytes into @buf, the buffer the device reads,
+ *	and returns how many (fewer ends the copy), or a negative errno
+ * @ctx: its argument
+ *
+ * Saves the copy from a caller's own buffer into the DMA buffer: the
+ * caller's source goes there directly (a user's buffer, say).  @fill runs
+ * under the VF's command lock, so it must not fault (copy from a user with
+ * page faults disabled) and must not call the PF.
+ *
+ * Return: the bytes written into VRAM, or a negative errno.
+ */
+ssize_t simgpu_pf_vf_vram_write_from(struct simgpu_pf_vf *vf, u64 off, u32 len,
+				     ssize_t (*fill)(void *ctx, void *buf, u32 len), void *ctx)
+{
+	u32 step = min_t(u32, SIMGPU_PF_BUF_SIZE, vf->pf->info.xfer_max);
+	ssize_t n, done = 0;
+	int ret = 0;
+
+	mutex_lock(&vf->cmd_lock);
+	while (done < len && !ret) {
+		u32 want = min_t(u32, len - done, step);
+		u64 args[3] = { off + done, vf->buf_dma, 0 };
+
+		if (vf->gone || !vf->buf) {
+			ret = -ENODEV;
+			break;
+		}
+		n = fill(ctx, vf->buf, want);
+		if (n <= 0 || n > want) {
+			ret = n > want ? -EINVAL : n;
+			break;
+		}
+		args[2] = n;
+		ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_VRAM_WRITE, args, 3, SIMGPU_PF_CMD_MS, NULL);
+		if (!ret)
+			done += n;
+		if (n < want)
+			break;
+	}
+	mutex_unlock(&vf->cmd_lock);
+	return ret ?: done;
+}
+EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_write_from);
+
+/**
  * simgpu_pf_vf_vram_track() - per-block VRAM dirty tracking on or off
  * @vf: claimed VF
  * @on: start (every block dirty) or stop

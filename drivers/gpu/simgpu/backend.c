@@ -125,6 +125,18 @@ static int simgpu_be_vram_write(void *priv, u64 off, const void *buf, u32 len)
 	return ret;
 }
 
+static ssize_t simgpu_be_vram_write_iter(void *priv, u64 off, struct iov_iter *from,
+					 u32 len, u32 *crc)
+{
+	struct simgpu_dev *sdev = priv;
+	ssize_t ret;
+
+	mutex_lock(&sdev->core.lock);
+	ret = simgpu_vram_write_iter(&sdev->vram, off, from, len, crc);
+	mutex_unlock(&sdev->core.lock);
+	return ret;
+}
+
 static size_t simgpu_be_arch_size(void *priv)
 {
 	return simgpu_arch_size();
@@ -203,6 +215,7 @@ const struct gpumig_backend_ops simgpu_backend_ops = {
 	.vram_dirty_count = simgpu_be_vram_dirty_count,
 	.vram_read = simgpu_be_vram_read,
 	.vram_write = simgpu_be_vram_write,
+	.vram_write_iter = simgpu_be_vram_write_iter,
 	.arch_size = simgpu_be_arch_size,
 	.arch_save = simgpu_be_arch_save,
 	.arch_restore = simgpu_be_arch_restore,

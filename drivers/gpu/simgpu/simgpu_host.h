@@ -17,6 +17,7 @@
 
 #include "simgpu.h"
 
+struct iov_iter;
 struct task_struct;
 
 /*
@@ -81,6 +82,8 @@ struct simgpu_proc {
 void simgpu_vram_init(struct simgpu_vram *vram, u64 size, struct mutex *lock);
 int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 		   bool write);
+ssize_t simgpu_vram_write_iter(struct simgpu_vram *vram, u64 offset, struct iov_iter *from,
+			       size_t len, u32 *crc);
 int simgpu_vram_track(struct simgpu_vram *vram, bool on);
 bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk);
 long simgpu_vram_next_dirty(struct simgpu_vram *vram, unsigned long from, bool *zero);

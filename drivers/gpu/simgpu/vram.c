@@ -10,10 +10,12 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/bitmap.h>
+#include <linux/crc32.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
+#include <linux/uio.h>
 
 #include <kunit/visibility.h>
 
@@ -66,6 +68,49 @@ static bool simgpu_vram_mark(struct simgpu_vram *vram, unsigned long blk)
 	return true;
 }
 
+/*
+ * The page backing @offset, for a write: allocated if none does yet
+ * (*@fresh then), zeroed unless the caller writes it whole (@whole;
+ * readers hold the lock it holds until then).  The block it lies in is
+ * dirty.  Return: the page, or an ERR_PTR.
+ */
+static struct page *simgpu_vram_page(struct simgpu_vram *vram, u64 offset, bool whole,
+				     bool *fresh)
+{
+	unsigned long idx = offset >> PAGE_SHIFT, blk = offset >> SIMGPU_VRAM_BLOCK_SHIFT;
+	struct page *page = xa_load(&vram->pages, idx);
+	bool first;
+	int ret;
+
+	*fresh = !page;
+	if (!page) {
+		first = simgpu_vram_block_zero(vram, blk);
+		page = alloc_page(whole ? GFP_KERNEL : GFP_KERNEL | __GFP_ZERO);
+		if (!page)
+			return ERR_PTR(-ENOMEM);
+		ret = xa_err(xa_store(&vram->pages, idx, page, GFP_KERNEL));
+		if (ret) {
+			__free_page(page);
+			return ERR_PTR(ret);
+		}
+		vram->present++;
+		if (first)
+			simgpu_vram_backing(vram, blk, true);
+	}
+	if (simgpu_vram_mark(vram, blk) && vram->dirtied)
+		vram->dirtied(vram->dirtied_ctx);
+	return page;
+}
+
+static int simgpu_vram_range(struct simgpu_vram *vram, u64 offset, size_t len)
+{
+	u64 end;
+
+	if (check_add_overflow(offset, (u64)len, &end) || end > vram->size)
+		return -ERANGE;
+	return 0;
+}
+
 /**
  * simgpu_vram_rw() - copy between VRAM and a kernel buffer
  * @vram: VRAM
@@ -81,55 +126,31 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 		   bool write)
 {
 	u8 *p = buf;
-	u64 end;
+	int ret;
 
 	lockdep_assert_held(vram->lock);
-	if (check_add_overflow(offset, (u64)len, &end) || end > vram->size)
-		return -ERANGE;
+	ret = simgpu_vram_range(vram, offset, len);
+	if (ret)
+		return ret;
 
 	while (len) {
-		unsigned long idx = offset >> PAGE_SHIFT;
 		size_t off = offset & ~PAGE_MASK;
 		size_t n = min_t(size_t, len, PAGE_SIZE - off);
-		struct page *page = xa_load(&vram->pages, idx);
-		void *va;
+		struct page *page;
+		bool fresh;
 
-		if (!page && !write) {
+		if (write)
+			page = simgpu_vram_page(vram, offset, n == PAGE_SIZE, &fresh);
+		else
+			page = xa_load(&vram->pages, offset >> PAGE_SHIFT);
+		if (IS_ERR(page))
+			return PTR_ERR(page);
+		if (!page)
 			memset(p, 0, n);
-		} else {
-			if (!page) {
-				unsigned long blk = offset >> SIMGPU_VRAM_BLOCK_SHIFT;
-				bool first = simgpu_vram_block_zero(vram, blk);
-				int ret;
-
-				/*
-				 * A page written whole needs no zeroing first:
-				 * readers hold the lock we hold until it is.
-				 */
-				page = alloc_page(n == PAGE_SIZE ? GFP_KERNEL :
-						  GFP_KERNEL | __GFP_ZERO);
-				if (!page)
-					return -ENOMEM;
-				ret = xa_err(xa_store(&vram->pages, idx, page,
-						      GFP_KERNEL));
-				if (ret) {
-					__free_page(page);
-					return ret;
-				}
-				vram->present++;
-				if (first)
-					simgpu_vram_backing(vram, blk, true);
-			}
-			va = kmap_local_page(page);
-			if (write && simgpu_vram_mark(vram, offset >> SIMGPU_VRAM_BLOCK_SHIFT) &&
-			    vram->dirtied)
-				vram->dirtied(vram->dirtied_ctx);
-			if (write)
-				memcpy(va + off, p, n);
-			else
-				memcpy(p, va + off, n);
-			kunmap_local(va);
-		}
+		else if (write)
+			memcpy_to_page(page, off, p, n);
+		else
+			memcpy_from_page(p, page, off, n);
 		p += n;
 		offset += n;
 		len -= n;
@@ -137,6 +158,57 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_rw);
+
+/**
+ * simgpu_vram_write_iter() - copy from an iterator straight into VRAM
+ * @vram: VRAM
+ * @offset: byte offset in VRAM
+ * @from: the source (a user's buffer, say)
+ * @len: bytes
+ * @crc: extended (crc32_le()) over the bytes written, as VRAM holds them
+ *
+ * The copy may end short (a fault with page faults disabled); a page this
+ * call backed holds zeroes where it did not reach, never old memory.
+ *
+ * Context: @vram->lock held.
+ * Return: the bytes copied, -ERANGE outside VRAM, -ENOMEM when a page
+ * cannot be backed.
+ */
+ssize_t simgpu_vram_write_iter(struct simgpu_vram *vram, u64 offset, struct iov_iter *from,
+			       size_t len, u32 *crc)
+{
+	size_t done = 0;
+	int ret;
+
+	lockdep_assert_held(vram->lock);
+	ret = simgpu_vram_range(vram, offset, len);
+	if (ret)
+		return ret;
+
+	while (done < len) {
+		size_t off = offset & ~PAGE_MASK;
+		size_t n = min_t(size_t, len - done, PAGE_SIZE - off), got;
+		struct page *page;
+		bool fresh;
+		u8 *va;
+
+		page = simgpu_vram_page(vram, offset, n == PAGE_SIZE, &fresh);
+		if (IS_ERR(page))
+			return done ?: PTR_ERR(page);
+		va = kmap_local_page(page);
+		got = copy_from_iter(va + off, n, from);
+		if (got < n && fresh && n == PAGE_SIZE)
+			memset(va + got, 0, n - got);	/* not zeroed when backed */
+		*crc = crc32_le(*crc, va + off, got);
+		kunmap_local(va);
+		done += got;
+		offset += got;
+		if (got < n)
+			break;
+	}
+	return done;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_write_iter);
 
 /**
  * simgpu_vram_track() - start or stop per-block dirty tracking

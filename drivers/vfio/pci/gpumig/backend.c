@@ -11,10 +11,12 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/bitmap.h>
+#include <linux/crc32.h>
 #include <linux/interval_tree.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
 #include <linux/sizes.h>
+#include <linux/uio.h>
 #include <linux/vfio.h>
 #include <uapi/linux/simgpu_pf.h>
 
@@ -302,6 +304,31 @@ static int gvp_be_vram_write(void *priv, u64 off, const void *buf, u32 len)
 	return simgpu_pf_vf_vram_write(g->vf, off, buf, len);
 }
 
+/* simgpu_pf_vf_vram_write_from()'s fill: the user's bytes into the DMA buffer. */
+struct gvp_fill {
+	struct iov_iter *from;
+	u32 *crc;
+};
+
+static ssize_t gvp_fill_from_iter(void *ctx, void *buf, u32 len)
+{
+	struct gvp_fill *f = ctx;
+	size_t got = copy_from_iter(buf, len, f->from);
+
+	*f->crc = crc32_le(*f->crc, buf, got);
+	return got;
+}
+
+/* Straight from the user into the buffer the VF's DMA reads: one copy. */
+static ssize_t gvp_be_vram_write_iter(void *priv, u64 off, struct iov_iter *from, u32 len,
+				      u32 *crc)
+{
+	struct gvp_dev *g = priv;
+	struct gvp_fill f = { .from = from, .crc = crc };
+
+	return simgpu_pf_vf_vram_write_from(g->vf, off, len, gvp_fill_from_iter, &f);
+}
+
 /* ---- the device ------------------------------------------------------------ */
 
 static int gvp_be_quiesce(void *priv)
@@ -535,6 +562,7 @@ const struct gpumig_backend_ops gvp_backend_ops = {
 	.vram_dirty_count = gvp_be_vram_dirty_count,
 	.vram_read = gvp_be_vram_read,
 	.vram_write = gvp_be_vram_write,
+	.vram_write_iter = gvp_be_vram_write_iter,
 	.arch_size = gvp_be_arch_size,
 	.arch_save = gvp_be_arch_save,
 	.arch_restore = gvp_be_arch_restore,
