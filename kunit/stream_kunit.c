@@ -484,7 +484,10 @@ static void stream_vram_placed(struct kunit *test)
 	for (i = 0; i < d->nr_calls; i++)
 		KUNIT_EXPECT_NE(test, d->calls[i].kind, 'p');
 
-	/* A chunk reaching past VRAM: refused when its header is complete. */
+	/*
+	 * A chunk reaching past VRAM: nothing of it is placed, and it is
+	 * refused once its section is whole (after its CRC, as in any split).
+	 */
 	s = t_stream_new(test, 4 * T_CHUNK);
 	{
 		struct gpumig_compat c;
@@ -498,7 +501,8 @@ static void stream_vram_placed(struct kunit *test)
 		d = t_placing_dst(test);
 		KUNIT_ASSERT_EQ(test, data, (size_t)gpumig_parser_feed(d->parser, s->buf, data));
 		KUNIT_EXPECT_EQ(test, 0, gpumig_parser_vram_room(d->parser, &voff, &crc));
-		KUNIT_EXPECT_EQ(test, -ERANGE, gpumig_parser_feed(d->parser, s->buf + data, 1));
+		KUNIT_EXPECT_EQ(test, -ERANGE,
+				gpumig_parser_feed(d->parser, s->buf + data, s->len - data));
 		KUNIT_EXPECT_NOT_NULL(test, strstr(gpumig_parser_error(d->parser),
 						   "lies outside"));
 	}

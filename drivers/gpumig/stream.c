@@ -431,6 +431,17 @@ EXPORT_SYMBOL_GPL(gpumig_emit_end);
 
 /* ---- parser --------------------------------------------------------- */
 
+static __printf(3, 0) int gpumig_parser_verror(struct gpumig_parser *p, int err,
+						 const char *fmt, va_list args)
+{
+	if (p->state == GPUMIG_PARSE_FAILED)
+		return p->err;
+	p->state = GPUMIG_PARSE_FAILED;
+	p->err = err;
+	vsnprintf(p->msg, sizeof(p->msg), fmt, args);
+	return err;
+}
+
 /**
  * gpumig_parser_set_error() - fail the parser with a reason
  * @p: parser
@@ -446,12 +457,8 @@ int gpumig_parser_set_error(struct gpumig_parser *p, int err,
 {
 	va_list args;
 
-	if (p->state == GPUMIG_PARSE_FAILED)
-		return p->err;
-	p->state = GPUMIG_PARSE_FAILED;
-	p->err = err;
 	va_start(args, fmt);
-	vsnprintf(p->msg, sizeof(p->msg), fmt, args);
+	err = gpumig_parser_verror(p, err, fmt, args);
 	va_end(args);
 	return err;
 }
@@ -666,13 +673,30 @@ static int gpumig_parse_header(struct gpumig_parser *p)
 	return 0;
 }
 
+/* A bad chunk header: @err, and the parser fails where @report says so. */
+static __printf(4, 5) int gpumig_chunk_refuse(struct gpumig_parser *p, bool report, int err,
+					      const char *fmt, ...)
+{
+	va_list args;
+
+	if (!report)
+		return err;
+	va_start(args, fmt);
+	err = gpumig_parser_verror(p, err, fmt, args);
+	va_end(args);
+	return err;
+}
+
 /*
  * The chunk header of the current VRAM section is in p->buf: check it and
  * keep what it says (p->chunk_*).  Its bytes are not covered by a checked
  * CRC yet; only what cannot harm the destination is trusted: a place
- * inside VRAM and a length the section carries.
+ * inside VRAM and a length the section carries.  Before the section's
+ * CRC is checked (@report false) a bad header only means nothing is
+ * placed: the stream then fails as it would in any split, on the CRC if
+ * that is wrong too.
  */
-static int gpumig_vram_chunk_hdr(struct gpumig_parser *p)
+static int gpumig_vram_chunk_hdr(struct gpumig_parser *p, bool report)
 {
 	struct gpumig_wire_vram v;
 	u32 flags, len, data_len = p->len - sizeof(v);
@@ -686,17 +710,17 @@ static int gpumig_vram_chunk_hdr(struct gpumig_parser *p)
 	len = le32_to_cpu(v.len);
 
 	if (flags & ~GPUMIG_VRAM_ZERO)
-		return gpumig_parser_set_error(p, -EINVAL,
+		return gpumig_chunk_refuse(p, report, -EINVAL,
 			"VRAM chunk has unknown flags 0x%x", flags);
 	if (flags & GPUMIG_VRAM_ZERO ? data_len != 0 : data_len != len)
-		return gpumig_parser_set_error(p, -EINVAL,
+		return gpumig_chunk_refuse(p, report, -EINVAL,
 			"VRAM chunk length %u does not match its section (%u data bytes)",
 			len, data_len);
 	if (!len || len > p->lim.max_chunk)
-		return gpumig_parser_set_error(p, -EMSGSIZE,
+		return gpumig_chunk_refuse(p, report, -EMSGSIZE,
 			"VRAM chunk of %u bytes (limit %u)", len, p->lim.max_chunk);
 	if (check_add_overflow(offset, (u64)len, &end) || end > p->lim.vram_size)
-		return gpumig_parser_set_error(p, -ERANGE,
+		return gpumig_chunk_refuse(p, report, -ERANGE,
 			"VRAM chunk at 0x%llx+0x%x lies outside the destination's %llu bytes",
 			offset, len, p->lim.vram_size);
 	p->chunk_ok = true;
@@ -712,7 +736,7 @@ static int gpumig_parse_vram(struct gpumig_parser *p)
 	u32 placed = p->placed;
 	int ret;
 
-	ret = gpumig_vram_chunk_hdr(p);
+	ret = gpumig_vram_chunk_hdr(p, true);
 	if (ret)
 		return ret;
 	if (placed)
@@ -987,8 +1011,8 @@ static bool gpumig_parser_placing(struct gpumig_parser *p)
 	    !p->ops->vram_placed || p->fill < ch || p->fill == p->len ||
 	    p->fill - ch != p->placed)
 		return false;
-	if (gpumig_vram_chunk_hdr(p))
-		return false;	/* the parser failed, and says why */
+	if (gpumig_vram_chunk_hdr(p, false))
+		return false;	/* refused when the section is whole */
 	return !p->chunk_zero;
 }
 
@@ -1006,8 +1030,8 @@ static bool gpumig_parser_placing(struct gpumig_parser *p)
  * with gpumig_parser_vram_commit(); the chunk reaches @vram_placed when
  * its last byte arrived and its CRC matched.  Only for a parser whose ops
  * have @vram_placed, and only until a data byte of the chunk came through
- * the parser's buffer instead.  This may fail the parser (a bad chunk
- * header): then it returns 0 and gpumig_parser_feed() reports the error.
+ * the parser's buffer instead.  A bad chunk header places nothing: the
+ * section then fails when it is whole, as in any other split.
  *
  * Return: data bytes of the chunk still to come that may be placed; 0 when
  * the next bytes must go through gpumig_parser_room() or
