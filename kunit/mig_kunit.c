@@ -7,10 +7,12 @@
  */
 #include <kunit/device.h>
 #include <kunit/test.h>
+#include <linux/crc32.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/uio.h>
 #include <linux/vmalloc.h>
 
 #include <gpumig/compat.h>
@@ -46,6 +48,11 @@ enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
  * @during_count: called inside vram_dirty_count (an engine lock held)
  * @during_quiesce: called at the end of a quiesce (the state mutex held)
  * @zero_runs: calls of vram_take_zero_run (fake_zero_run_ops only)
+ * @place_cap: bytes vram_write_iter copies at most per call
+ *	(fake_place_ops only): fewer than asked for is a short copy
+ * @place_ret: when not zero, what vram_write_iter returns instead
+ * @placed: bytes vram_write_iter copied
+ * @written: bytes of data vram_write wrote
  */
 struct fake_dev {
 	struct vfio_device vdev;
@@ -66,6 +73,10 @@ struct fake_dev {
 	void (*during_count)(struct fake_dev *f);
 	void (*during_quiesce)(struct fake_dev *f);
 	unsigned int zero_runs;
+	size_t place_cap;
+	ssize_t place_ret;
+	size_t placed;
+	size_t written;
 };
 
 static atomic_t fake_seq = ATOMIC_INIT(0);
@@ -199,11 +210,29 @@ static int f_vram_write(void *priv, u64 off, const void *buf, u32 len)
 	struct fake_dev *f = priv;
 
 	flog(f, buf ? 'w' : 'z');
-	if (buf)
+	if (buf) {
 		memcpy(f->vram + off, buf, len);
-	else
+		f->written += len;
+	} else {
 		memset(f->vram + off, 0, len);
+	}
 	return 0;
+}
+
+/* Straight from the stream into VRAM; short at @place_cap, as a fault. */
+static ssize_t f_vram_write_iter(void *priv, u64 off, struct iov_iter *from, u32 len,
+				 u32 *crc)
+{
+	struct fake_dev *f = priv;
+	size_t got;
+
+	flog(f, 'p');
+	if (f->place_ret)
+		return f->place_ret;
+	got = copy_from_iter(f->vram + off, min_t(size_t, len, f->place_cap), from);
+	*crc = crc32_le(*crc, f->vram + off, got);
+	f->placed += got;
+	return got;
 }
 
 static size_t f_arch_size(void *priv)
@@ -305,6 +334,8 @@ static const struct gpumig_backend_ops fake_ops = {
 
 /* The same backend with the optional vram_take_zero_run. */
 static struct gpumig_backend_ops fake_zero_run_ops;
+/* The same backend with the optional vram_write_iter. */
+static struct gpumig_backend_ops fake_place_ops;
 
 static void fake_free(void *p)
 {
@@ -595,6 +626,109 @@ static void mig_zero_runs_whole(struct kunit *test)
 	fput(bf);
 	vfree(sa);
 	vfree(sb);
+}
+
+/*
+ * A destination that takes VRAM chunk data straight from the stream
+ * (vram_write_iter): whole, short at a fault (the rest of that chunk then
+ * goes through the engine's buffer and vram_write), or not at all, in
+ * writes of any size; VRAM ends exactly as the source's, and the stream's
+ * checksums still hold.  A backend that fails or overruns the copy has
+ * the stream refused.
+ */
+static void mig_resume_placed(struct kunit *test)
+{
+	static const size_t caps[] = { SIZE_MAX, 0, 1000, 4096 + 3 };
+	static const size_t writes[] = { SIZE_MAX, 7000, 16 };
+	struct fake_dev *src = fake_new(test, 4);
+	u8 *stream = vzalloc(2 * F_VRAM);
+	struct gpumig_mig_status st;
+	struct file *sf, *rf;
+	unsigned int i, j;
+	ssize_t n, w;
+	loff_t pos;
+	int last;
+
+	KUNIT_ASSERT_NOT_NULL(test, stream);
+	fake_place_ops = fake_ops;
+	fake_place_ops.vram_write_iter = f_vram_write_iter;
+	for (i = 0; i < F_VRAM; i += 4)
+		*(u32 *)(src->vram + i) = i * 2654435761U;
+	memset(src->vram + 2 * GPUMIG_BLOCK_SIZE, 0, GPUMIG_BLOCK_SIZE);	/* a zero chunk */
+	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP));
+	sf = go(test, src, VFIO_DEVICE_STATE_STOP_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	n = drain(sf, stream, 2 * F_VRAM, &last);
+	KUNIT_EXPECT_EQ(test, last, 0);
+	fput(sf);
+
+	for (i = 0; i < ARRAY_SIZE(caps); i++) {
+		for (j = 0; j < ARRAY_SIZE(writes); j++) {
+			struct fake_dev *dst = fake_new_ops(test, 4, &fake_place_ops);
+			ssize_t off = 0;
+
+			dst->place_cap = caps[i];
+			memset(dst->vram, 0x77, F_VRAM);
+			KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+			rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+			KUNIT_ASSERT_NOT_NULL(test, rf);
+			memset(dst->log, 0, sizeof(dst->log));
+			while (off < n) {
+				size_t step = min_t(size_t, n - off, writes[j]);
+
+				pos = 0;
+				w = kernel_write(rf, stream + off, step, &pos);
+				if (w <= 0)
+					break;
+				off += w;
+			}
+			KUNIT_EXPECT_EQ_MSG(test, off, n, "cap %zu, writes of %zu", caps[i],
+					    writes[j]);
+			KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+			KUNIT_EXPECT_EQ_MSG(test, 0, memcmp(dst->vram, src->vram, F_VRAM),
+					    "cap %zu, writes of %zu", caps[i], writes[j]);
+			/*
+			 * Placed where it could be; through the buffer where a
+			 * copy fell short: 7 of the 8 blocks hold data.
+			 */
+			KUNIT_EXPECT_EQ(test, dst->placed + dst->written,
+					(size_t)7 * GPUMIG_BLOCK_SIZE);
+			if (caps[i] >= writes[j]) {
+				KUNIT_EXPECT_EQ(test, dst->written, (size_t)0);
+			} else {
+				KUNIT_EXPECT_GT(test, dst->written, (size_t)0);
+				if (caps[i])
+					KUNIT_EXPECT_GT(test, dst->placed, (size_t)0);
+			}
+			gpumig_mig_status(dst->mig, &st);
+			KUNIT_EXPECT_EQ(test, st.resumed_bytes, (u64)n);
+			KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_RUNNING));
+			fput(rf);
+		}
+	}
+
+	/* A backend that fails the copy, or claims more than it was given. */
+	for (i = 0; i < 2; i++) {
+		struct fake_dev *dst = fake_new_ops(test, 4, &fake_place_ops);
+
+		dst->place_ret = i ? 1 << 30 : -EIO;
+		KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+		rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+		KUNIT_ASSERT_NOT_NULL(test, rf);
+		pos = 0;
+		KUNIT_EXPECT_EQ(test, kernel_write(rf, stream, n, &pos), (ssize_t)-EIO);
+		KUNIT_EXPECT_NOT_NULL(test, strstr(reason(test, dst),
+						   "refused by the destination"));
+		sf = gpumig_mig_set_state(dst->mig, VFIO_DEVICE_STATE_RUNNING);
+		KUNIT_EXPECT_TRUE(test, IS_ERR(sf));
+		/* The file stays refused: a later write places nothing. */
+		memset(dst->log, 0, sizeof(dst->log));
+		pos = 0;
+		KUNIT_EXPECT_LT(test, kernel_write(rf, stream, n, &pos), 0);
+		KUNIT_EXPECT_NULL(test, strchr(dst->log, 'p'));
+		fput(rf);
+	}
+	vfree(stream);
 }
 
 /* A source that cannot quiesce or invalidate keeps running. */
@@ -1220,6 +1354,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_full_migration),
 	KUNIT_CASE(mig_early_switchover),
 	KUNIT_CASE(mig_zero_runs_whole),
+	KUNIT_CASE(mig_resume_placed),
 	KUNIT_CASE(mig_stop_failures_keep_running),
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),
 	KUNIT_CASE(mig_truncated_never_runs),

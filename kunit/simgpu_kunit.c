@@ -8,9 +8,11 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <kunit/test.h>
+#include <linux/crc32.h>
 #include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/uio.h>
 #include <linux/vmalloc.h>
 
 #include <gpumig/compat.h>
@@ -240,6 +242,75 @@ static void vram_sparse_and_scrub(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v.present, 0UL);
 	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 4096 - 32, buf, sizeof(buf), false));
 	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, zero, sizeof(buf)));
+	simgpu_vram_scrub(&v);
+	mutex_unlock(&lock);
+	mutex_destroy(&lock);
+}
+
+/* simgpu_vram_write_iter() from @len bytes of @src, asked for @want. */
+static ssize_t vram_put(struct simgpu_vram *v, u64 off, const u8 *src, size_t len,
+			size_t want, u32 *crc)
+{
+	struct kvec kv = { .iov_base = (void *)src, .iov_len = len };
+	struct iov_iter it;
+
+	iov_iter_kvec(&it, ITER_SOURCE, &kv, 1, len);
+	*crc = ~0U;
+	return simgpu_vram_write_iter(v, off, &it, want, crc);
+}
+
+/*
+ * A VRAM chunk's data straight from the stream: the CRC covers what VRAM
+ * holds, a copy that ends short (an iterator that runs out stands for a
+ * fault) leaves a page it backed zeroed beyond it, never old memory, and
+ * an existing page's bytes beyond it as they were.
+ */
+static void vram_write_iter_short(struct kunit *test)
+{
+	u8 *src = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	u8 *buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	struct simgpu_vram v;
+	struct mutex lock;	/* stands for the core's */
+	unsigned int i;
+	u32 crc;
+
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	for (i = 0; i < PAGE_SIZE; i++)
+		src[i] = i * 7 + 1;
+	mutex_init(&lock);
+	simgpu_vram_init(&v, 1 << 20, &lock);
+	mutex_lock(&lock);
+
+	/* Whole, across a page boundary. */
+	KUNIT_EXPECT_EQ(test, 64, vram_put(&v, PAGE_SIZE - 32, src, 64, 64, &crc));
+	KUNIT_EXPECT_EQ(test, crc, crc32_le(~0U, src, 64));
+	KUNIT_EXPECT_EQ(test, v.present, 2UL);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, PAGE_SIZE - 32, buf, 64, false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, src, 64));
+
+	/* Short into a page it backs: zeroes beyond, CRC of what came. */
+	KUNIT_EXPECT_EQ(test, 100, vram_put(&v, 4 * PAGE_SIZE, src, 100, PAGE_SIZE, &crc));
+	KUNIT_EXPECT_EQ(test, crc, crc32_le(~0U, src, 100));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 4 * PAGE_SIZE, buf, PAGE_SIZE, false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, src, 100));
+	KUNIT_EXPECT_NULL(test, memchr_inv(buf + 100, 0, PAGE_SIZE - 100));
+
+	/* Short into a page that holds data: beyond, the data stays. */
+	memset(buf, 0x5a, PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 8 * PAGE_SIZE, buf, PAGE_SIZE, true));
+	KUNIT_EXPECT_EQ(test, 10, vram_put(&v, 8 * PAGE_SIZE, src, 10, PAGE_SIZE, &crc));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 8 * PAGE_SIZE, buf, PAGE_SIZE, false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, src, 10));
+	KUNIT_EXPECT_NULL(test, memchr_inv(buf + 10, 0x5a, PAGE_SIZE - 10));
+
+	/* Nothing at all: 0, and the CRC untouched. */
+	KUNIT_EXPECT_EQ(test, 0, vram_put(&v, 12 * PAGE_SIZE, src, 0, PAGE_SIZE, &crc));
+	KUNIT_EXPECT_EQ(test, crc, ~0U);
+
+	/* Outside VRAM. */
+	KUNIT_EXPECT_EQ(test, -ERANGE, vram_put(&v, (1 << 20) - 8, src, 16, 16, &crc));
+	KUNIT_EXPECT_EQ(test, -ERANGE, vram_put(&v, U64_MAX - 4, src, 16, 16, &crc));
 	simgpu_vram_scrub(&v);
 	mutex_unlock(&lock);
 	mutex_destroy(&lock);
@@ -822,6 +893,7 @@ static void core_reset_and_registers(struct kunit *test)
 static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(vram_sparse_and_scrub),
 	KUNIT_CASE(vram_zero_exact),
+	KUNIT_CASE(vram_write_iter_short),
 	KUNIT_CASE(vram_dirty_counts),
 	KUNIT_CASE(mmu_walk_and_faults),
 	KUNIT_CASE(mmu_tlb_stale_until_flush),
