@@ -8,7 +8,10 @@
  * into a destination whose VRAM and state buffers are exactly as large as
  * the limits it declared (so AddressSanitizer sees any write the parser let
  * past a bound), and the two runs must agree on every callback and on the
- * result: the parser must not depend on how data is split.
+ * result: the parser must not depend on how data is split.  The split run
+ * also puts some VRAM chunks' data into VRAM itself, as the kernel's
+ * write does (gpumig_parser_vram_room()): each such chunk whole, so that
+ * it reaches the same callbacks with the same digest.
  *
  * Random bytes almost never carry valid CRCs, so when bit 7 of the second
  * seed byte is set the target first repairs every checksum in the input:
@@ -68,6 +71,21 @@ static int fz_vram(void *priv, u64 offset, const void *data, u32 len)
 	d->digest = fz_mix(fz_mix(d->digest, offset), len);
 	if (data)
 		d->digest = crc32_le(d->digest, data, len);
+	d->calls++;
+	return 0;
+}
+
+/* A chunk the split run placed: digested as fz_vram() digests it. */
+static int fz_vram_placed(void *priv, u64 offset, u32 len, u32 crc)
+{
+	struct fz_dst *d = priv;
+
+	if (offset + len > FZ_VRAM_SIZE || len > FZ_CHUNK)
+		abort();
+	if (crc != crc32_le(~0U, d->vram + offset, len))
+		abort();	/* the CRC it reports is not of the bytes placed */
+	d->digest = fz_mix(fz_mix(d->digest, offset), len);
+	d->digest = crc32_le(d->digest, d->vram + offset, len);
 	d->calls++;
 	return 0;
 }
@@ -132,12 +150,52 @@ static const struct gpumig_parser_ops fz_ops = {
 	.work = fz_work, .end = fz_end, .note = fz_note,
 };
 
+/* The split run's: the same, and VRAM data may be placed. */
+static const struct gpumig_parser_ops fz_place_ops = {
+	.header = fz_header, .vram = fz_vram, .vram_placed = fz_vram_placed,
+	.zero = fz_zero, .arch = fz_arch, .work = fz_work, .end = fz_end,
+	.note = fz_note,
+};
+
 struct fz_result {
 	int ret;
 	u32 digest;
 	unsigned int calls;
 	char msg[GPUMIG_PARSER_MSG_LEN];
 };
+
+/*
+ * One write of the split run, of at most *@n bytes (set to what it took):
+ * payload bytes go straight into the parser's buffer where it offers
+ * room, as the kernel's write does, and a VRAM chunk's data into VRAM
+ * (on one seed bit, decided at its first byte; then the chunk whole).
+ * Both runs must end the same.
+ */
+static ssize_t fz_split_step(struct fz_dst *d, const u8 *data, size_t *n, u32 seed)
+{
+	void *dst;
+	size_t room;
+	u64 voff;
+	u32 crc;
+
+	room = gpumig_parser_vram_room(&d->p, &voff, &crc);
+	if (room && (d->p.placed || (seed & 2))) {
+		*n = min(*n, room);
+		if (voff + *n > FZ_VRAM_SIZE)
+			abort();	/* outside the declared VRAM */
+		memcpy(d->vram + voff, data, *n);
+		return gpumig_parser_vram_commit(&d->p, *n, crc32_le(crc, d->vram + voff, *n));
+	}
+	room = gpumig_parser_room(&d->p, &dst);
+	if (room) {
+		*n = min(*n, room);
+		memcpy(dst, data, *n);
+		return gpumig_parser_commit(&d->p, *n);
+	}
+	if (gpumig_parser_hdr_left(&d->p) && (seed & 1))
+		*n = min(*n, gpumig_parser_hdr_left(&d->p));
+	return gpumig_parser_feed(&d->p, data, *n);
+}
 
 static void fz_run(const u8 *data, size_t size, u32 seed, u8 *vram,
 		   struct fz_result *r)
@@ -146,7 +204,7 @@ static void fz_run(const u8 *data, size_t size, u32 seed, u8 *vram,
 	size_t off = 0;
 	int ret = 0;
 
-	if (gpumig_parser_init(&d.p, &fz_limits, &fz_ops, &d))
+	if (gpumig_parser_init(&d.p, &fz_limits, seed ? &fz_place_ops : &fz_ops, &d))
 		abort();
 	while (off < size) {
 		size_t n = size - off;
@@ -158,27 +216,8 @@ static void fz_run(const u8 *data, size_t size, u32 seed, u8 *vram,
 			seed ^= seed << 5;
 			n = min(n, (size_t)(seed % 97) + 1);
 		}
-		/*
-		 * The split run puts payload bytes straight into the parser's
-		 * buffer where it offers room, as the kernel's write does: both
-		 * ways must end the same.
-		 */
-		if (seed) {
-			void *dst;
-			size_t room = gpumig_parser_room(&d.p, &dst);
-
-			if (room) {
-				n = min(n, room);
-				memcpy(dst, data + off, n);
-				got = gpumig_parser_commit(&d.p, n);
-			} else {
-				if (gpumig_parser_hdr_left(&d.p) && (seed & 1))
-					n = min(n, gpumig_parser_hdr_left(&d.p));
-				got = gpumig_parser_feed(&d.p, data + off, n);
-			}
-		} else {
-			got = gpumig_parser_feed(&d.p, data + off, n);
-		}
+		got = seed ? fz_split_step(&d, data + off, &n, seed) :
+			     gpumig_parser_feed(&d.p, data + off, n);
 		if (got < 0) {
 			ret = got;
 			break;
