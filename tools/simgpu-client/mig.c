@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/gpumig_stream.h>
@@ -102,6 +103,45 @@ int mig_write(int fd, const uint8_t *p, size_t len, size_t piece)
 		off += n;
 	}
 	return 0;
+}
+
+/*
+ * mig_write() from memory this process has not touched yet: a memfd's
+ * pages, mapped afresh, so that the kernel's copy of VRAM data straight
+ * into VRAM (with page faults disabled) ends short at each page it finds
+ * unmapped and the rest of that chunk goes through the engine's buffer,
+ * where the page faults in: the path a VMM's freshly received buffer
+ * takes.
+ */
+static int mig_write_untouched(int fd, const uint8_t *p, size_t len, size_t piece)
+{
+	size_t off = 0;
+	uint8_t *m;
+	int mfd, ret;
+
+	if (!len)
+		return 0;
+	mfd = memfd_create("gpumig-stream", MFD_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(mfd, p + off, len - off);
+
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			close(mfd);
+			return ret;
+		}
+		off += n;
+	}
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, mfd, 0);
+	ret = m == MAP_FAILED ? -errno : 0;
+	close(mfd);
+	if (ret)
+		return ret;
+	ret = mig_write(fd, m, len, piece);
+	munmap(m, len);
+	return ret;
 }
 
 #define MIG_WORDS (32 * 1024)
@@ -235,8 +275,8 @@ int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
 	CHECK(mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst STOP");
 	CHECK(mig_set(dst, VFIO_DEVICE_STATE_RESUMING, &rfd) == 0,
 	      "dst RESUMING");
-	CHECK(mig_write(rfd, pre->p, pre->len, 1 << 20) == 0,
-	      "write pre-copy data");
+	CHECK(mig_write_untouched(rfd, pre->p, pre->len, 1 << 20) == 0,
+	      "write pre-copy data (from pages not yet mapped)");
 	CHECK(mig_write(rfd, stop->p, stop->len, 77777) == 0,
 	      "write stop-copy data");
 	data_fd_close(rfd);
