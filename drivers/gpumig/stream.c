@@ -971,6 +971,21 @@ size_t gpumig_parser_hdr_left(const struct gpumig_parser *p)
 }
 EXPORT_SYMBOL_GPL(gpumig_parser_hdr_left);
 
+/* @n more payload bytes arrived, their CRC counted: the section may be whole. */
+static ssize_t gpumig_parser_took(struct gpumig_parser *p, size_t n)
+{
+	int ret;
+
+	p->fill += n;
+	p->offset += n;
+	if (p->fill == p->len) {
+		ret = gpumig_sec_complete(p);
+		if (ret)
+			return ret;
+	}
+	return n;
+}
+
 /**
  * gpumig_parser_commit() - @n bytes were put where gpumig_parser_room() said
  * @p: parser
@@ -980,22 +995,13 @@ EXPORT_SYMBOL_GPL(gpumig_parser_hdr_left);
  */
 ssize_t gpumig_parser_commit(struct gpumig_parser *p, size_t n)
 {
-	int ret;
-
 	if (p->state == GPUMIG_PARSE_FAILED)
 		return p->err;
 	if (p->state != GPUMIG_PARSE_PAYLOAD || p->skip || n > p->len - p->fill)
 		return gpumig_parser_set_error(p, -EINVAL,
 			"%zu bytes committed outside a section's payload", n);
 	p->crc = gpumig_crc(p->crc, p->buf + p->fill, n);
-	p->fill += n;
-	p->offset += n;
-	if (p->fill == p->len) {
-		ret = gpumig_sec_complete(p);
-		if (ret)
-			return ret;
-	}
-	return n;
+	return gpumig_parser_took(p, n);
 }
 EXPORT_SYMBOL_GPL(gpumig_parser_commit);
 
@@ -1057,8 +1063,6 @@ EXPORT_SYMBOL_GPL(gpumig_parser_vram_room);
  */
 ssize_t gpumig_parser_vram_commit(struct gpumig_parser *p, size_t n, u32 crc)
 {
-	int ret;
-
 	if (p->state == GPUMIG_PARSE_FAILED)
 		return p->err;
 	if (!gpumig_parser_placing(p) || n > p->len - p->fill)
@@ -1069,14 +1073,7 @@ ssize_t gpumig_parser_vram_commit(struct gpumig_parser *p, size_t n, u32 crc)
 	p->crc = crc;
 	p->placed_crc = crc;
 	p->placed += n;
-	p->fill += n;
-	p->offset += n;
-	if (p->fill == p->len) {
-		ret = gpumig_sec_complete(p);
-		if (ret)
-			return ret;
-	}
-	return n;
+	return gpumig_parser_took(p, n);
 }
 EXPORT_SYMBOL_GPL(gpumig_parser_vram_commit);
 
