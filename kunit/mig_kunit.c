@@ -639,7 +639,7 @@ static void mig_zero_runs_whole(struct kunit *test)
 static void mig_resume_placed(struct kunit *test)
 {
 	static const size_t caps[] = { SIZE_MAX, 0, 1000, 4096 + 3 };
-	static const size_t writes[] = { SIZE_MAX, 7000, 16 };
+	static const size_t writes[] = { SIZE_MAX, 7000, 100 };
 	struct fake_dev *src = fake_new(test, 4);
 	u8 *stream = vzalloc(2 * F_VRAM);
 	struct gpumig_mig_status st;
