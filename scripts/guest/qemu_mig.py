@@ -330,9 +330,10 @@ def wait_migration(src, until=("completed", "failed", "cancelled"), timeout=900)
 def migrate_sampled(src, dst, sock, samples, release=None):
     """migrate(), sampling query-migrate between two readings of the source
     device's remaining_bytes while it is in PRE_COPY: (before, info, after).
-    With @release (an Event and a max-bandwidth), the migration starts at
-    RELEASE_BW and gets that bandwidth once the Event is set (or after
-    RELEASE_AFTER seconds): pre-copy lasts until the samplers have enough."""
+    With @release (two Events, enough and some, and a max-bandwidth), the
+    migration starts at RELEASE_BW and gets that bandwidth once enough is
+    set, or after RELEASE_AFTER seconds once some is, or after
+    RELEASE_LATEST: pre-copy lasts until the samplers have enough."""
     path = src.dev.sysdir() + "/migration/"
     if release:
         src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": RELEASE_BW})
@@ -340,8 +341,10 @@ def migrate_sampled(src, dst, sock, samples, release=None):
     start = time.time()
     deadline = start + 900
     while time.time() < deadline:
-        if release and (release[0].is_set() or time.time() - start > RELEASE_AFTER):
-            src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[1]})
+        el = time.time() - start
+        if release and (release[0].is_set() or el > RELEASE_LATEST or
+                        (el > RELEASE_AFTER and release[1].is_set())):
+            src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[2]})
             release = None
         d1 = int(sysfs(path + "remaining_bytes"))
         info = src.qmp.cmd("query-migrate")
@@ -448,11 +451,15 @@ VRAM_SECTION = (64 << 10) + 40
 SYS_PIDFD_GETFD = 438
 # A sampled migration starts this slow, whatever the machine's speed, and
 # speeds up once the Sampler holds SAMPLES_WANTED samples with data pending
-# (or after RELEASE_AFTER seconds): a fast machine's pre-copy is otherwise
-# over in a few samples (about 170 ms on the distro kernel).
+# (or after RELEASE_AFTER seconds once it holds SAMPLES_NEEDED, the fewest
+# the check accepts; at the latest after RELEASE_LATEST): a fast machine's
+# pre-copy is otherwise over in a few samples (about 170 ms on the distro
+# kernel), and under KASAN 8 s once gave only two.
 RELEASE_BW = 1 << 20
 RELEASE_AFTER = 8
+RELEASE_LATEST = 40
 SAMPLES_WANTED = 20
+SAMPLES_NEEDED = 3
 # A sample outside its bracket is taken again this many times: the guest
 # can dirty blocks and QEMU read them between two readings, which moves
 # the figures by more than a section; a wrong figure stays wrong.
@@ -475,6 +482,7 @@ class Sampler(threading.Thread):
         self.vm, self.dev = vm, vm.dev
         self.stop = threading.Event()
         self.enough = threading.Event()     # SAMPLES_WANTED with data pending
+        self.some = threading.Event()       # SAMPLES_NEEDED with data pending
         self.samples, self.bad = [], []
         self.retaken = 0
         self.estimate = None            # (estimate, sent by then)
@@ -540,7 +548,10 @@ class Sampler(threading.Thread):
                 self.samples.append((a, rem, b))
                 if not inside:
                     self.bad.append((a, rem, b))
-                if sum(1 for x in self.samples if x[1]) >= SAMPLES_WANTED:
+                busy = sum(1 for x in self.samples if x[1])
+                if busy >= SAMPLES_NEEDED:
+                    self.some.set()
+                if busy >= SAMPLES_WANTED:
                     self.enough.set()
                 time.sleep(0.002)
         except Exception as ex:         # report it, never hang the run
@@ -557,7 +568,7 @@ def check_samples(run, sampler, label):
     busy = [x for x in sampler.samples if x[1]]
     run.check("%s: remaining_bytes equals PRECOPY_INFO (initial + dirty) within one VRAM "
               "section in every pre-copy sample" % label,
-              not sampler.error and len(busy) >= 3 and not sampler.bad,
+              not sampler.error and len(busy) >= SAMPLES_NEEDED and not sampler.bad,
               "%s; %d samples, %d with data pending, outside: %s"
               % (sampler.error, len(sampler.samples), len(busy), sampler.bad[:3]))
     if busy:
@@ -587,7 +598,7 @@ def one_migration(run, src, dst, sock, label, sample=False):
         # each round: at 32 MiB/s that still fits DOWNTIME_MS.  Slower
         # still (RELEASE_BW) until the Sampler has enough.
         tracked = src.dev.status().get("dirty_tracking") == "device"
-        release = (sampler.enough, (8 if tracked else 32) << 20)
+        release = (sampler.enough, sampler.some, (8 if tracked else 32) << 20)
         sampler.start()
         # What an orchestrator's script sees meanwhile: gpumigctl watch.
         watch = subprocess.Popen([GPUMIGCTL, "--json", "watch", src.dev.name,

@@ -185,7 +185,7 @@ trace_events() {
 		"gpumig_save_read: $src stop-copy bytes=[1-9]" \
 		"gpumig_save_read: $src stop-copy bytes=0 remaining=0" \
 		"gpumig_state: $dst STOP -> RESUMING ret=0" \
-		"gpumig_vram: $dst load offset=0x[0-9a-f]+ len=0x10000 data crc=[0-9a-f]+" \
+		"gpumig_vram: $dst load offset=0x[0-9a-f]+ len=0x[0-9a-f]+ data crc=[0-9a-f]+" \
 		"gpumig_state: $dst RESUMING -> STOP ret=0" \
 		"gpumig_state: $dst STOP -> RUNNING_P2P ret=0" \
 		"gpumig_quarantine: $src " \
