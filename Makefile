@@ -5,6 +5,7 @@
 #
 #   make [KDIR=/path/to/configured/kernel]   build the modules
 #   make check                               every test (see README.md)
+#   make check-two-host                      the two-host libvirt lane
 #   make demo                                the live-migration demo
 #   make bench                               the benchmarks (ratios)
 #   make bench-vram                          only the VRAM migration one
