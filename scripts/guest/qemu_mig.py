@@ -51,7 +51,10 @@ class QMPError(Exception):
 class QMP:
     """Just enough QMP: json lines over a unix socket."""
 
-    def __init__(self, path, timeout=120):
+    # The first QEMU 11.1 of a debug VM (chroot into the trixie root over
+    # 9p, page cache cold, under KASAN) once took about 3 minutes to open
+    # its QMP socket on a loaded machine.
+    def __init__(self, path, timeout=360):
         deadline = time.time() + timeout
         while True:
             try:
