@@ -42,6 +42,15 @@ DEFAULT_BW = 128 << 20          # QEMU's default max-bandwidth
 # round, so what stop-copy must send never shrinks below guest RAM: allow
 # the downtime that takes, as an operator would (0: QEMU's default).
 DOWNTIME_MS = 0
+# On a VF, which can reach all guest memory, type1 then reports all of it
+# dirty in every round, and QEMU's own bandwidth figure swings too widely
+# under emulation to fit even 5 s (the VF suite on Debian's kernel met it
+# after 100 s on one machine, never in 900 s on CI's): tell QEMU the
+# link's bandwidth for the switchover decision (avail-switchover-bandwidth)
+# as an operator with a known link would.  Early switchover is safe there:
+# all guest memory is sent again in stop-copy (libvirt.rst).  An mdev's
+# type1 bitmap holds only the pages it wrote, and needs neither.
+SWITCHOVER_AT_LINK = False
 
 
 class QMPError(Exception):
@@ -302,9 +311,10 @@ class Run:
         self.ktap.close()
 
 
-def start_migration(src, dst, sock, downtime_ms=None):
+def start_migration(src, dst, sock, downtime_ms=None, switchover_bw=0):
     """Start src -> dst (dst started with -incoming defer) over a unix socket,
-    with a downtime limit of @downtime_ms when given."""
+    with a downtime limit of @downtime_ms when given, and QEMU deciding on
+    switchover at @switchover_bw (0: at the bandwidth it measures)."""
     if os.path.exists(sock):
         os.unlink(sock)
     caps = [{"capability": "return-path", "state": True},
@@ -315,6 +325,7 @@ def start_migration(src, dst, sock, downtime_ms=None):
         downtime_ms = DOWNTIME_MS
     if downtime_ms is not None:
         src.qmp.cmd("migrate-set-parameters", **{"downtime-limit": downtime_ms})
+    src.qmp.cmd("migrate-set-parameters", **{"avail-switchover-bandwidth": switchover_bw})
     dst.qmp.cmd("migrate-incoming", uri="unix:" + sock)
     src.qmp.cmd("migrate", uri="unix:" + sock)
 
@@ -339,6 +350,8 @@ def migrate_sampled(src, dst, sock, samples, release=None):
     RELEASE_LATEST: pre-copy lasts until the samplers have enough."""
     path = src.dev.sysdir() + "/migration/"
     if release:
+        # QEMU's own bandwidth figure until the release: at RELEASE_BW
+        # that keeps pre-copy going.
         src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": RELEASE_BW})
     start_migration(src, dst, sock)
     start = time.time()
@@ -348,6 +361,8 @@ def migrate_sampled(src, dst, sock, samples, release=None):
         if release and (release[0].is_set() or el > RELEASE_LATEST or
                         (el > RELEASE_AFTER and release[1].is_set())):
             src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[2]})
+            src.qmp.cmd("migrate-set-parameters",
+                        **{"avail-switchover-bandwidth": link_bandwidth(src)})
             release = None
         d1 = int(sysfs(path + "remaining_bytes"))
         info = src.qmp.cmd("query-migrate")
@@ -412,9 +427,18 @@ def check_remaining(run, vm, samples, label):
                  % (label, d1, d2, q))
 
 
+def link_bandwidth(vm):
+    """With SWITCHOVER_AT_LINK, the bandwidth QEMU is to decide on
+    switchover at: the max-bandwidth in force; 0 (its own figure)
+    otherwise."""
+    if not SWITCHOVER_AT_LINK:
+        return 0
+    return vm.qmp.cmd("query-migrate-parameters")["max-bandwidth"]
+
+
 def migrate(src, dst, sock):
     """Migrate src -> dst to the end; query-migrate's last answer."""
-    start_migration(src, dst, sock)
+    start_migration(src, dst, sock, switchover_bw=link_bandwidth(src))
     info = wait_migration(src)
     if info["status"] == "timeout":
         src.qmp.cmd("migrate_cancel")
@@ -598,8 +622,9 @@ def one_migration(run, src, dst, sock, label, sample=False):
     if sampler:
         # Slow enough that pre-copy lasts: samples with data pending.
         # Without device dirty tracking all 64 MiB of guest RAM is re-sent
-        # each round: at 32 MiB/s that still fits DOWNTIME_MS.  Slower
-        # still (RELEASE_BW) until the Sampler has enough.
+        # each round: at 32 MiB/s that still fits DOWNTIME_MS (QEMU is
+        # told so on a VF: SWITCHOVER_AT_LINK).  Slower still (RELEASE_BW,
+        # QEMU's own switchover figure) until the Sampler has enough.
         tracked = src.dev.status().get("dirty_tracking") == "device"
         release = (sampler.enough, sampler.some, (8 if tracked else 32) << 20)
         sampler.start()
@@ -752,7 +777,9 @@ def reinit_migration(run, src, dst, sock, mailbox):
     run.check("%s: the guest reset its GPU and loaded 1.5 MiB of VRAM again, in pre-copy"
               % label, done and st == "active",
               "reinit done: %s, migration %s; %s" % (done, st, "; ".join(src.lines()[-2:])))
-    src.qmp.cmd("migrate-set-parameters", **{"downtime-limit": limit})
+    src.qmp.cmd("migrate-set-parameters", **{"downtime-limit": limit,
+                                             "avail-switchover-bandwidth":
+                                             link_bandwidth(src)})
     info = wait_migration(src)
     t = trace()
     seen = re.findall(r"vfio_query_precopy_size +\(([^)]*)\) init (\d+), dirty (\d+), "
@@ -802,8 +829,9 @@ def main():
         tracking = m1.status().get("dirty_tracking")
         run.note("simgpu dirty tracking of guest memory: %s" % tracking)
         if tracking != "device":
-            global DOWNTIME_MS
+            global DOWNTIME_MS, SWITCHOVER_AT_LINK
             DOWNTIME_MS = 5000
+            SWITCHOVER_AT_LINK = bool(pool.pci)
         for u in (m1, m2):
             # a kernel is in flight most of the time; the device's own
             # background writer dirties guest memory all along
