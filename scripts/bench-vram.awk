@@ -89,14 +89,31 @@ END {
 		       v[i, "stop_bytes"], 100 * r(v[i, "stop_bytes"], v[i, "vram"]),
 		       v[i, "stopandcopy_bytes"], v[i, "stopandcopy_us"],
 		       r(v[i, "stopandcopy_us"], v[i, "down_us"])
+	# The run's baseline: the median over every run of every type of
+	# memcpy + CRC's MB/s (each itself the median of five).  Every row
+	# moves the same bytes, and the baseline is the machine's, not the
+	# type's: one row's lucky or unlucky baseline then does not decide
+	# that row's goal.
+	nb = 0
+	for (j = 1; j <= n; j++)
+		for (x = 1; x <= runs[j]; x++)
+			if (all[j, x, "memcpy_crc_ns"] + 0 > 0)
+				rates[++nb] = r(all[j, x, "first_pass_bytes"] * 1000, all[j, x, "memcpy_crc_ns"])
+	for (x = 2; x <= nb; x++)
+		for (y = x; y > 1 && rates[y - 1] > rates[y]; y--) {
+			tmp = rates[y]; rates[y] = rates[y - 1]; rates[y - 1] = tmp
+		}
+	runc = nb ? rates[int((nb + 1) / 2)] : 0
 	printf "\n  VRAM throughput of the first pass, MB/s, against memcpy and memcpy + one CRC-32 pass over the same bytes\n"
-	printf "  %-14s %8s %8s %8s %10s %9s %9s %11s %11s\n", "type", "bytes MiB", "save", "restore", "memcpy", "+crc", "save/+crc", "restore/+crc", "save/memcpy"
+	printf "  (+crc: measured beside the row; the run's: %.0f MB/s, the median of %d, %.0f to %.0f)\n", runc, nb, rates[1], rates[nb]
+	printf "  %-14s %8s %8s %8s %10s %9s %9s %11s %9s %11s %11s\n", "type", "bytes MiB", "save", "restore", "memcpy", "+crc", "save/+crc", "restore/+crc", "save/run", "restore/run", "save/memcpy"
 	for (i = 1; i <= n; i++) {
 		b = v[i, "first_pass_bytes"]
 		s = r(b * 1000, v[i, "save_ns"]); w = r(b * 1000, v[i, "restore_ns"])
 		m = r(b * 1000, v[i, "memcpy_ns"]); c = r(b * 1000, v[i, "memcpy_crc_ns"])
-		printf "  %-14s %9.1f %8.0f %8.0f %10.0f %9.0f %9.2f %11.2f %11.2f\n", v[i, "type"], mib(b),
-		       s, w, m, c, r(s, c), r(w, c), r(s, m)
+		sr[i] = r(s, runc); wr[i] = r(w, runc)
+		printf "  %-14s %9.1f %8.0f %8.0f %10.0f %9.0f %9.2f %11.2f %9.2f %11.2f %11.2f\n", v[i, "type"], mib(b),
+		       s, w, m, c, r(s, c), r(w, c), sr[i], wr[i], r(s, m)
 	}
 	printf "\n  Accounting and the idle stream\n"
 	printf "  %-14s %16s %6s %15s %6s %14s %16s %16s %8s\n", "type", "PRECOPY_INFO ns", "ratio", "DATA_SIZE ns", "ratio", "idle stream B", "quiesce idle us", "quiesce busy us", "step us"
@@ -136,8 +153,8 @@ END {
 			wi = i
 		if (!wq || r(v[i, "quiesce_busy_us"], v[i, "step_us"]) > r(v[wq, "quiesce_busy_us"], v[wq, "step_us"]))
 			wq = i
-		sv = r(v[i, "memcpy_crc_ns"], v[i, "save_ns"])
-		rs = r(v[i, "memcpy_crc_ns"], v[i, "restore_ns"])
+		sv = sr[i]
+		rs = wr[i]
 		if (!wsv || sv < wsvv) {
 			wsv = i; wsvv = sv
 		}
@@ -148,8 +165,8 @@ END {
 	goal(sprintf("stop-copy bytes, %% of VRAM (%s)", v[ws, "type"]),
 	     100 * r(v[ws, "stop_bytes"], v[ws, "vram"]), "<=", 2)
 	goal(sprintf("idle stream, bytes (%s)", v[wi, "type"]), v[wi, "idle_stream"], "<=", 1048576)
-	goal(sprintf("save, share of memcpy + CRC-32 (%s)", v[wsv, "type"]), wsvv, ">=", 0.8)
-	goal(sprintf("restore, share of memcpy + CRC-32 (%s)", v[wrs, "type"]), wrsv, ">=", 0.8)
+	goal(sprintf("save, share of the run's memcpy + CRC-32 (%s)", v[wsv, "type"]), wsvv, ">=", 0.8)
+	goal(sprintf("restore, share of the run's memcpy + CRC-32 (%s)", v[wrs, "type"]), wrsv, ">=", 0.8)
 	goal(sprintf("quiesce of a busy device, preemption steps (%s)", v[wq, "type"]),
 	     r(v[wq, "quiesce_busy_us"], v[wq, "step_us"]), "<=", 1)
 }

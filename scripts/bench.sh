@@ -11,6 +11,11 @@
 #   scripts/bench.sh --vram    only the VRAM migration benchmark (Debian's
 #                              kernel; the client still builds from the
 #                              debug kernel's headers)
+#
+# BENCH_APPEND adds to the VRAM benchmark VM's kernel command line, to
+# measure what a boot option costs: BENCH_APPEND=init_on_alloc=0 (Debian's
+# kernel zeroes every page it allocates by default, simgpu's lazily backed
+# VRAM included; performance.rst).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -53,10 +58,11 @@ mkdir -p "$out/vram"
 qemu=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$out/qemu-build.log") ||
 	{ cat "$out/qemu-build.log" >&2; die "QEMU with simgpu-pci failed to build"; }
 VM_MEMORY=3G "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$out/vram" --qemu "$qemu" \
-	--append "intel_iommu=on" --qemu-opts "$SIMGPU_PCI_QEMU_OPTS" -- \
+	--append "intel_iommu=on${BENCH_APPEND:+ $BENCH_APPEND}" --qemu-opts "$SIMGPU_PCI_QEMU_OPTS" -- \
 	"$GPUMIG_TOP/scripts/guest/run.sh" bench-vram "$out/vram" "$dist" "$BUILD/tools" ||
 	die "the VRAM benchmark VM failed: see $out/vram/console.log"
 [ -s "$out/vram/bench-vram.txt" ] || die "no VRAM benchmark output: see $out/vram/console.log"
+[ -z "${BENCH_APPEND:-}" ] || echo "VRAM benchmark VM booted with: $BENCH_APPEND"
 echo "VRAM migration ($(cat "$out/vram/uname.txt"), simgpu mdevs and simgpu-pci VFs under TCG; each holds the same non-zero data (64 MiB), 8 blocks dirtied per pre-copy round and before the stop; ratios to the first row)"
 awk -f "$GPUMIG_TOP/scripts/bench-vram.awk" "$out/vram/bench-vram.txt"
 if grep -q '^not ok' "$out/vram/bench-vram.txt"; then
