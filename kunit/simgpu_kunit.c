@@ -10,6 +10,7 @@
 #include <kunit/test.h>
 #include <linux/crc32.h>
 #include <linux/delay.h>
+#include <linux/highmem.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -312,6 +313,93 @@ static void vram_write_iter_short(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, -ERANGE, vram_put(&v, (1 << 20) - 8, src, 16, 16, &crc));
 	KUNIT_EXPECT_EQ(test, -ERANGE, vram_put(&v, U64_MAX - 4, src, 16, 16, &crc));
 	simgpu_vram_scrub(&v);
+	mutex_unlock(&lock);
+	mutex_destroy(&lock);
+}
+
+/*
+ * A write that covers a block with no page yet backs the block in one go
+ * (a destination's VRAM on restore): every page of it, its data exact, the
+ * block counted backed once; a copy that ends short inside it leaves the
+ * rest of the block zero, never what the pages held before they were
+ * allocated (primed here with pages freed dirty, which the allocator
+ * hands out again first); a block with a page already, or a write not
+ * aligned to a block, goes page by page as before.
+ */
+static void vram_write_iter_block(struct kunit *test)
+{
+	const size_t blk = 1 << 16, pages = blk / PAGE_SIZE;
+	u8 *src = kunit_kmalloc(test, blk, GFP_KERNEL);
+	u8 *buf = kunit_kmalloc(test, blk, GFP_KERNEL);
+	struct page *stale[16];
+	struct simgpu_vram v;
+	struct mutex lock;	/* stands for the core's */
+	unsigned long backed, zero;
+	unsigned int i;
+	u32 crc;
+
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_LE(test, pages, ARRAY_SIZE(stale));
+	for (i = 0; i < blk; i++)
+		src[i] = i * 13 + 5;
+	mutex_init(&lock);
+	simgpu_vram_init(&v, 1 << 20, &lock);
+	mutex_lock(&lock);
+
+	/* Block 0 whole. */
+	KUNIT_EXPECT_EQ(test, (ssize_t)blk, vram_put(&v, 0, src, blk, blk, &crc));
+	KUNIT_EXPECT_EQ(test, crc, crc32_le(~0U, src, blk));
+	KUNIT_EXPECT_EQ(test, v.present, pages);
+	KUNIT_EXPECT_EQ(test, v.nr_backed, 1UL);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 0, buf, blk, false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, src, blk));
+
+	/* Block 1, the copy ending short at 5000 bytes, over stale pages. */
+	for (i = 0; i < pages; i++) {
+		stale[i] = alloc_page(GFP_KERNEL);
+		if (stale[i])
+			memset_page(stale[i], 0, 0xa5, PAGE_SIZE);
+	}
+	for (i = 0; i < pages; i++)
+		if (stale[i])
+			__free_page(stale[i]);
+	KUNIT_EXPECT_EQ(test, 5000, vram_put(&v, blk, src, 5000, blk, &crc));
+	KUNIT_EXPECT_EQ(test, crc, crc32_le(~0U, src, 5000));
+	KUNIT_EXPECT_EQ(test, v.present, 2 * pages);
+	KUNIT_EXPECT_EQ(test, v.nr_backed, 2UL);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, blk, buf, blk, false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, src, 5000));
+	KUNIT_EXPECT_NULL(test, memchr_inv(buf + 5000, 0, blk - 5000));
+
+	/* Block 2 holds a page already: page by page, data exact. */
+	KUNIT_EXPECT_EQ(test, 10, vram_put(&v, 2 * blk + 3 * PAGE_SIZE, src, 10, 10, &crc));
+	KUNIT_EXPECT_EQ(test, (ssize_t)blk, vram_put(&v, 2 * blk, src, blk, blk, &crc));
+	KUNIT_EXPECT_EQ(test, v.present, 3 * pages);
+	KUNIT_EXPECT_EQ(test, v.nr_backed, 3UL);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 2 * blk, buf, blk, false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, src, blk));
+
+	/* Not block aligned: page by page across blocks 4 and 5. */
+	KUNIT_EXPECT_EQ(test, (ssize_t)blk, vram_put(&v, 4 * blk + 100, src, blk, blk, &crc));
+	KUNIT_EXPECT_EQ(test, crc, crc32_le(~0U, src, blk));
+	KUNIT_EXPECT_EQ(test, v.present, 4 * pages + 1);
+	KUNIT_EXPECT_EQ(test, v.nr_backed, 5UL);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_vram_rw(&v, 4 * blk + 100, buf, blk, false));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(buf, src, blk));
+
+	/* The counts agree with a walk of what is backed. */
+	for (i = 0, backed = 0, zero = 0; i < 16; i++) {
+		if (simgpu_vram_block_zero(&v, i))
+			zero++;
+		else
+			backed++;
+	}
+	KUNIT_EXPECT_EQ(test, backed, v.nr_backed);
+	KUNIT_EXPECT_EQ(test, zero, 11UL);
+	simgpu_vram_scrub(&v);
+	KUNIT_EXPECT_EQ(test, v.present, 0UL);
+	KUNIT_EXPECT_EQ(test, v.nr_backed, 0UL);
 	mutex_unlock(&lock);
 	mutex_destroy(&lock);
 }
@@ -894,6 +982,7 @@ static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(vram_sparse_and_scrub),
 	KUNIT_CASE(vram_zero_exact),
 	KUNIT_CASE(vram_write_iter_short),
+	KUNIT_CASE(vram_write_iter_block),
 	KUNIT_CASE(vram_dirty_counts),
 	KUNIT_CASE(mmu_walk_and_faults),
 	KUNIT_CASE(mmu_tlb_stale_until_flush),

@@ -8,6 +8,7 @@
 #ifndef _GPUMIG_COMPAT_H
 #define _GPUMIG_COMPAT_H
 
+#include <linux/gfp.h>
 #include <linux/module.h>
 
 /*
@@ -20,5 +21,16 @@
 
 /* iova_bitmap_set() and friends live in the IOMMUFD namespace. */
 #define GPUMIG_IMPORT_IOMMUFD_NS()	MODULE_INFO(import_ns, "IOMMUFD")
+
+/*
+ * 6.14 renamed alloc_pages_bulk_array() (fill the NULL slots of an array
+ * with pages; return how many slots hold one) to alloc_pages_bulk(), when
+ * the list variant went away.
+ */
+#ifdef alloc_pages_bulk_array
+#define gpumig_alloc_pages_bulk(gfp, nr, pages)	alloc_pages_bulk_array(gfp, nr, pages)
+#else
+#define gpumig_alloc_pages_bulk(gfp, nr, pages)	alloc_pages_bulk(gfp, nr, pages)
+#endif
 
 #endif /* _GPUMIG_COMPAT_H */

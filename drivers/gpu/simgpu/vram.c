@@ -17,6 +17,7 @@
 #include <linux/mm.h>
 #include <linux/uio.h>
 
+#include <gpumig/compat.h>
 #include <kunit/visibility.h>
 
 #include "simgpu_host.h"
@@ -102,6 +103,45 @@ static struct page *simgpu_vram_page(struct simgpu_vram *vram, u64 offset, bool 
 	return page;
 }
 
+#define SIMGPU_VRAM_BLOCK	BIT_ULL(SIMGPU_VRAM_BLOCK_SHIFT)
+#define SIMGPU_VRAM_BLOCK_PAGES	(1U << (SIMGPU_VRAM_BLOCK_SHIFT - PAGE_SHIFT))
+
+/*
+ * Back all of block @blk at once, for a write that covers it whole (a
+ * stream's chunk, on restore): one bulk allocation and no per-page lookup
+ * of the block, where it has no page yet.  The pages are not zeroed: the
+ * caller writes them all or clears what it did not reach.  Return: true
+ * when this call backed the block; false when the block had a page
+ * already, or the bulk allocation or the xarray came up short (nothing is
+ * left backed then, and the caller backs page by page, as it would have).
+ */
+static bool simgpu_vram_back_block(struct simgpu_vram *vram, unsigned long blk)
+{
+	struct page *pages[SIMGPU_VRAM_BLOCK_PAGES] = {};
+	unsigned long idx = blk * SIMGPU_VRAM_BLOCK_PAGES;
+	unsigned int i;
+
+	if (!simgpu_vram_block_zero(vram, blk))
+		return false;
+	if (gpumig_alloc_pages_bulk(GFP_KERNEL, SIMGPU_VRAM_BLOCK_PAGES, pages) <
+	    SIMGPU_VRAM_BLOCK_PAGES)
+		goto free;
+	for (i = 0; i < SIMGPU_VRAM_BLOCK_PAGES; i++)
+		if (xa_err(xa_store(&vram->pages, idx + i, pages[i], GFP_KERNEL)))
+			goto unstore;
+	vram->present += SIMGPU_VRAM_BLOCK_PAGES;
+	simgpu_vram_backing(vram, blk, true);
+	return true;
+unstore:
+	while (i--)
+		xa_erase(&vram->pages, idx + i);
+free:
+	for (i = 0; i < SIMGPU_VRAM_BLOCK_PAGES; i++)
+		if (pages[i])
+			__free_page(pages[i]);
+	return false;
+}
+
 static int simgpu_vram_range(struct simgpu_vram *vram, u64 offset, size_t len)
 {
 	u64 end;
@@ -168,7 +208,9 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_rw);
  * @crc: extended (crc32_le()) over the bytes written, as VRAM holds them
  *
  * The copy may end short (a fault with page faults disabled); a page this
- * call backed holds zeroes where it did not reach, never old memory.
+ * call backed holds zeroes where it did not reach, never old memory.  A
+ * block the write covers whole and that has no page yet is backed in one
+ * go (simgpu_vram_back_block()): a destination's VRAM fills that way.
  *
  * Context: @vram->lock held.
  * Return: the bytes copied, -ERANGE outside VRAM, -ENOMEM when a page
@@ -177,6 +219,7 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_rw);
 ssize_t simgpu_vram_write_iter(struct simgpu_vram *vram, u64 offset, struct iov_iter *from,
 			       size_t len, u32 *crc)
 {
+	u64 backed_end = 0;	/* a block backed here (not zeroed) ends there */
 	size_t done = 0;
 	int ret;
 
@@ -192,9 +235,13 @@ ssize_t simgpu_vram_write_iter(struct simgpu_vram *vram, u64 offset, struct iov_
 		bool fresh;
 		u8 *va;
 
+		if (!(offset & (SIMGPU_VRAM_BLOCK - 1)) && len - done >= SIMGPU_VRAM_BLOCK &&
+		    simgpu_vram_back_block(vram, offset >> SIMGPU_VRAM_BLOCK_SHIFT))
+			backed_end = offset + SIMGPU_VRAM_BLOCK;
 		page = simgpu_vram_page(vram, offset, n == PAGE_SIZE, &fresh);
 		if (IS_ERR(page))
 			return done ?: PTR_ERR(page);
+		fresh |= offset < backed_end;
 		va = kmap_local_page(page);
 		got = copy_from_iter(va + off, n, from);
 		if (got < n && fresh && n == PAGE_SIZE)
@@ -202,9 +249,15 @@ ssize_t simgpu_vram_write_iter(struct simgpu_vram *vram, u64 offset, struct iov_
 		*crc = crc32_le(*crc, va + off, got);
 		kunmap_local(va);
 		done += got;
-		offset += got;
-		if (got < n)
+		if (got < n) {
+			u64 o = (offset & PAGE_MASK) + PAGE_SIZE;
+
+			/* the rest of a block backed here, never reached */
+			for (; o < backed_end; o += PAGE_SIZE)
+				clear_highpage(xa_load(&vram->pages, o >> PAGE_SHIFT));
 			break;
+		}
+		offset += got;
 	}
 	return done;
 }
