@@ -349,18 +349,22 @@ def migrate_sampled(src, dst, sock, samples, release=None):
     set, or after RELEASE_AFTER seconds once some is, or after
     RELEASE_LATEST: pre-copy lasts until the samplers have enough."""
     path = src.dev.sysdir() + "/migration/"
+    hold = None
     if release:
-        # QEMU's own bandwidth figure until the release: at RELEASE_BW
-        # that keeps pre-copy going.
+        # QEMU's own bandwidth figure until the release, at RELEASE_BW and
+        # RELEASE_HOLD_MS: that keeps pre-copy going.
         src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": RELEASE_BW})
-    start_migration(src, dst, sock)
+        hold = RELEASE_HOLD_MS
+        limit = DOWNTIME_MS or src.qmp.cmd("query-migrate-parameters")["downtime-limit"]
+    start_migration(src, dst, sock, hold)
     start = time.time()
     deadline = start + 900
     while time.time() < deadline:
         el = time.time() - start
         if release and (release[0].is_set() or el > RELEASE_LATEST or
                         (el > RELEASE_AFTER and release[1].is_set())):
-            src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[2]})
+            src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[2],
+                                                     "downtime-limit": limit})
             src.qmp.cmd("migrate-set-parameters",
                         **{"avail-switchover-bandwidth": link_bandwidth(src)})
             release = None
@@ -484,7 +488,15 @@ SYS_PIDFD_GETFD = 438
 # kernel), and under KASAN 8 s once gave only two.
 RELEASE_BW = 1 << 20
 RELEASE_AFTER = 8
-RELEASE_LATEST = 40
+RELEASE_LATEST = 150
+# ...and with a downtime limit of 10 ms until then.  With device dirty
+# tracking the guest's RAM dirties only its 64 stamp pages between two
+# syncs: at RELEASE_BW and QEMU's 300 ms (about 300 KiB) QEMU once
+# switched over after 21 s by itself, the sampler holding one sample with
+# device data pending.  10 ms is about 10 KiB, which the stamps alone
+# pass every sync.  (Not 0: below any threshold at all QEMU switches over
+# as soon as a RAM round drains, without the sync that would refill it.)
+RELEASE_HOLD_MS = 10
 SAMPLES_WANTED = 20
 SAMPLES_NEEDED = 3
 # A sample outside its bracket is taken again this many times: the guest
