@@ -12,6 +12,8 @@
 #                              kernel; the client still builds from the
 #                              debug kernel's headers)
 #
+# BENCH_REPS (default 7): runs of each VRAM benchmark type, interleaved;
+# BENCH_CPUS (default 2): the VRAM benchmark VM's vCPUs.
 # BENCH_APPEND adds to the VRAM benchmark VM's kernel command line, to
 # measure what a boot option costs: BENCH_APPEND=init_on_alloc=0 (Debian's
 # kernel zeroes every page it allocates by default, simgpu's lazily backed
@@ -54,10 +56,11 @@ dist=$(stage distro)
 make -s -C "$DISTRO_KDIR" M="$dist" modules >>"$out/build.log" 2>&1 ||
 	{ cat "$out/build.log" >&2; die "module build for $KVER_DISTRO failed"; }
 mkdir -p "$out/vram"
+echo "${BENCH_REPS:-7}" >"$out/vram/bench-reps"
 # The project's QEMU (cached), so that the VM has simgpu-pci VFs too.
 qemu=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$out/qemu-build.log") ||
 	{ cat "$out/qemu-build.log" >&2; die "QEMU with simgpu-pci failed to build"; }
-VM_MEMORY=3G "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$out/vram" --qemu "$qemu" \
+VM_MEMORY=3G VM_CPUS=${BENCH_CPUS:-2} "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$out/vram" --qemu "$qemu" \
 	--append "intel_iommu=on${BENCH_APPEND:+ $BENCH_APPEND}" --qemu-opts "$SIMGPU_PCI_QEMU_OPTS" -- \
 	"$GPUMIG_TOP/scripts/guest/run.sh" bench-vram "$out/vram" "$dist" "$BUILD/tools" ||
 	die "the VRAM benchmark VM failed: see $out/vram/console.log"

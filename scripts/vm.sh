@@ -35,7 +35,7 @@ cmd=$(printf '%q ' "$@")
 
 # --disable-kvm: /dev/kvm may exist on these machines but does not work
 # (QEMU aborts setting MSRs); TCG is the only reliable accelerator.
-args=(-r "$kernel" --disable-kvm --disable-microvm --memory "${VM_MEMORY:-2G}" --cpus 2
+args=(-r "$kernel" --disable-kvm --disable-microvm --memory "${VM_MEMORY:-2G}" --cpus "${VM_CPUS:-2}"
       "--rwdir=$out=$out" "${rw[@]}")
 [ -n "$append" ] && args+=(--append "$append")
 [ -n "$qopts" ] && args+=(--qemu-opts="$qopts")

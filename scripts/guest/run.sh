@@ -932,28 +932,32 @@ bench-vram)
 	check "load simgpu.ko" insmod "$moddir/simgpu.ko" vram_budget_mb=40960
 	# A first pair, not reported: the first migration of a boot pays for
 	# page faults and caches that every later one finds warm.  Each type
-	# runs three times (bench-vram.awk prints medians): single runs under
-	# TCG moved a ratio by up to 2x.
-	reps=3
-	for t in warm-up 64M 256M 1G 16G; do
+	# runs BENCH_REPS times, 7 by default (bench-vram.awk prints medians):
+	# single runs under TCG moved a ratio by up to 2x, the same run on
+	# this machine taking one time or about twice it, at random.  The runs
+	# are interleaved, every type once per round: three runs of a type
+	# back to back once shared one slow or fast spell, and a row's median
+	# then differed from the next row's by up to 1.7x for the same work.
+	reps=$(cat "$out/bench-reps" 2>/dev/null || echo 7)
+	types=/sys/class/mdev_bus/simgpu/mdev_supported_types
+	a=$(cat /proc/sys/kernel/random/uuid) b=$(cat /proc/sys/kernel/random/uuid)
+	if check "create two simgpu-64M instances for the warm-up" sh -c \
+		"echo $a > $types/simgpu-64M/create && echo $b > $types/simgpu-64M/create"; then
+		timeout 1200 "$tooldir/simgpu-client" -s bench_vram -n simgpu_bench_vram_warm_up \
+			-d "$b" "$a" >>"$out/warm-up.txt" 2>>"$out/guest.log"
+		echo 1 > /sys/bus/mdev/devices/$a/remove
+		echo 1 > /sys/bus/mdev/devices/$b/remove
+	fi
+	# "TYPE SRC DST" per pair: two instances of every type, then pairs of
+	# VFs of each profile the PF offers, on gpumig-vfio-pci (the VM runs
+	# on the project's QEMU).
+	pairs=()
+	for t in 64M 256M 1G 16G; do
 		a=$(cat /proc/sys/kernel/random/uuid) b=$(cat /proc/sys/kernel/random/uuid)
-		types=/sys/class/mdev_bus/simgpu/mdev_supported_types
-		res=$out/bench-vram.txt rr=$reps
-		if [ $t = warm-up ]; then
-			t=64M res=$out/warm-up.txt rr=1
-		fi
-		if check "create two simgpu-$t instances" sh -c \
-			"echo $a > $types/simgpu-$t/create && echo $b > $types/simgpu-$t/create"; then
-			for r in $(seq $rr); do
-				timeout 1200 "$tooldir/simgpu-client" -s bench_vram \
-					-n "simgpu_bench_vram_$t" -d "$b" "$a" >>"$res" 2>>"$out/guest.log"
-			done
-			echo 1 > /sys/bus/mdev/devices/$a/remove
-			echo 1 > /sys/bus/mdev/devices/$b/remove
-		fi
+		check "create two simgpu-$t instances" sh -c \
+			"echo $a > $types/simgpu-$t/create && echo $b > $types/simgpu-$t/create" &&
+			pairs+=("$t $a $b")
 	done
-	# On simgpu-pci (the VM runs on the project's QEMU): pairs of VFs of
-	# each profile the PF offers, on gpumig-vfio-pci.
 	# udev may have loaded an installed simgpu_pf (DKMS) for the PF: ours.
 	pf=$(pf_addrs | head -n 1)
 	! grep -q '^simgpu_pf ' /proc/modules || rmmod simgpu_pf
@@ -966,13 +970,23 @@ bench-vram)
 			vf_bind "$(vf_addr "$pf" $i)" gpumig-vfio-pci
 		done
 		for i in 0 1; do
-			for r in $(seq $reps); do
-				timeout 1200 "$tooldir/simgpu-client" -s bench_vram \
-					-n "simgpu_bench_vram_vf$i" -d "$(vf_addr "$pf" $((i + 2)))" \
-					"$(vf_addr "$pf" $i)" >>"$out/bench-vram.txt" 2>>"$out/guest.log"
-			done
+			pairs+=("vf$i $(vf_addr "$pf" $i) $(vf_addr "$pf" $((i + 2)))")
 		done
 	fi
+	for r in $(seq $reps); do
+		for p in "${pairs[@]}"; do
+			read -r pt ps pd <<<"$p"
+			timeout 1200 "$tooldir/simgpu-client" -s bench_vram \
+				-n "simgpu_bench_vram_$pt" -d "$pd" "$ps" \
+				>>"$out/bench-vram.txt" 2>>"$out/guest.log"
+		done
+	done
+	for p in "${pairs[@]}"; do
+		read -r pt ps pd <<<"$p"
+		[ -e /sys/bus/mdev/devices/$ps ] || continue
+		echo 1 > /sys/bus/mdev/devices/$ps/remove
+		echo 1 > /sys/bus/mdev/devices/$pd/remove
+	done
 	;;
 soak)
 	# make soak: the soak scenario, SOAK_MIGRATIONS from the host, on two
