@@ -15,8 +15,8 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-secmirror=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+mirror=${DEBIAN_MIRROR:-$(apt_uri bookworm)}
+secmirror=${DEBIAN_SECURITY_MIRROR:-$(apt_uri bookworm-security)}
 kver_pkg=$(dpkg-query -W -f='${Version}' "linux-headers-$KVER_DISTRO" 2>/dev/null) ||
 	die "linux-headers-$KVER_DISTRO is not installed on the host (scripts/install-deps.sh)"
 pkgs="linux-image-$KVER_DISTRO-unsigned=$kver_pkg,linux-headers-$KVER_DISTRO=$kver_pkg"

@@ -14,7 +14,7 @@ action=$1 kver=${2:-$(uname -r)}
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$GPUMIG_TOP/dkms.conf")
 dest=/usr/src/gpumig-$ver
 
-if dkms status -m gpumig -v "$ver" 2>/dev/null | grep -q gpumig; then
+if [[ $(dkms status -m gpumig -v "$ver" 2>/dev/null) == *gpumig* ]]; then
 	dkms remove -m gpumig -v "$ver" --all >/dev/null
 fi
 rm -rf "$dest"

@@ -9,6 +9,7 @@
 # from them by accident; only virtme-ng and linux-source-7.3 are taken from
 # there, by name.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 KVER_DISTRO=${KVER_DISTRO:-6.12.117+deb12-amd64}
 SUDO=
@@ -25,17 +26,20 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_rev" ] &&
 	exit 0
 fi
 
+# The suites below come from the archive the host already uses for
+# bookworm (lib.sh, apt_uri): no archive host is written here.
+archive=$(apt_uri bookworm)
 src=/etc/apt/sources.list.d/gpumig.sources
 if [ ! -f "$src" ]; then
-	$SUDO tee "$src" >/dev/null <<'SRC'
+	$SUDO tee "$src" >/dev/null <<SRC
 Types: deb
-URIs: http://deb.debian.org/debian
+URIs: $archive
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
-URIs: http://deb.debian.org/debian
+URIs: $archive
 Suites: trixie trixie-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
@@ -44,9 +48,9 @@ fi
 # QEMU's source (for simgpu-pci, scripts/qemu.sh): Debian's tarball.
 srcs=/etc/apt/sources.list.d/gpumig-src.sources
 if [ ! -f "$srcs" ]; then
-	$SUDO tee "$srcs" >/dev/null <<'SRC'
+	$SUDO tee "$srcs" >/dev/null <<SRC
 Types: deb-src
-URIs: http://deb.debian.org/debian
+URIs: $archive
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

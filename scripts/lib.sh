@@ -12,6 +12,22 @@ DISTRO_KDIR=/lib/modules/$KVER_DISTRO/build
 DISTRO_VMLINUZ=/boot/vmlinuz-$KVER_DISTRO
 JOBS=${JOBS:-$(nproc)}
 
+# apt_uri SUITE: the archive the host's own apt configuration uses for
+# SUITE, or, when it has no entry for SUITE (bookworm-backports and trixie
+# before install-deps.sh added them), the one it uses for bookworm, which
+# carries every suite; security updates live in an archive of their own.
+# No script names an archive host: a machine with a local mirror or a
+# proxy keeps using it.  DEBIAN_MIRROR overrides.
+apt_uri() {
+	local all uri
+	all=$(apt-get indextargets --format '$(RELEASE) $(REPO_URI)' 2>/dev/null) || all=""
+	uri=$(awk -v s="$1" '$1 == s && u == "" { u = $2 } END { print u }' <<<"$all")
+	[ -n "$uri" ] || [[ $1 == *-security ]] ||
+		uri=$(awk '$1 == "bookworm" && u == "" { u = $2 } END { print u }' <<<"$all")
+	[ -n "$uri" ] || die "the host's apt configuration has no archive for $1 (or bookworm): add one to /etc/apt/sources.list.d"
+	echo "${uri%/}"
+}
+
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
@@ -20,9 +36,9 @@ die() { log "error: $*"; exit 1; }
 # modules, for booting) or "prepare" (modules_prepare only, compile checks).
 kernel_tree() {
 	local series=$1 frag=$2 mode=$3 tarball key dir
-	tarball=$(ls /usr/src/linux-source-"$series".tar.* 2>/dev/null | head -n 1)
+	tarball=$(find /usr/src -maxdepth 1 -name "linux-source-$series.tar.*" | sort | sed -n 1p)
 	[ -n "$tarball" ] || die "linux-source-$series not installed (run scripts/install-deps.sh)"
-	key=$( { echo "$mode"; basename "$tarball"; stat -c %s "$tarball"; cat "$frag"; gcc --version | head -n 1; } |
+	key=$( { echo "$mode"; basename "$tarball"; stat -c %s "$tarball"; cat "$frag"; gcc --version | sed -n 1p; } |
 		sha256sum | cut -c1-12)
 	dir=$GPUMIG_CACHE/linux-$series-$mode-$key
 	if [ -f "$dir/.gpumig-done" ]; then

@@ -13,7 +13,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mirror=${DEBIAN_MIRROR:-$(apt_uri bookworm-backports)}
 pkgs="libvirt-daemon-driver-qemu,libvirt-daemon,libvirt-clients,qemu-system-x86"
 pkgs+=",mdevctl,iproute2,procps"
 key=$( { echo "$mirror $pkgs"; echo bookworm bookworm-backports; } | sha256sum | cut -c1-12)
@@ -38,7 +38,7 @@ case $v in
 11.3.*) ;;
 *) die "the libvirt root has libvirt $v, not 11.3" ;;
 esac
-v=$(chroot "$dir" qemu-system-x86_64 --version | head -n 1)
+v=$(chroot "$dir" qemu-system-x86_64 --version | sed -n 1p)
 case $v in
 *"version 10.0"*) ;;
 *) die "the libvirt root has $v, not QEMU 10.0" ;;

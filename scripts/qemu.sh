@@ -34,14 +34,20 @@ fetch_source() {
 	# and matches the archive's checksum.
 	(cd "$SRC" && apt-get source --download-only "qemu=$QEMU_DEB" >"$SRC/fetch.log" 2>&1) || true
 	[ -f "$TARBALL" ] || die "could not fetch $TARBALL (see $SRC/fetch.log)"
-	local want
+	local stanzas want
 	# apt-cache showsrc takes no "=version": pick the stanza of $QEMU_DEB.
-	want=$(apt-cache showsrc qemu | awk -v v="$QEMU_DEB" '
+	# Its output is read whole before awk sees it: under pipefail, a
+	# reader that stops early (awk's exit) kills the writer with SIGPIPE
+	# and fails the pipeline at random.
+	stanzas=$(apt-cache showsrc qemu) || die "apt-cache showsrc qemu failed (no deb-src for bookworm-backports? run scripts/install-deps.sh)"
+	want=$(awk -v v="$QEMU_DEB" '
 		/^Package:/ { mine = 0 } /^Version:/ { mine = ($2 == v) }
 		/^Checksums-Sha256:/ { s = 1; next } /^[^ ]/ { s = 0 }
-		mine && s && $3 ~ /orig\.tar\.xz$/ { print $1; exit }')
-	[ -n "$want" ] && echo "$want  $TARBALL" | sha256sum -c --quiet - ||
-		die "$TARBALL does not match the archive's checksum"
+		mine && s && $3 ~ /orig\.tar\.xz$/ && want == "" { want = $1 }
+		END { print want }' <<<"$stanzas")
+	[ -n "$want" ] || die "apt-cache showsrc qemu has no checksum for $QEMU_DEB's orig tarball"
+	echo "$want  $TARBALL" | sha256sum -c --quiet - ||
+		die "$TARBALL does not match the archive's checksum ($want)"
 }
 
 # Lay out the device in QEMU's tree, and the small wiring it needs.
@@ -65,7 +71,7 @@ install_device() {
 }
 
 fetch_source
-key=$( { basename "$TARBALL"; sha256sum "${DEV_FILES[@]}" | cut -c1-64; gcc --version | head -n 1; } |
+key=$( { basename "$TARBALL"; sha256sum "${DEV_FILES[@]}" | cut -c1-64; gcc --version | sed -n 1p; } |
 	sha256sum | cut -c1-12)
 dir=$GPUMIG_CACHE/qemu-$QEMU_VER-simgpu
 bin=$dir/build/qemu-system-x86_64

@@ -12,7 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mirror=${DEBIAN_MIRROR:-$(apt_uri trixie)}
 pkgs=qemu-system-x86,python3
 key=$( { echo "$mirror $pkgs"; echo trixie trixie-backports; } | sha256sum | cut -c1-12)
 dir=$GPUMIG_CACHE/trixie-qemu-$key
@@ -30,7 +30,7 @@ mmdebstrap --quiet --variant=apt --components=main \
 	--include="$pkgs" trixie "$dir" \
 	"deb $mirror trixie main" "deb $mirror trixie-backports main" >&2 ||
 	die "mmdebstrap failed"
-v=$(chroot "$dir" qemu-system-x86_64 --version | head -n 1)
+v=$(chroot "$dir" qemu-system-x86_64 --version | sed -n 1p)
 case $v in
 *"version 11.1"*) ;;
 *) die "the trixie root has $v, not QEMU 11.1" ;;
