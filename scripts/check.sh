@@ -6,7 +6,8 @@
 #   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N] [--round-trips N]
 #
 # Steps: deps kernels qemu qtest static dkms debug-vm distro-vm fuzz; and,
-# only when named, two-host: the libvirt lane (testing.rst; `make
+# only when named, releases: migrations to and from older releases alone
+# (distro-vm runs them too); two-host: the libvirt lane (testing.rst; `make
 # check-two-host`, about 40 minutes on a slow machine, too long for make
 # check's budget); kunit: the
 # KUnit suites alone in the debug kernel (all, or those of KUNIT_MODULES,
@@ -233,7 +234,7 @@ fi
 
 DEBUG_KDIR=""
 if want kernels || want static || want debug-vm || want distro-vm || named pci-vm || named kunit ||
-   want two-host; then
+   want two-host || named releases; then
 	t0=$(date +%s)
 	if DEBUG_KDIR=$(debug_kdir 2>"$RES/kernel-debug.log"); then
 		record "debug kernel $DEBUG_SERIES (KASAN, lockdep, kmemleak, KUnit) ready" pass $(($(date +%s) - t0))
@@ -256,7 +257,8 @@ if want qemu || want debug-vm || named pci-vm; then
 fi
 
 QEMU_BIN=""
-if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm || want two-host; then
+if want qemu || want qtest || want debug-vm || want distro-vm || named pci-vm || want two-host ||
+   named releases; then
 	t0=$(date +%s)
 	if QEMU_BIN=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$RES/qemu-build.log"); then
 		record "QEMU 10.0.2 with simgpu-pci built" pass $(($(date +%s) - t0))
@@ -292,7 +294,7 @@ TOOLS=$BUILD/tools
 PCI_VM_ARGS=()
 [ -n "$QEMU_BIN" ] && PCI_VM_ARGS=(--qemu "$QEMU_BIN" --append "intel_iommu=on"
 				   --qemu-opts "$SIMGPU_PCI_QEMU_OPTS")
-if (want debug-vm || want distro-vm || named pci-vm) && [ -n "$DEBUG_KDIR" ]; then
+if (want debug-vm || want distro-vm || named pci-vm || named releases) && [ -n "$DEBUG_KDIR" ]; then
 	run_check "build the userspace VFIO client" client_build "$DEBUG_KDIR"
 fi
 
@@ -344,12 +346,36 @@ dkms_step() {
 		"$GPUMIG_TOP/scripts/dkms.sh" install "$KVER_DISTRO"
 }
 
+# releases_build DIR: every older release's modules for Debian's kernel
+# (scripts/release.sh), listed in DIR/releases for the VM's releases
+# suite; GOLDEN_RELEASES=1 also keeps the streams those releases write,
+# in DIR/golden (tools/golden/README).
+releases_build() {
+	local rv rc d t0
+	: >"$1/releases"
+	if [ "${GOLDEN_RELEASES:-0}" = 1 ]; then
+		mkdir -p "$1/golden"
+		echo "$1/golden" >"$1/golden-dir"
+	fi
+	while read -r rv rc; do
+		t0=$(date +%s)
+		if d=$("$GPUMIG_TOP/scripts/release.sh" "$rv" "$DISTRO_KDIR" 2>"$RES/release-$rv.log"); then
+			record "gpumig $rv (commit ${rc:0:12}) built for $KVER_DISTRO" pass $(($(date +%s) - t0))
+			echo "$rv $d" >>"$1/releases"
+		else
+			record "gpumig $rv (commit ${rc:0:12}) built for $KVER_DISTRO" FAIL \
+				$(($(date +%s) - t0)) "see build/results/release-$rv.log"
+		fi
+	done < <("$GPUMIG_TOP/scripts/release.sh" --list)
+}
+
 # distro_vm: Debian's kernel, one boot: DKMS's modules, the mdev and PCI
-# suites, the package lane.
+# suites, migrations to and from older releases, the package lane.
 distro_vm() {
 	# The package lane's inputs: gpumig-dkms built with dh-dkms, and a
 	# Debian root for it to be installed into (run.sh, package_suite).
 	mkdir -p "$RES/distro"
+	releases_build "$RES/distro"
 	t0=$(date +%s)
 	if deb=$("$GPUMIG_TOP/scripts/deb.sh" 2>"$RES/deb.log"); then
 		record "Debian package gpumig-dkms built with dh-dkms" pass $(($(date +%s) - t0))
@@ -459,6 +485,15 @@ if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 fi
 want dkms && dkms_step
 want distro-vm && timed "the distro VM" distro_vm
+if named releases && ! want distro-vm; then
+	# The releases suite alone, on Debian's kernel with the DKMS install.
+	mkdir -p "$RES/releases"
+	releases_build "$RES/releases"
+	VM_MEMORY=3G VM_TIMEOUT=1200 run_check "releases VM: $KVER_DISTRO, migrations to and from older releases" \
+		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/releases" "${PCI_VM_ARGS[@]}" -- \
+		"$GPUMIG_TOP/scripts/guest/run.sh" releases "$RES/releases" "$BUILD/distro" "$TOOLS"
+	run_check "releases VM: kernel log clean" log_clean "$RES/releases"
+fi
 named two-host && timed "the two hosts" two_host
 
 if want fuzz; then

@@ -693,6 +693,106 @@ pci_suite() {
 	check "unload gpumig-vfio-pci, gpumig, simgpu-pf" rmmod gpumig_vfio_pci gpumig simgpu_pf
 }
 
+# ---- releases: this one and each older one, one module set at a time ----
+#
+# OUT/releases names the older releases' modules built for this kernel,
+# "VERSION MODDIR" a line (scripts/release.sh).  Two module sets cannot
+# share a kernel (same names, same symbols, the same mdev parent), so each
+# step loads one set, uses it and unloads it: this release writes a
+# stream (the golden stream's pattern, tools/golden/README), the older one
+# restores it and writes its own, and this one restores that; on an mdev
+# and on a VF.  With OUT/golden-dir, the older release's streams are kept
+# there as its golden streams.
+
+# rel_load SET DIR: "ours" (the DKMS build, or MODDIR's) or "old" (DIR's).
+rel_load() {
+	local m
+	for m in gpumig_vfio_pci simgpu_pf simgpu gpumig; do
+		! grep -q "^$m " /proc/modules || rmmod $m || return 1
+	done
+	vfio_stack || return 1
+	if [ "$1" = old ]; then
+		insmod "$2/gpumig.ko" && insmod "$2/simgpu.ko" && insmod "$2/simgpu-pf.ko" &&
+			insmod "$2/gpumig-vfio-pci.ko"
+	elif [ -n "$kdir" ]; then
+		insmod "$moddir/gpumig.ko" && insmod "$moddir/simgpu.ko" &&
+			insmod "$moddir/simgpu-pf.ko" && insmod "$moddir/gpumig-vfio-pci.ko"
+	else
+		modprobe -a gpumig simgpu simgpu_pf gpumig_vfio_pci
+	fi
+}
+
+rel_unload() {
+	rmmod gpumig_vfio_pci simgpu_pf simgpu gpumig
+}
+
+# rel_mdev SET DIR SCENARIO FILE NAME: SCENARIO (golden_save or
+# golden_restore, GOLDEN_STREAM=FILE) on a fresh simgpu-64M under SET.
+rel_mdev() {
+	local u rc
+	rel_load "$1" "$2" || return 1
+	u=$(cat /proc/sys/kernel/random/uuid)
+	echo "$u" >/sys/class/mdev_bus/simgpu/mdev_supported_types/simgpu-64M/create || return 1
+	GOLDEN_STREAM=$4 timeout 300 "$tooldir/simgpu-client" -s "$3" -n "$5" "$u" \
+		>"$out/client-$5.ktap" 2>>"$out/guest.log"
+	rc=$?
+	echo 1 >"/sys/bus/mdev/devices/$u/remove"
+	rel_unload && return $rc
+}
+
+# rel_vf SET DIR SCENARIO FILE NAME: the same on VF 0 (64M) of the first
+# PF, on gpumig-vfio-pci under SET.
+rel_vf() {
+	local pf vf rc
+	rel_load "$1" "$2" || return 1
+	pf=$(pf_addrs | sed -n 1p)
+	[ -n "$pf" ] && echo 64M >"/sys/bus/pci/devices/$pf/simgpu/vf0_profile" &&
+		echo 1 >"/sys/bus/pci/devices/$pf/sriov_numvfs" || return 1
+	vf=$(vf_addr "$pf" 0)
+	if vf_bind "$vf" "$GVP"; then
+		GOLDEN_STREAM=$4 timeout 300 "$tooldir/simgpu-client" -s "$3" -n "$5" "$vf" \
+			>"$out/client-$5.ktap" 2>>"$out/guest.log"
+		rc=$?
+		vf_unbind "$vf"
+	else
+		rc=1
+	fi
+	echo 0 >"/sys/bus/pci/devices/$pf/sriov_numvfs"
+	rel_unload && return $rc
+}
+
+releases_suite() {
+	local ver dir cur kind gd
+	cur=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$(dirname "$0")/../../dkms.conf")
+	if [ ! -s "$out/releases" ]; then
+		check "releases: the older releases' modules were built for $(uname -r)" false
+		return
+	fi
+	gd=$(cat "$out/golden-dir" 2>/dev/null)
+	while read -r ver dir; do
+		for kind in mdev vf; do
+			[ "$kind" = vf ] && [ -z "$(pf_addrs)" ] && continue
+			local new=$out/rel-$cur-$kind.bin old=$out/rel-$ver-$kind.bin
+			check "releases: $cur writes a stream ($kind)" \
+				rel_$kind ours "" golden_save "$new" "rel_${cur//./_}_save_$kind" &&
+				check "releases: $ver restores $cur's stream ($kind)" \
+					rel_$kind old "$dir" golden_restore "$new" \
+					"rel_${ver//./_}_restores_${cur//./_}_$kind"
+			check "releases: $ver writes a stream ($kind)" \
+				rel_$kind old "$dir" golden_save "$old" "rel_${ver//./_}_save_$kind" &&
+				check "releases: $cur restores $ver's stream ($kind)" \
+					rel_$kind ours "" golden_restore "$old" \
+					"rel_${cur//./_}_restores_${ver//./_}_$kind"
+			if [ -n "$gd" ] && [ -s "$old" ]; then
+				local t=simgpu-64M
+				[ "$kind" = vf ] && t=simgpu-vf-64M
+				gzip -9n <"$old" >"$gd/gpumig-$ver-$t.stream.gz"
+			fi
+			rm -f "$new" "$old"
+		done
+	done <"$out/releases"
+}
+
 # The modules of the PCI suite: built ones by path, or the DKMS install.
 loadmod=insmod
 moddir_pf=$moddir/simgpu-pf.ko
@@ -1072,7 +1172,12 @@ distro)
 	check "unload simgpu" rmmod simgpu
 	check "unload gpumig" rmmod gpumig
 	pci_if_present
+	releases_suite
 	package_suite
+	;;
+releases)
+	# The releases suite alone (scripts/check.sh --only releases).
+	releases_suite
 	;;
 esac
 
