@@ -109,6 +109,7 @@ static const struct scenario {
 	{ "dma_log_race", t_dma_log_race, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "dma_log_cut", t_dma_log_cut, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "dma_log_lifecycle", t_dma_log_lifecycle, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "dma_log_span", t_dma_log_span, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "dirty_precopy", t_dirty_precopy, NEEDS_DST | NEEDS_MIGRATION },
 	{ "aperture", t_aperture, NEEDS_DST | NEEDS_MIGRATION },
 	{ "migrate", t_migrate, NEEDS_DST | NEEDS_MIGRATION },

@@ -121,6 +121,7 @@ int t_poll(struct gpu *g);
 int t_metrics(struct gpu *g);
 int t_kill_resume(struct gpu *g);
 int t_dma_log_lifecycle(struct gpu *g);
+int t_dma_log_span(struct gpu *g);
 
 /* race.c */
 int t_race(struct gpu *g);

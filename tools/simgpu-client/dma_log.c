@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/vfio.h>
@@ -486,6 +489,75 @@ int t_dma_log_lifecycle(struct gpu *g)
 	TRY(lc_stopped(g, bm, iova));
 	TRY(lc_unmap(g, bm, iova, pages));
 	TRY(lc_race(g, bm, iova, pages));
+	dma_log_stop(g);
+	return 0;
+}
+
+/*
+ * A report over a span far larger than anything tracked: what the VFIO
+ * core lets through (it checks only that iova + length does not wrap) must
+ * cost what was tracked, not what was asked.  Length 2^63 at a page size
+ * of 2^62 takes an 8-byte bitmap; a driver that walks the span in steps
+ * of its own runs for days.  The report runs in a child: it must end
+ * within SPAN_SECONDS, or at least die of SIGKILL, and it reports the
+ * guest pages written (all inside its first 2^62 bytes) and clears them.
+ */
+#define SPAN_SECONDS 60
+
+int t_dma_log_span(struct gpu *g)
+{
+	uint64_t *bm, buf_iova, words[BM_WORDS_MAX];
+	int mode = device_tracking(g), status = 0, waited;
+	pid_t pid;
+
+	CHECK(mode >= 0, "cannot read migration/status");
+	gpu_setup(g, 16);
+	sysbuf(g, VA_SYS, 4 * 4096, &buf_iova);
+	if (!mode)
+		return expect_no_logging(g);
+	bm = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(bm != MAP_FAILED, "mmap");
+	CHECK(dma_log_start(g, GUEST_IOVA, guest_size) == 0, "START: %s", strerror(errno));
+	CHECK(report_guest(g, words) >= 0, "first REPORT");
+	CHECK(fill_span(g, VA_SYS, 0, 3) == 0, "writes");
+	bm[0] = 0;
+	bm[1] = 0xa5a5a5a5a5a5a5a5ULL;
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (!pid) {
+		struct vfio_device_feature_dma_logging_report r = {
+			.iova = 0, .length = 1ULL << 63, .page_size = 1ULL << 62,
+			.bitmap = (uintptr_t)bm,
+		};
+
+		_exit(gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
+					     VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+				  &r, sizeof(r)) ? 2 : 0);
+	}
+	for (waited = 0; waited < SPAN_SECONDS * 10; waited++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		usleep(100000);
+	}
+	if (waited == SPAN_SECONDS * 10) {
+		kill(pid, SIGKILL);
+		for (waited = 0; waited < 100; waited++) {
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				return fail("a REPORT of 2^63 bytes at 2^62 a page ran over %d s (it died of SIGKILL)",
+					    SPAN_SECONDS);
+			usleep(100000);
+		}
+		return fail("a REPORT of 2^63 bytes at 2^62 a page ran over %d s and ignored SIGKILL for 10 s more",
+			    SPAN_SECONDS);
+	}
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status), "the REPORT of 2^63 bytes failed");
+	CHECK(bm[0] == 1, "the REPORT of 2^63 bytes set 0x%llx, not its first bit (pages written in it)",
+	      (unsigned long long)bm[0]);
+	CHECK(bm[1] == 0xa5a5a5a5a5a5a5a5ULL, "the REPORT wrote past its 8-byte bitmap");
+	CHECK(report_guest(g, words) == 0, "the pages the huge REPORT returned were not cleared");
+	printf("    # dma_log_span: a REPORT of 2^63 bytes at 2^62 a page took %d.%d s, reported and cleared what was written\n",
+	       waited / 10, waited % 10);
+	munmap(bm, 4096);
 	dma_log_stop(g);
 	return 0;
 }
