@@ -377,6 +377,10 @@ static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 
 	mutex_lock(&migf->io_lock);
 	while (done < len) {
+		/* A whole stream may be asked for at once: stay killable. */
+		if (done && fatal_signal_pending(current))
+			break;
+		cond_resched();
 		mutex_lock(&migf->lock);
 		ret = gpumig_fill(migf);
 		n = min(len - done, gpumig_buffered(migf));
@@ -675,6 +679,10 @@ static int gpumig_rx_zero(void *priv, u64 off, u64 len)
 	while (len) {
 		u32 n = min_t(u64, len, GPUMIG_ZERO_STEP);
 
+		/* As long as VRAM, and a device may clear it slowly: killable. */
+		if (fatal_signal_pending(current))
+			return gpumig_parser_set_error(&migf->parser, -EINTR,
+				"zero range at 0x%llx: interrupted", off);
 		ret = m->ops->vram_write(m->priv, off, NULL, n);
 		if (ret)
 			return ret;

@@ -14,6 +14,7 @@
 #include <linux/crc32.h>
 #include <linux/interval_tree.h>
 #include <linux/pci.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/sizes.h>
 #include <linux/uio.h>
@@ -451,12 +452,15 @@ static int gvp_be_dma_log_start(void *priv, struct rb_root_cached *ranges, u32 n
 	}
 	ret = n ? simgpu_pf_vf_dma_log_start(g->vf, r, n, GVP_LOG_PAGE) : -EINVAL;
 out:
-	kfree(r);
 	if (ret) {
+		kfree(r);
 		bitmap_free(g->log_bits);
 		g->log_bits = NULL;
+		return ret;
 	}
-	return ret;
+	g->log_ranges = r;
+	g->log_nr = n;
+	return 0;
 }
 
 static void gvp_be_dma_log_stop(void *priv)
@@ -468,6 +472,9 @@ static void gvp_be_dma_log_stop(void *priv)
 	simgpu_pf_vf_dma_log_stop(g->vf);
 	bitmap_free(g->log_bits);
 	g->log_bits = NULL;
+	kfree(g->log_ranges);
+	g->log_ranges = NULL;
+	g->log_nr = 0;
 	xa_destroy(&g->log_carry);
 }
 
@@ -507,15 +514,50 @@ static void gvp_log_chunk(struct gvp_dev *g, u64 first, unsigned long n,
 	}
 }
 
+/*
+ * Report [@iova, @last] inside one tracked range: the device is asked
+ * only about pages it tracks, so a report costs what was tracked (at most
+ * the PF's log_pages in all), whatever span the user names, and a fatal
+ * signal ends it between two chunks.
+ */
+static int gvp_log_range(struct gvp_dev *g, const struct simgpu_pf_iova_range *r,
+			 u64 iova, u64 last,
+			 void (*report)(void *ctx, u64 iova, u64 len), void *ctx)
+{
+	u64 first = max(ALIGN_DOWN(iova, GVP_LOG_PAGE), r->iova);
+	u64 end = min(ALIGN_DOWN(last, GVP_LOG_PAGE), r->iova + r->length - GVP_LOG_PAGE);
+	u64 pages;
+	int ret;
+
+	if (first > end)
+		return 0;
+	pages = (end - first) / GVP_LOG_PAGE + 1;
+	while (pages) {
+		unsigned long n = min_t(u64, pages, GVP_LOG_CHUNK);
+
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		ret = simgpu_pf_vf_dma_log_report(g->vf, first, (u64)n * GVP_LOG_PAGE,
+						  g->log_bits);
+		if (ret)
+			return ret;
+		gvp_log_chunk(g, first, n, iova, last, report, ctx);
+		first += (u64)n * GVP_LOG_PAGE;
+		pages -= n;
+		cond_resched();
+	}
+	return 0;
+}
+
 static int gvp_be_dma_log_report(void *priv, u64 iova, u64 len,
 				 void (*report)(void *ctx, u64 iova, u64 len), void *ctx)
 {
 	struct gvp_dev *g = priv;
 	u64 last = iova + len - 1;	/* the engine checked it fits */
 	u64 first = ALIGN_DOWN(iova, GVP_LOG_PAGE);
-	u64 pages = last / GVP_LOG_PAGE - first / GVP_LOG_PAGE + 1;
 	u64 edge[2] = { first, ALIGN_DOWN(last, GVP_LOG_PAGE) };
 	bool cut[2] = { first < iova, last % GVP_LOG_PAGE != GVP_LOG_PAGE - 1 };
+	unsigned int k;
 	int i, ret = 0;
 
 	if (!g->log_bits)
@@ -532,18 +574,9 @@ static int gvp_be_dma_log_report(void *priv, u64 iova, u64 len,
 		if (ret)
 			goto out;
 	}
-	while (pages) {
-		unsigned long n = min_t(u64, pages, GVP_LOG_CHUNK);
-
-		ret = simgpu_pf_vf_dma_log_report(g->vf, first, (u64)n * GVP_LOG_PAGE,
-						  g->log_bits);
-		if (ret)
-			break;
-		gvp_log_chunk(g, first, n, iova, last, report, ctx);
-		first += (u64)n * GVP_LOG_PAGE;
-		pages -= n;
-		cond_resched();
-	}
+	/* The tracked ranges are sorted and apart (gvp_be_dma_log_start()). */
+	for (k = 0; k < g->log_nr && !ret; k++)
+		ret = gvp_log_range(g, &g->log_ranges[k], iova, last, report, ctx);
 out:
 	/* A reserved slot that holds no page reads as NULL: drop it. */
 	for (i = 0; i < 2; i++)
@@ -602,6 +635,9 @@ void gvp_backend_destroy(struct gvp_dev *g)
 {
 	bitmap_free(g->log_bits);
 	g->log_bits = NULL;
+	kfree(g->log_ranges);
+	g->log_ranges = NULL;
+	g->log_nr = 0;
 	xa_destroy(&g->log_carry);
 	bitmap_free(g->vdirty);
 	bitmap_free(g->populated);

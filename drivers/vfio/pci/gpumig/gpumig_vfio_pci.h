@@ -44,6 +44,9 @@
  * @populated: blocks written since the last scrub (others read as zeroes)
  * @tracking: VRAM dirty tracking is on
  * @log_bits: DMA-log report chunk while logging, else NULL (state mutex)
+ * @log_ranges: the tracked IOVA ranges while logging, sorted and apart
+ *	(state mutex)
+ * @log_nr: how many
  * @log_carry: 4 KiB pages (by IOVA >> 12) the device cleared in a report
  *	that asked for only part of them: still dirty (state mutex)
  * @inert_lock: guards @quarantined and @why (functions without @mig)
@@ -66,6 +69,8 @@ struct gvp_dev {
 	bool tracking;
 
 	unsigned long *log_bits;
+	struct simgpu_pf_iova_range *log_ranges;
+	unsigned int log_nr;
 	struct xarray log_carry;
 
 	struct mutex inert_lock;	/* see above */
