@@ -570,6 +570,36 @@ pf_plain() {
 		mig_status "$pf" | grep -qx "not migratable: physical function"
 }
 
+# SR-IOV disabled while a VF is being bound to gpumig-vfio-pci: the PF's
+# driver finds nothing bound and, with sriov_delay_ms holding that window
+# open, the bind starts and asks the PF for the VF's services.  Both must
+# end (the VF goes with SR-IOV), neither may hang.
+sriov_bind_race() {
+	local pf=$1 vf dbg=/sys/kernel/debug/simgpu-pf/$1 d b t
+	echo 1 >"/sys/bus/pci/devices/$pf/sriov_numvfs" || return 1
+	vf=$(vf_addr "$pf" 0)
+	echo "$GVP" >"/sys/bus/pci/devices/$vf/driver_override" || return 1
+	echo 3000 >"$dbg/sriov_delay_ms" || return 1
+	echo 0 >"/sys/bus/pci/devices/$pf/sriov_numvfs" &
+	d=$!
+	sleep 1
+	echo "$vf" >/sys/bus/pci/drivers_probe &
+	b=$!
+	for t in $(seq 60); do
+		if ! kill -0 $d 2>/dev/null && ! kill -0 $b 2>/dev/null; then
+			break
+		fi
+		sleep 1
+	done
+	echo 0 >"$dbg/sriov_delay_ms"
+	if kill -0 $d 2>/dev/null || kill -0 $b 2>/dev/null; then
+		echo "SR-IOV disable or the VF's bind still blocked after 60 s"
+		return 1
+	fi
+	wait $d || { echo "SR-IOV disable failed"; return 1; }
+	[ ! -e "/sys/bus/pci/devices/$vf" ] && [ "$(cat "/sys/bus/pci/devices/$pf/sriov_numvfs")" = 0 ]
+}
+
 # The Nova entries for a host with VFs and a PF bound.
 nova_check() {
 	local out=$1 vf
@@ -687,6 +717,8 @@ pci_suite() {
 	check "the PF binds to simgpu-pf again and enables VFs" sh -c \
 		"echo $pf > $PFDRV/bind && echo 2 > /sys/bus/pci/devices/$pf/sriov_numvfs &&
 		 echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs"
+	check "SR-IOV disabled while a VF binds to $GVP: both end, nothing hangs" \
+		sriov_bind_race "$pf"
 	check "the second PF back to simgpu-pf" sh -c \
 		"echo > /sys/bus/pci/devices/$pf2/driver_override && echo $pf2 > /sys/bus/pci/drivers/$GVP/unbind &&
 		 echo $pf2 > $PFDRV/bind"

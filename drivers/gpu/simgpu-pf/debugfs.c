@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * simgpu-pf debugfs: /sys/kernel/debug/simgpu-pf/<VF address>/ holds the
- * VF's test knobs and counters, under the names the mdev simgpu uses in
+ * simgpu-pf debugfs: /sys/kernel/debug/simgpu-pf/<PF address>/ holds the
+ * driver's own test knobs, and /sys/kernel/debug/simgpu-pf/<VF address>/
+ * the VF's test knobs and counters, under the names the mdev simgpu uses in
  * /sys/kernel/debug/simgpu/<uuid>/, so one test client drives both.  They
  * are the PF's test registers: reachable from inside a VM, where the
  * hardware's host (QEMU) is not.
@@ -106,6 +107,29 @@ void simgpu_pf_debugfs_remove(struct simgpu_pf_vf *vf)
 {
 	debugfs_remove_recursive(vf->debugfs);
 	vf->debugfs = NULL;
+}
+
+/**
+ * simgpu_pf_debugfs_pf_add() - a PF's directory: its driver's test knobs
+ * @pf: PF, bound
+ *
+ * sriov_delay_ms holds SR-IOV configuration open for a while between its
+ * checks and the PCI core's enable or disable: a window for race tests.
+ */
+void simgpu_pf_debugfs_pf_add(struct simgpu_pf *pf)
+{
+	pf->debugfs = debugfs_create_dir(pci_name(pf->pdev), simgpu_pf_debugfs_root);
+	debugfs_create_u32("sriov_delay_ms", 0600, pf->debugfs, &pf->sriov_delay_ms);
+}
+
+/**
+ * simgpu_pf_debugfs_pf_remove() - remove a PF's directory
+ * @pf: PF
+ */
+void simgpu_pf_debugfs_pf_remove(struct simgpu_pf *pf)
+{
+	debugfs_remove_recursive(pf->debugfs);
+	pf->debugfs = NULL;
 }
 
 /** simgpu_pf_debugfs_init() - the module's directory */

@@ -7,6 +7,7 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 #include <linux/module.h>
@@ -127,6 +128,7 @@ static int simgpu_pf_sriov_configure(struct pci_dev *pdev, int num)
 			pci_warn(pdev, "SR-IOV stays enabled: VF %u is in use, %s\n", n, why);
 			ret = -EBUSY;
 		} else {
+			msleep(READ_ONCE(pf->sriov_delay_ms));
 			simgpu_pf_disable_vfs(pf);
 		}
 	}
@@ -237,6 +239,7 @@ static int simgpu_pf_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_vectors;
 	pci_set_drvdata(pdev, pf);
+	simgpu_pf_debugfs_pf_add(pf);
 	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_STATUS, ~0U);
 	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, GENMASK(pf->total_vfs - 1, 0));
 	pci_info(pdev, "simgpu-pci PF: %u VFs, profiles 0x%x, aperture %llu MiB\n",
@@ -289,6 +292,7 @@ static void simgpu_pf_remove(struct pci_dev *pdev)
 	mutex_lock(&pf->lock);
 	simgpu_pf_put_vfs(pf);
 	mutex_unlock(&pf->lock);
+	simgpu_pf_debugfs_pf_remove(pf);
 	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, 0);
 	free_irq(pci_irq_vector(pdev, 0), pf);
 	pci_free_irq_vectors(pdev);

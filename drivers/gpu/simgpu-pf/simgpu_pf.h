@@ -75,6 +75,9 @@ struct simgpu_pf_vf {
  *	@debugfs
  * @num_vfs: VFs enabled
  * @profile: each VF's profile, written to the device at enable
+ * @debugfs: the PF's knob directory (fixed while bound)
+ * @sriov_delay_ms: test knob: SR-IOV configuration waits this long
+ *	between its checks and the PCI core's enable or disable (debugfs)
  * @vf: the VFs
  */
 struct simgpu_pf {
@@ -88,6 +91,8 @@ struct simgpu_pf {
 	struct mutex lock;		/* see above */
 	unsigned int num_vfs;
 	u32 profile[SIMGPU_PF_MAX_VFS];
+	struct dentry *debugfs;
+	u32 sriov_delay_ms;
 	struct simgpu_pf_vf vf[SIMGPU_PF_MAX_VFS];
 };
 
@@ -101,6 +106,8 @@ void simgpu_pf_debugfs_init(void);
 void simgpu_pf_debugfs_exit(void);
 void simgpu_pf_debugfs_add(struct simgpu_pf_vf *vf);
 void simgpu_pf_debugfs_remove(struct simgpu_pf_vf *vf);
+void simgpu_pf_debugfs_pf_add(struct simgpu_pf *pf);
+void simgpu_pf_debugfs_pf_remove(struct simgpu_pf *pf);
 
 /* cmds.c */
 extern const char *const simgpu_pf_profile_names[SIMGPU_PF_NR_PROFILES];
