@@ -31,6 +31,12 @@ static irqreturn_t simgpu_pf_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
+/* The interrupt mask for every VF the device has (none: 0). */
+static u32 simgpu_pf_int_mask(struct simgpu_pf *pf)
+{
+	return pf->total_vfs ? GENMASK(pf->total_vfs - 1, 0) : 0;
+}
+
 /* Why SR-IOV may not be disabled now, or NULL.  The PF's lock held. */
 static const char *simgpu_pf_vfs_busy(struct simgpu_pf *pf, unsigned int *n)
 {
@@ -60,16 +66,28 @@ static void simgpu_pf_put_vfs(struct simgpu_pf *pf)
 	pf->num_vfs = 0;
 }
 
-/* No VF is bound to a driver: SR-IOV can end under the PF's lock. */
-static void simgpu_pf_disable_vfs(struct simgpu_pf *pf)
+/*
+ * SR-IOV changes without the PF's lock: pci_enable_sriov() probes the new
+ * VFs' drivers and pci_disable_sriov() waits for each VF's device lock,
+ * while a VF driver's bind holds that lock and claims its VF under the
+ * PF's lock.  @sriov_changing, set under the lock by the caller, keeps
+ * claims out meanwhile; the PF's device lock (held around sriov_configure
+ * and remove) keeps the two from overlapping.
+ */
+static void simgpu_pf_sriov_off(struct simgpu_pf *pf)
 {
 	unsigned int n;
 
-	lockdep_assert_held(&pf->lock);
+	mutex_lock(&pf->lock);
+	WARN_ON_ONCE(!pf->sriov_changing);
 	for (n = 0; n < pf->num_vfs; n++)
 		simgpu_pf_debugfs_remove(&pf->vf[n]);
+	mutex_unlock(&pf->lock);
 	pci_disable_sriov(pf->pdev);
+	mutex_lock(&pf->lock);
 	simgpu_pf_put_vfs(pf);
+	pf->sriov_changing = false;
+	mutex_unlock(&pf->lock);
 }
 
 /* VF @n of @pdev, with a reference. */
@@ -89,26 +107,42 @@ static int simgpu_pf_enable_vfs(struct simgpu_pf *pf, unsigned int num)
 	unsigned int n;
 	int ret;
 
-	lockdep_assert_held(&pf->lock);
+	/* The PCI core checked @num against pci_sriov_set_totalvfs(). */
+	if (WARN_ON_ONCE(num > pf->total_vfs))
+		return -EINVAL;
+	mutex_lock(&pf->lock);
+	pf->sriov_changing = true;
 	for (n = 0; n < num; n++)
 		simgpu_pf_vf_set_reg(&pf->vf[n], SIMGPU_PF_VF_PROFILE, pf->profile[n]);
+	mutex_unlock(&pf->lock);
+	msleep(READ_ONCE(pf->sriov_delay_ms));
 	ret = pci_enable_sriov(pdev, num);
-	if (ret)
-		return ret;
-	for (n = 0; n < num; n++) {
+	mutex_lock(&pf->lock);
+	for (n = 0; !ret && n < num; n++) {
 		struct pci_dev *vf_pdev = simgpu_pf_find_vf(pdev, n);
 
 		ret = vf_pdev ? simgpu_pf_vf_enable(&pf->vf[n], vf_pdev) : -ENODEV;
 		if (ret) {
 			pci_dev_put(vf_pdev);
-			pf->num_vfs = n;
-			simgpu_pf_disable_vfs(pf);
-			return ret;
+			break;
 		}
+		pf->num_vfs = n + 1;
 		simgpu_pf_debugfs_add(&pf->vf[n]);
 	}
-	pf->num_vfs = num;
-	return num;
+	if (!ret)
+		pf->sriov_changing = false;
+	mutex_unlock(&pf->lock);
+	if (!ret)
+		return num;
+	if (pci_num_vf(pdev)) {
+		pci_err(pdev, "VF %u could not be set up (%d): SR-IOV disabled again\n", n, ret);
+		simgpu_pf_sriov_off(pf);
+	} else {
+		mutex_lock(&pf->lock);
+		pf->sriov_changing = false;
+		mutex_unlock(&pf->lock);
+	}
+	return ret;
 }
 
 /* sriov_numvfs: enable @num VFs with their profiles, or disable them all. */
@@ -117,23 +151,25 @@ static int simgpu_pf_sriov_configure(struct pci_dev *pdev, int num)
 	struct simgpu_pf *pf = pci_get_drvdata(pdev);
 	const char *why;
 	unsigned int n;
-	int ret = 0;
 
+	if (num)
+		return simgpu_pf_enable_vfs(pf, num);
 	mutex_lock(&pf->lock);
-	if (num) {
-		ret = simgpu_pf_enable_vfs(pf, num);
-	} else {
-		why = simgpu_pf_vfs_busy(pf, &n);
-		if (why) {
-			pci_warn(pdev, "SR-IOV stays enabled: VF %u is in use, %s\n", n, why);
-			ret = -EBUSY;
-		} else {
-			msleep(READ_ONCE(pf->sriov_delay_ms));
-			simgpu_pf_disable_vfs(pf);
-		}
-	}
+	why = simgpu_pf_vfs_busy(pf, &n);
+	if (!why)
+		pf->sriov_changing = true;
 	mutex_unlock(&pf->lock);
-	return ret;
+	if (why) {
+		pci_warn(pdev, "SR-IOV stays enabled: VF %u is in use, %s\n", n, why);
+		return -EBUSY;
+	}
+	/*
+	 * A driver may bind a VF from here on: it cannot claim the VF's
+	 * services (simgpu_pf_vf_get()), and pci_disable_sriov() unbinds it.
+	 */
+	msleep(READ_ONCE(pf->sriov_delay_ms));
+	simgpu_pf_sriov_off(pf);
+	return 0;
 }
 
 /**
@@ -185,6 +221,14 @@ static int simgpu_pf_identify(struct simgpu_pf *pf)
 	}
 	pf->total_vfs = min3(simgpu_pf_read(pf, SIMGPU_PF_REG_TOTAL_VFS),
 			     (u32)pci_sriov_get_totalvfs(pf->pdev), (u32)SIMGPU_PF_MAX_VFS);
+	/*
+	 * The capability's TotalVFs may promise more than the device's
+	 * register or this driver's array: sriov_numvfs offers no more.
+	 */
+	if (pci_sriov_set_totalvfs(pf->pdev, pf->total_vfs)) {
+		pci_err(pf->pdev, "cannot limit SR-IOV to %u VFs\n", pf->total_vfs);
+		return -ENODEV;
+	}
 	pf->offered = simgpu_pf_read(pf, SIMGPU_PF_REG_PROFILES) &
 		      GENMASK(SIMGPU_PF_NR_PROFILES - 1, 0);
 	if (!pf->offered) {
@@ -241,7 +285,7 @@ static int simgpu_pf_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	pci_set_drvdata(pdev, pf);
 	simgpu_pf_debugfs_pf_add(pf);
 	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_STATUS, ~0U);
-	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, GENMASK(pf->total_vfs - 1, 0));
+	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, simgpu_pf_int_mask(pf));
 	pci_info(pdev, "simgpu-pci PF: %u VFs, profiles 0x%x, aperture %llu MiB\n",
 		 pf->total_vfs, pf->offered,
 		 (simgpu_pf_read(pf, SIMGPU_PF_REG_APERTURE_LO) |

@@ -71,9 +71,11 @@ struct simgpu_pf_vf {
  * @total_vfs: VFs the device has (fixed)
  * @offered: SIMGPU_PF_PROFILE_* bits the device offers (fixed)
  * @info: the device's limits, shared by every VF (fixed)
- * @lock: guards @num_vfs, @profile and each VF's @pdev, @ops, @priv,
- *	@debugfs
+ * @lock: guards @num_vfs, @sriov_changing, @profile and each VF's @pdev,
+ *	@ops, @priv, @debugfs
  * @num_vfs: VFs enabled
+ * @sriov_changing: SR-IOV is being enabled or disabled (the PF's lock is
+ *	not held across it): no VF may be claimed
  * @profile: each VF's profile, written to the device at enable
  * @debugfs: the PF's knob directory (fixed while bound)
  * @sriov_delay_ms: test knob: SR-IOV configuration waits this long
@@ -90,6 +92,7 @@ struct simgpu_pf {
 
 	struct mutex lock;		/* see above */
 	unsigned int num_vfs;
+	bool sriov_changing;
 	u32 profile[SIMGPU_PF_MAX_VFS];
 	struct dentry *debugfs;
 	u32 sriov_delay_ms;

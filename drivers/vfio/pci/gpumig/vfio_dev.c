@@ -111,6 +111,7 @@ static int gvp_migration_init(struct gvp_dev *g)
 	if (IS_ERR(vf)) {
 		strscpy(g->not_migratable, PTR_ERR(vf) == -EBUSY ?
 			"its PF's services are claimed by another driver" :
+			PTR_ERR(vf) == -EAGAIN ? "its PF is enabling or disabling SR-IOV" :
 			"its PF is not driven by simgpu-pf");
 		return 0;
 	}
