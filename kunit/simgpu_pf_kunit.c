@@ -22,6 +22,7 @@
 #include <uapi/linux/simgpu.h>
 #include <uapi/linux/simgpu_pf.h>
 
+#include <gpumig/compat.h>
 #include <gpumig/simgpu_pf.h>
 
 #define T_MEM		SZ_1M		/* DMA memory: tables, ring, buffers */
@@ -525,7 +526,25 @@ static void pf_claims(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pci_num_vf(pf) > 0, true);
 }
 
+/*
+ * VRAM_DIRTY's two bitmaps must fit the VF's 256 KiB DMA buffer: up to
+ * 64 GiB of VRAM at 64 KiB blocks, and no further (a larger VF's dirty
+ * bits would overrun it).  No device here has that much VRAM: the bound
+ * is checked on its own.
+ */
+static void pf_bitmap_limit(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, simgpu_pf_vram_bitmap_bytes(SZ_64M, 16), 128ULL);
+	KUNIT_EXPECT_EQ(test, simgpu_pf_vram_bitmap_bytes(SZ_64M + SZ_4K, 16), 136ULL);
+	KUNIT_EXPECT_EQ(test, simgpu_pf_vram_bitmap_bytes(64ULL << 30, 16), (u64)SZ_128K);
+	KUNIT_EXPECT_EQ(test, simgpu_pf_vram_bitmap_bytes((64ULL << 30) + SZ_64K, 16), 0ULL);
+	KUNIT_EXPECT_EQ(test, simgpu_pf_vram_bitmap_bytes(1ULL << 40, 16), 0ULL);
+	KUNIT_EXPECT_EQ(test, simgpu_pf_vram_bitmap_bytes(1ULL << 40, 20), (u64)SZ_128K);
+	KUNIT_EXPECT_EQ(test, simgpu_pf_vram_bitmap_bytes(0, 16), 0ULL);
+}
+
 static struct kunit_case simgpu_pf_cases[] = {
+	KUNIT_CASE(pf_bitmap_limit),
 	KUNIT_CASE(pf_pause_keeps_progress),
 	KUNIT_CASE(pf_pause_refused),
 	KUNIT_CASE(pf_invalidate),
@@ -546,5 +565,6 @@ static struct kunit_suite simgpu_pf_suite = {
 
 kunit_test_suites(&simgpu_pf_suite);
 
+GPUMIG_IMPORT_KUNIT_NS();
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("KUnit suite simgpu_pf: the PF's services on simgpu-pci hardware");

@@ -105,4 +105,8 @@ int simgpu_pf_vf_dma_log_stop(struct simgpu_pf_vf *vf);
 int simgpu_pf_vf_dma_log_report(struct simgpu_pf_vf *vf, u64 iova, u64 len,
 				unsigned long *bitmap);
 
+#if IS_ENABLED(CONFIG_KUNIT)
+u64 simgpu_pf_vram_bitmap_bytes(u64 vram_size, u32 block_shift);
+#endif
+
 #endif /* _GPUMIG_SIMGPU_PF_H */

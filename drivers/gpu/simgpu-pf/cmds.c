@@ -15,6 +15,7 @@
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/sizes.h>
+#include <kunit/visibility.h>
 
 #include "simgpu_pf.h"
 
@@ -403,6 +404,25 @@ int simgpu_pf_vf_vram_track(struct simgpu_pf_vf *vf, bool on)
 }
 EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_track);
 
+/**
+ * simgpu_pf_vram_bitmap_bytes() - the size of one VRAM bitmap of VRAM_DIRTY
+ * @vram_size: the VF's VRAM, bytes
+ * @block_shift: its dirty block, log2 bytes
+ *
+ * VRAM_DIRTY puts two bitmaps (dirty, written) in the VF's DMA buffer.
+ *
+ * Return: the bytes of one, or 0 when the two do not fit the buffer (VRAM
+ * over 64 GiB at 64 KiB blocks): such a VF's dirty bits cannot be read.
+ */
+VISIBLE_IF_KUNIT u64 simgpu_pf_vram_bitmap_bytes(u64 vram_size, u32 block_shift)
+{
+	u64 bytes = BITS_TO_LONGS(DIV_ROUND_UP_ULL(vram_size, 1ULL << block_shift)) *
+		    sizeof(unsigned long);
+
+	return bytes && bytes <= SIMGPU_PF_BUF_SIZE / 2 ? bytes : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vram_bitmap_bytes);
+
 /* VRAM_DIRTY (OR-ed into @dirty, cleared in the device) or _PEEK (copied). */
 static int simgpu_pf_vram_bitmaps(struct simgpu_pf_vf *vf, unsigned long *dirty,
 				  unsigned long *populated, bool peek)
@@ -418,7 +438,12 @@ static int simgpu_pf_vram_bitmaps(struct simgpu_pf_vf *vf, unsigned long *dirty,
 	blocks = DIV_ROUND_UP(simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_VRAM_LO) |
 			      (u64)simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_VRAM_HI) << 32,
 			      1ULL << vf->pf->info.block_shift);
-	bytes = BITS_TO_LONGS(blocks) * sizeof(unsigned long);
+	bytes = simgpu_pf_vram_bitmap_bytes(blocks << vf->pf->info.block_shift,
+					    vf->pf->info.block_shift);
+	if (!bytes) {
+		mutex_unlock(&vf->cmd_lock);
+		return -E2BIG;
+	}
 	args[0] = vf->buf_dma;
 	args[1] = bytes;
 	ret = simgpu_pf_cmd(vf, peek ? SIMGPU_PF_CMD_VRAM_DIRTY_PEEK : SIMGPU_PF_CMD_VRAM_DIRTY,
@@ -568,7 +593,7 @@ EXPORT_SYMBOL_GPL(simgpu_pf_vf_scrub);
  * @vf: claimed VF
  * @ranges: sorted, apart, page aligned
  * @nr: how many (at most the PF's log_ranges)
- * @page_size: 4096
+ * @page_size: SIMGPU_PF_LOG_PAGE_SIZE
  *
  * Return: 0, -E2BIG over the device's limits, -EINVAL, or another errno.
  */
@@ -581,6 +606,8 @@ int simgpu_pf_vf_dma_log_start(struct simgpu_pf_vf *vf,
 	unsigned int i;
 	int ret;
 
+	if (page_size != SIMGPU_PF_LOG_PAGE_SIZE)
+		return -EINVAL;
 	if (!nr || nr > vf->pf->info.log_ranges ||
 	    nr * sizeof(*r) > SIMGPU_PF_BUF_SIZE)
 		return -E2BIG;
@@ -618,8 +645,8 @@ EXPORT_SYMBOL_GPL(simgpu_pf_vf_dma_log_stop);
 /**
  * simgpu_pf_vf_dma_log_report() - guest pages written, and cleared
  * @vf: claimed VF, logging
- * @iova: start, page aligned
- * @len: bytes, a page multiple
+ * @iova: start, aligned to SIMGPU_PF_LOG_PAGE_SIZE
+ * @len: bytes, a multiple of it
  * @bitmap: bit i set when page @iova + i pages was written since the last
  *	report; only pages inside [@iova, @iova + @len) are cleared
  *
@@ -629,15 +656,16 @@ int simgpu_pf_vf_dma_log_report(struct simgpu_pf_vf *vf, u64 iova, u64 len,
 				unsigned long *bitmap)
 {
 	const u64 chunk = (u64)SIMGPU_PF_BUF_SIZE * BITS_PER_BYTE;	/* pages */
-	u64 pages = len / PAGE_SIZE, done = 0;
+	const u64 pg = SIMGPU_PF_LOG_PAGE_SIZE;	/* the device's, not the host's */
+	u64 pages = len / pg, done = 0;
 	int ret = 0;
 
-	if (!len || (iova | len) & ~PAGE_MASK)
+	if (!len || (iova | len) & (pg - 1))
 		return -EINVAL;
 	mutex_lock(&vf->cmd_lock);
 	while (done < pages && !ret) {
 		u64 n = min(pages - done, chunk);
-		u64 args[4] = { iova + done * PAGE_SIZE, n * PAGE_SIZE, vf->buf_dma,
+		u64 args[4] = { iova + done * pg, n * pg, vf->buf_dma,
 				DIV_ROUND_UP(n, BITS_PER_BYTE) };
 
 		ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_DMA_LOG_REPORT, args, 4, SIMGPU_PF_CMD_MS,
@@ -752,7 +780,8 @@ EXPORT_SYMBOL_GPL(simgpu_pf_vf_guest_resets);
  * may not claim or release a VF.
  *
  * Return: the VF, -ENODEV when it is not a simgpu-pci VF of a bound PF,
- * or -EBUSY when someone else claimed it.
+ * -EBUSY when someone else claimed it, or -EAGAIN while its PF is
+ * enabling or disabling SR-IOV.
  */
 struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf_pdev,
 				      const struct simgpu_pf_vf_ops *ops, void *priv)
@@ -769,8 +798,10 @@ struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf_pdev,
 		return ERR_PTR(-ENODEV);
 	id = pci_iov_vf_id(vf_pdev);
 	mutex_lock(&pf->lock);
-	if (id >= 0 && id < pf->num_vfs && pf->vf[id].pdev == vf_pdev &&
-	    !READ_ONCE(pf->vf[id].gone)) {
+	if (pf->sriov_changing) {
+		vf = ERR_PTR(-EAGAIN);
+	} else if (id >= 0 && id < pf->num_vfs && pf->vf[id].pdev == vf_pdev &&
+		   !READ_ONCE(pf->vf[id].gone)) {
 		vf = &pf->vf[id];
 		if (vf->ops) {
 			vf = ERR_PTR(-EBUSY);

@@ -175,8 +175,10 @@
 #define SIMGPU_PF_CMD_SCRUB		10
 /*
  * ARG0 addr of ARG1 struct simgpu_pf_range (at most LOG_RANGES, sorted,
- * apart), ARG2 page size (4096): track guest pages the VF writes by DMA.
+ * apart), ARG2 page size (SIMGPU_PF_LOG_PAGE_SIZE, whatever the host's):
+ * track guest pages the VF writes by DMA.
  */
+#define SIMGPU_PF_LOG_PAGE_SIZE		4096
 #define SIMGPU_PF_CMD_DMA_LOG_START	11
 #define SIMGPU_PF_CMD_DMA_LOG_STOP	12
 /*

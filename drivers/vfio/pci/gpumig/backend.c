@@ -25,7 +25,7 @@
 
 #define GVP_QUIESCE_MS		2000	/* drain bound with preemption off */
 #define GVP_INVAL_MS		1000	/* acknowledgment bound */
-#define GVP_LOG_PAGE		SZ_4K	/* the device's DMA-log grain */
+#define GVP_LOG_PAGE		SIMGPU_PF_LOG_PAGE_SIZE	/* the device's DMA-log grain */
 #define GVP_LOG_CHUNK		(256UL * 1024)	/* pages per report request */
 
 static struct pci_dev *gvp_pdev(struct gvp_dev *g)
