@@ -37,11 +37,18 @@ CMD_COUNT, CMD_TAKE_ZERO, CMD_READ_TAKE, CMD_PEEK = 14, 15, 16, 17
 PF_CAPS, CAP_VRAM_COUNT = 0x038, 1
 ERR_ARGS, ERR_DMA, ERR_STATE, ERR_ORDER = 2, 5, 6, 8
 SG_ID, SG_CONTROL, SG_PT_ROOT_LO = 0x000, 0x01c, 0x040
+SG_ERR_CODE, SG_ERR_QUEUE = 0x028, 0x02c
+SG_DIRTY_BASE_LO, SG_DIRTY_BASE_HI, SG_DIRTY_PAGES = 0x050, 0x054, 0x058
+Q_ERROR = 0x1c
+ERR_SG_DMA, QUEUE_WORKLOAD = 6, 0xff
+KNOB_KERNEL_STEP_US, KNOB_DIRTY_RATE = 1, 5
+ERR_DISABLED = 7
 SG_QBASE, SG_QSTRIDE = 0x100, 0x40
 Q_RING_LO, Q_RING_HI, Q_SIZE, Q_TAIL, Q_CTRL, Q_STATUS = 0x00, 0x04, 0x08, 0x10, 0x14, 0x18
-OP_FILL = 2
+OP_FENCE, OP_FILL, OP_KERNEL = 1, 2, 4
 
 ECAM = 0xb0000000
+SRIOV = 0x100               # the PF's SR-IOV capability
 PF_BAR = 0xc0000000
 VF_BAR0 = 0xc0100000
 VF_BAR1 = 0xc0200000
@@ -132,17 +139,23 @@ class Rig:
         q.writew(cfg(1, 0, 0, 0x04), 0x6)
         assert q.readl(PF_BAR + PF_ID) == 0x46504753
         self.nvfs = q.readl(PF_BAR + PF_TOTAL_VFS)
-        sriov = 0x100
-        assert q.readl(cfg(1, 0, 0, sriov)) & 0xffff == 0x10, "no SR-IOV capability"
-        q.writew(cfg(1, 0, 0, sriov + 0x10), self.nvfs)         # NumVFs
-        q.writel(cfg(1, 0, 0, sriov + 0x24), VF_BAR0)
-        q.writel(cfg(1, 0, 0, sriov + 0x28), VF_BAR1)
-        q.writel(cfg(1, 0, 0, sriov + 0x2c), VF_BAR2 & 0xffffffff)
-        q.writel(cfg(1, 0, 0, sriov + 0x30), VF_BAR2 >> 32)
-        q.writew(cfg(1, 0, 0, sriov + 0x08), 0x9)              # VFE | MSE
+        assert q.readl(cfg(1, 0, 0, SRIOV)) & 0xffff == 0x10, "no SR-IOV capability"
+        self.enable_vfs()
+        self.aperture = q.readl(PF_BAR + PF_APERTURE_LO)
+
+    def enable_vfs(self):
+        q = self.q
+        q.writew(cfg(1, 0, 0, SRIOV + 0x10), self.nvfs)         # NumVFs
+        q.writel(cfg(1, 0, 0, SRIOV + 0x24), VF_BAR0)
+        q.writel(cfg(1, 0, 0, SRIOV + 0x28), VF_BAR1)
+        q.writel(cfg(1, 0, 0, SRIOV + 0x2c), VF_BAR2 & 0xffffffff)
+        q.writel(cfg(1, 0, 0, SRIOV + 0x30), VF_BAR2 >> 32)
+        q.writew(cfg(1, 0, 0, SRIOV + 0x08), 0x9)              # VFE | MSE
         for n in range(self.nvfs):
             q.writew(cfg(1, 0, 1 + n, 0x04), 0x6)
-        self.aperture = q.readl(PF_BAR + PF_APERTURE_LO)
+
+    def vf_enabled(self):
+        return self.q.readw(cfg(1, 0, 0, SRIOV + 0x08)) & 1
 
     def vfreg(self, n, reg):
         return PF_BAR + PF_VF_BASE + n * PF_VF_STRIDE + reg
@@ -372,6 +385,106 @@ def t_vram_count(r):
     assert r.command(0, CMD_SCRUB) == 0
 
 
+def vf_program(r, n, base, pages):
+    """VF @n reset, its page tables at @base mapping GPU VA 0x10000000 + 4 KiB
+    * i to the bus address pages[i] (all in one 2 MiB), enabled; a ring at
+    @base + 0x10000 on queue 0.  Returns (BAR0, ring address)."""
+    q = r.q
+    bar = r.vf_bar0(n)
+    q.writel(bar + SG_CONTROL, 2)                               # reset
+    va = 0x10000000
+    q.write(base, bytes(0x3000))
+    q.write(base, struct.pack("<Q", (base + 0x1000) | 1))
+    q.write(base + 0x1000 + 8 * ((va >> 21) & 511), struct.pack("<Q", (base + 0x2000) | 1))
+    for i, pa in enumerate(pages):
+        q.write(base + 0x2000 + 8 * (((va >> 12) + i) & 511), struct.pack("<Q", pa | 3))
+    ring = base + 0x10000
+    q.write(ring, bytes(64 * 16))
+    q.writel(bar + SG_PT_ROOT_LO, base)
+    qb = bar + SG_QBASE
+    q.writel(qb + Q_RING_LO, ring)
+    q.writel(qb + Q_RING_HI, 0)
+    q.writel(qb + Q_SIZE, 16)
+    q.writel(qb + Q_CTRL, 1)
+    q.writel(bar + SG_CONTROL, 1)
+    return bar, ring
+
+
+def vf_knob(r, n, k, v):
+    r.q.writel(r.vfreg(n, 0x80 + 4 * k), v)
+
+
+def t_reentry(r):
+    """The VF's own DMA aimed at its own registers, from every entry of its
+    processor (the bottom half a doorbell kicks and the timer that paces
+    kernel steps and the background writer): refused as a DMA error, the
+    registers untouched, QEMU alive.  A FENCE rewriting PT_ROOT mid-step;
+    the background writer's stamp rewriting DIRTY_PAGES (to 0, which the
+    next stamp divides by)."""
+    q = r.q
+    n, base, buf = 1, RAM_BUF + 0x40000, RAM_BUF + 0x70000
+    va = 0x10000000
+    bar, ring = vf_program(r, n, base, [buf, r.vf_bar0(n)])
+    q.write(buf, bytes(4096))
+    # A kernel of 3 steps of at least 2 ms each keeps the processor on its
+    # timer; the FENCE after it runs from there.
+    vf_knob(r, n, KNOB_KERNEL_STEP_US, 2000)
+    q.write(ring, struct.pack("<II6QQ", OP_KERNEL, 0, va, 64, 3, 1, 0, 0, 0) +
+            struct.pack("<II6QQ", OP_FENCE, 0, va + 0x1000 + SG_PT_ROOT_LO, 0x12345000,
+                        0, 0, 0, 0, 0))
+    qb = bar + SG_QBASE
+    q.writel(qb + Q_TAIL, 2)
+    for _ in range(200):
+        if not q.readl(qb + Q_STATUS) & 1 or not q.alive():
+            break
+        q.step(1_000_000)
+    vf_knob(r, n, KNOB_KERNEL_STEP_US, 0)
+    root = q.readl(bar + SG_PT_ROOT_LO)
+    assert root == base, "a FENCE from the processor's timer rewrote PT_ROOT to 0x%x" % root
+    err = q.readl(qb + Q_ERROR)
+    assert err == ERR_SG_DMA, "the FENCE at the VF's own BAR: queue error %d, not DMA" % err
+    # The background writer, its region on the VF's own BAR: a stamp at
+    # DIRTY_BASE_LO writes DIRTY_PAGES too.
+    bar, ring = vf_program(r, n, base, [buf, r.vf_bar0(n)])
+    q.writel(bar + SG_DIRTY_BASE_LO, va + 0x1000 + SG_DIRTY_BASE_LO)
+    q.writel(bar + SG_DIRTY_BASE_HI, 0)
+    vf_knob(r, n, KNOB_DIRTY_RATE, 100000)
+    q.writel(bar + SG_DIRTY_PAGES, 1)
+    for _ in range(50):
+        q.step(1_000_000)
+        if not q.alive():
+            break
+    vf_knob(r, n, KNOB_DIRTY_RATE, 0)
+    assert q.alive(), "QEMU died"
+    pages, code, queue = (q.readl(bar + SG_DIRTY_PAGES), q.readl(bar + SG_ERR_CODE),
+                          q.readl(bar + SG_ERR_QUEUE))
+    assert pages == 1, "the writer's stamp rewrote DIRTY_PAGES to %d" % pages
+    assert (code, queue) == (ERR_SG_DMA, QUEUE_WORKLOAD), \
+        "the writer at the VF's own BAR: error %d on queue 0x%x, not DMA on the writer" % (code, queue)
+    q.writel(bar + SG_DIRTY_PAGES, 0)
+    q.writel(bar + SG_CONTROL, 2)
+
+
+def t_dma_disables_sriov(r):
+    """A hostile PF driver points VRAM_DIRTY's first bitmap at the PF's own
+    SR-IOV control (through ECAM): that DMA disables the VFs, the VF's
+    bitmaps are freed, and the command must not use them for its second
+    bitmap.  It ends with DISABLED and QEMU lives; SR-IOV comes back."""
+    q = r.q
+    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> 16
+    size = (nr + 63) // 64 * 8
+    assert r.command(0, CMD_TRACK, 1) == 0
+    dirty_bits(r, 0, nr)                # the dirty bits are zero now
+    q.write(RAM_BUF, b"\x5a" * size)
+    st = r.command(0, CMD_DIRTY, cfg(1, 0, 0, SRIOV + 0x08), RAM_BUF - cfg(1, 0, 0, SRIOV + 0x08))
+    assert q.alive(), "QEMU died"
+    assert not r.vf_enabled(), "the DMA did not disable SR-IOV (the test did not reach the bug)"
+    assert st == ERR_DISABLED, "VRAM_DIRTY whose own DMA disabled its VF: status %d" % st
+    assert q.read(RAM_BUF, size) == b"\x5a" * size, "the second bitmap was written from a freed VF"
+    r.enable_vfs()
+    assert r.vf_enabled() and q.readl(r.vf_bar0(0) + SG_ID) == 0x55504753
+
+
 def t_still_works(r):
     """After all that: reset, and a VF fills guest memory exactly."""
     q = r.q
@@ -446,6 +559,10 @@ def main():
             "fold groups and of VRAM", t_vram_dirty, r)
         run("VRAM blocks kept by the device: PEEK, READ_TAKE, TAKE_ZERO and COUNT agree",
             t_vram_count, r)
+        run("the VF's DMA at its own registers, from its bottom half and its timer: "
+            "refused, registers intact", t_reentry, r)
+        run("a PF command whose own DMA disables SR-IOV ends DISABLED, touches no freed "
+            "VF", t_dma_disables_sriov, r)
         run("the device still works afterwards, byte for byte; the PF counts a VF "
             "user's reset", t_still_works, r)
         print("# %d qtest commands; %s of the nonsense commands failed with a status"
