@@ -92,12 +92,27 @@ typedef struct SimgpuSlot {
 	unsigned int n;
 } SimgpuSlot;
 
+/*
+ * The model's context: what its environment callbacks are called with.
+ * A VF disabled while its model is in use (its own DMA, or a PF command's,
+ * reached the PF's SR-IOV control) marks the context dead, and the model
+ * and context are freed only when the use ends (SimgpuVfState.busy).
+ */
+typedef struct SimgpuVfCtx {
+	struct SimgpuVfState *vf;
+	struct simgpu_model *model;
+	bool dead;
+} SimgpuVfCtx;
+
 struct SimgpuVfState {
 	PCIDevice parent_obj;
 	MemoryRegion regs;
 	MemoryRegion msix;
 	MemoryRegion vram;
 	struct simgpu_model *model;	/* while enabled */
+	SimgpuVfCtx *ctx;		/* the model's, while enabled */
+	unsigned int busy;		/* model passes and PF commands under way */
+	GSList *retired;		/* contexts disabled while busy */
 	uint64_t vram_size;
 	uint32_t queues;
 	uint32_t resets;
@@ -117,6 +132,7 @@ struct SimgpuPfState {
 	MemoryRegion regs;
 	uint64_t aperture;
 	uint32_t total_vfs;
+	uint32_t vfs_offered;		/* TOTAL_VFS register; tests set it below */
 	uint32_t int_status;
 	uint32_t int_mask;
 	SimgpuSlot slot[SIMGPU_PF_MAX_VFS];
@@ -166,14 +182,20 @@ static void simgpu_log_mark(SimgpuLog *log, uint64_t iova, uint64_t len)
 
 static int simgpu_env_dma_rw(void *ctx, uint64_t iova, void *buf, size_t len, bool write)
 {
-	SimgpuVfState *vf = ctx;
+	SimgpuVfCtx *c = ctx;
+	SimgpuVfState *vf = c->vf;
 	MemTxResult r;
 
+	if (c->dead)
+		return -ENODEV;
 	r = pci_dma_rw(PCI_DEVICE(vf), iova, buf, len,
 		       write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
 		       MEMTXATTRS_UNSPECIFIED);
 	if (r != MEMTX_OK)
 		return -EFAULT;
+	/* The DMA itself may have disabled the VF (and freed its log). */
+	if (c->dead)
+		return -ENODEV;
 	/* Marked after the write landed, as the kernel's tracker is. */
 	if (write && vf->log.active && len)
 		simgpu_log_mark(&vf->log, iova, len);
@@ -182,9 +204,12 @@ static int simgpu_env_dma_rw(void *ctx, uint64_t iova, void *buf, size_t len, bo
 
 static int simgpu_env_vram_rw(void *ctx, uint64_t off, void *buf, size_t len, bool write)
 {
-	SimgpuVfState *vf = ctx;
+	SimgpuVfCtx *c = ctx;
+	SimgpuVfState *vf = c->vf;
 	uint8_t *p = memory_region_get_ram_ptr(&vf->vram);
 
+	if (c->dead)
+		return -ENODEV;
 	if (off > vf->vram_size || len > vf->vram_size - off)
 		return -ERANGE;
 	if (write) {
@@ -198,34 +223,38 @@ static int simgpu_env_vram_rw(void *ctx, uint64_t off, void *buf, size_t len, bo
 
 static void simgpu_env_raise_irq(void *ctx)
 {
-	PCIDevice *d = PCI_DEVICE(ctx);
+	SimgpuVfCtx *c = ctx;
+	PCIDevice *d = PCI_DEVICE(c->vf);
 
-	if (msix_enabled(d))
+	if (!c->dead && msix_enabled(d))
 		msix_notify(d, 0);
 }
 
 static void simgpu_env_kick(void *ctx)
 {
-	SimgpuVfState *vf = ctx;
+	SimgpuVfCtx *c = ctx;
 
-	qemu_bh_schedule(vf->bh);
+	if (!c->dead)
+		qemu_bh_schedule(c->vf->bh);
 }
 
 static void simgpu_pf_poll(SimgpuPfState *pf, unsigned int n);
 
 static void simgpu_env_stepped(void *ctx)
 {
-	SimgpuVfState *vf = ctx;
+	SimgpuVfCtx *c = ctx;
 
-	simgpu_pf_poll(simgpu_vf_pf(vf), simgpu_vf_index(vf));
+	if (!c->dead)
+		simgpu_pf_poll(simgpu_vf_pf(c->vf), simgpu_vf_index(c->vf));
 }
 
 /* The PF counts them: a migration driver reports new initial data. */
 static void simgpu_env_guest_reset(void *ctx)
 {
-	SimgpuVfState *vf = ctx;
+	SimgpuVfCtx *c = ctx;
 
-	vf->guest_resets++;
+	if (!c->dead)
+		c->vf->guest_resets++;
 }
 
 static const struct simgpu_model_env simgpu_env = {
@@ -237,6 +266,41 @@ static const struct simgpu_model_env simgpu_env = {
 	.guest_reset = simgpu_env_guest_reset,
 };
 
+static void simgpu_vf_ctx_free(gpointer data)
+{
+	SimgpuVfCtx *c = data;
+
+	simgpu_model_free(c->model);
+	g_free(c);
+}
+
+/*
+ * Every entry into a VF's model (a processor pass, a PF command for the
+ * VF) engages the VF's re-entrancy guard, as QEMU's guarded bottom halves
+ * do: a DMA of the model's that reaches the VF's own registers (a GPU
+ * address the tenant pointed at its BAR) fails as a DMA error instead of
+ * changing registers mid-step.  It also keeps the model alive until the
+ * entry ends, should that DMA disable the VF.
+ */
+static bool simgpu_vf_enter(SimgpuVfState *vf)
+{
+	MemReentrancyGuard *g = &DEVICE(vf)->mem_reentrancy_guard;
+	bool was = g->engaged_in_io;
+
+	g->engaged_in_io = true;
+	vf->busy++;
+	return was;
+}
+
+static void simgpu_vf_leave(SimgpuVfState *vf, bool was)
+{
+	if (!--vf->busy && vf->retired) {
+		g_slist_free_full(vf->retired, simgpu_vf_ctx_free);
+		vf->retired = NULL;
+	}
+	DEVICE(vf)->mem_reentrancy_guard.engaged_in_io = was;
+}
+
 /*
  * The processor: a pass per bottom half or timer, as long as work remains.
  * With the throttle knob, a pause follows every pass, kick or not, as the
@@ -245,24 +309,30 @@ static const struct simgpu_model_env simgpu_env = {
 static void simgpu_vf_run(void *opaque)
 {
 	SimgpuVfState *vf = opaque;
+	struct simgpu_model *m = vf->model;
 	int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), delay_ns;
 	uint32_t throttle;
-	bool more;
+	bool more, timed, was;
 
-	if (!vf->model)
+	if (!m)
 		return;
 	if (now < vf->not_before) {
 		timer_mod(vf->timer, vf->not_before);
 		return;
 	}
-	throttle = simgpu_model_knob(vf->model, SIMGPU_PF_KNOB_THROTTLE_US);
-	more = simgpu_model_run(vf->model, throttle ? 1 : 16);
+	throttle = simgpu_model_knob(m, SIMGPU_PF_KNOB_THROTTLE_US);
+	was = simgpu_vf_enter(vf);
+	more = simgpu_model_run(m, throttle ? 1 : 16);
+	timed = vf->model == m && simgpu_model_timed_work(m);
+	simgpu_vf_leave(vf, was);
+	if (vf->model != m)
+		return;		/* the pass's DMA disabled the VF */
 	vf->not_before = now + throttle * 1000LL;
 	if (!more)
 		return;
 	if (throttle)
 		delay_ns = throttle * 1000LL;
-	else if (simgpu_model_timed_work(vf->model))
+	else if (timed)
 		delay_ns = 500 * 1000LL;	/* a timed step: do not spin */
 	else
 		delay_ns = 10 * 1000LL;
@@ -381,7 +451,7 @@ static void simgpu_pf_poll(SimgpuPfState *pf, unsigned int n)
 	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
 	bool late = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) >= s->deadline;
 
-	if (!(s->status & SIMGPU_PF_STATUS_BUSY) || !vf)
+	if (!(s->status & SIMGPU_PF_STATUS_BUSY) || !vf || !vf->model)
 		return;
 	if (s->cmd == SIMGPU_PF_CMD_PAUSE) {
 		if (simgpu_model_paused(vf->model)) {
@@ -415,33 +485,52 @@ static void simgpu_pf_wait(SimgpuPfState *pf, unsigned int n, uint64_t timeout_m
 	simgpu_pf_poll(pf, n);
 }
 
+/*
+ * A PF command's own DMA may reach anything, the PF's SR-IOV control
+ * (through ECAM) included: after each, the command goes on only if its VF
+ * still has the model it began with.  Until then no pointer into the VF's
+ * state (bitmaps, log) is held across a DMA.
+ */
+static uint32_t simgpu_pf_dma_vf(SimgpuPfState *pf, SimgpuVfState *vf,
+				 struct simgpu_model *m, uint64_t addr, void *buf,
+				 uint64_t len, bool to_host)
+{
+	if (!simgpu_pf_dma(pf, addr, buf, len, to_host))
+		return SIMGPU_PF_ERR_DMA;
+	return vf->model == m ? SIMGPU_PF_OK : SIMGPU_PF_ERR_DISABLED;
+}
+
 static uint32_t simgpu_cmd_state(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s,
 				 bool save)
 {
+	struct simgpu_model *m = vf->model;
 	size_t len = simgpu_model_arch_size();
 	g_autofree uint8_t *buf = NULL;
+	uint32_t st;
 	long n;
 
-	if (!simgpu_model_paused(vf->model))
+	if (!simgpu_model_paused(m))
 		return SIMGPU_PF_ERR_ORDER;
 	if (save) {
 		if (s->args[1] < len)
 			return SIMGPU_PF_ERR_ARGS;
 		buf = g_malloc(len);
-		n = simgpu_model_arch_save(vf->model, buf, len);
+		n = simgpu_model_arch_save(m, buf, len);
 		if (n < 0)
 			return SIMGPU_PF_ERR_STATE;
-		if (!simgpu_pf_dma(pf, s->args[0], buf, n, true))
-			return SIMGPU_PF_ERR_DMA;
+		st = simgpu_pf_dma_vf(pf, vf, m, s->args[0], buf, n, true);
+		if (st)
+			return st;
 		s->result = n;
 		return SIMGPU_PF_OK;
 	}
 	if (!s->args[1] || s->args[1] > SIMGPU_ARCH_MAX)
 		return SIMGPU_PF_ERR_ARGS;
 	buf = g_malloc(s->args[1]);
-	if (!simgpu_pf_dma(pf, s->args[0], buf, s->args[1], false))
-		return SIMGPU_PF_ERR_DMA;
-	return simgpu_model_arch_restore(vf->model, buf, s->args[1]) ?
+	st = simgpu_pf_dma_vf(pf, vf, m, s->args[0], buf, s->args[1], false);
+	if (st)
+		return st;
+	return simgpu_model_arch_restore(m, buf, s->args[1]) ?
 	       SIMGPU_PF_ERR_STATE : SIMGPU_PF_OK;
 }
 
@@ -450,6 +539,7 @@ static uint32_t simgpu_cmd_vram(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot
 {
 	uint64_t off = s->args[0], addr = s->args[1], len = s->args[2];
 	uint8_t *p = memory_region_get_ram_ptr(&vf->vram);
+	struct simgpu_model *m = vf->model;
 
 	if (!len || len > SIMGPU_XFER_MAX || off > vf->vram_size ||
 	    len > vf->vram_size - off)
@@ -466,31 +556,40 @@ static uint32_t simgpu_cmd_vram(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot
 			return SIMGPU_PF_ERR_ARGS;
 		bitmap_clear(vf->vdirty, off / SIMGPU_BLOCK_SIZE, len / SIMGPU_BLOCK_SIZE);
 	}
+	/* The aperture's RAM lives as long as the VF: only the model may go. */
 	if (read)
-		return simgpu_pf_dma(pf, addr, p + off, len, true) ?
-		       SIMGPU_PF_OK : SIMGPU_PF_ERR_DMA;
+		return simgpu_pf_dma_vf(pf, vf, m, addr, p + off, len, true);
 	if (!addr)
 		memset(p + off, 0, len);
 	else if (!simgpu_pf_dma(pf, addr, p + off, len, false))
 		return SIMGPU_PF_ERR_DMA;
 	memory_region_set_dirty(&vf->vram, off, len);
-	return SIMGPU_PF_OK;
+	return vf->model == m ? SIMGPU_PF_OK : SIMGPU_PF_ERR_DISABLED;
 }
 
 static uint32_t simgpu_cmd_vram_dirty(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s,
 				      bool peek)
 {
-	uint64_t bytes = BITS_TO_LONGS(vf->nr_blocks) * sizeof(unsigned long);
+	struct simgpu_model *m = vf->model;
+	uint64_t nr = vf->nr_blocks, bytes = BITS_TO_LONGS(nr) * sizeof(unsigned long);
+	g_autofree unsigned long *dirty = NULL, *populated = NULL;
+	uint32_t st;
 
 	if (s->args[1] < bytes || s->args[1] % 8)
 		return SIMGPU_PF_ERR_ARGS;
 	simgpu_vf_sync_vram(vf);
-	if (!simgpu_pf_dma(pf, s->args[0], vf->vdirty, bytes, true) ||
-	    !simgpu_pf_dma(pf, s->args[0] + s->args[1], vf->populated, bytes, true))
-		return SIMGPU_PF_ERR_DMA;
+	/* Copies: the first DMA may disable the VF, which frees its bitmaps. */
+	dirty = g_memdup2(vf->vdirty, bytes);
+	populated = g_memdup2(vf->populated, bytes);
+	st = simgpu_pf_dma_vf(pf, vf, m, s->args[0], dirty, bytes, true);
+	if (!st)
+		st = simgpu_pf_dma_vf(pf, vf, m, s->args[0] + s->args[1], populated, bytes, true);
+	if (st)
+		return st;
+	/* Exactly what was reported: a block that turned dirty since stays. */
 	if (!peek)
-		bitmap_zero(vf->vdirty, vf->nr_blocks);
-	s->result = vf->nr_blocks;
+		bitmap_andnot(vf->vdirty, vf->vdirty, dirty, nr);
+	s->result = nr;
 	return SIMGPU_PF_OK;
 }
 
@@ -545,13 +644,15 @@ static uint32_t simgpu_cmd_log_start(SimgpuPfState *pf, SimgpuVfState *vf, Simgp
 	uint64_t n = s->args[1], total = 0, prev_end = 0;
 	SimgpuLog *log = &vf->log;
 	unsigned int i;
+	uint32_t st;
 
 	if (log->active)
 		return SIMGPU_PF_ERR_ORDER;
 	if (!n || n > SIMGPU_LOG_RANGES || s->args[2] != SIMGPU_LOG_PAGE)
 		return SIMGPU_PF_ERR_ARGS;
-	if (!simgpu_pf_dma(pf, s->args[0], r, n * sizeof(r[0]), false))
-		return SIMGPU_PF_ERR_DMA;
+	st = simgpu_pf_dma_vf(pf, vf, vf->model, s->args[0], r, n * sizeof(r[0]), false);
+	if (st)
+		return st;
 	for (i = 0; i < n; i++) {
 		uint64_t iova = le64_to_cpu(r[i].iova), len = le64_to_cpu(r[i].length);
 
@@ -650,6 +751,7 @@ static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
 {
 	SimgpuSlot *s = &pf->slot[n];
 	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
+	bool was;
 
 	if (s->status & SIMGPU_PF_STATUS_BUSY)
 		return;		/* one command at a time: ignored */
@@ -660,19 +762,21 @@ static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
 		simgpu_pf_done(pf, n, SIMGPU_PF_ERR_DISABLED);
 		return;
 	}
+	was = simgpu_vf_enter(vf);
 	switch (op) {
 	case SIMGPU_PF_CMD_PAUSE:
 		simgpu_model_pause(vf->model,
 				   !simgpu_model_knob(vf->model, SIMGPU_PF_KNOB_PREEMPT));
 		simgpu_pf_wait(pf, n, s->args[0]);
-		return;
+		break;
 	case SIMGPU_PF_CMD_INVALIDATE:
 		s->inval_seq = simgpu_model_host_inval(vf->model);
 		simgpu_pf_wait(pf, n, s->args[0]);
-		return;
+		break;
 	default:
 		simgpu_pf_done(pf, n, simgpu_cmd_now(pf, vf, s));
 	}
+	simgpu_vf_leave(vf, was);
 }
 
 /* ---- PF registers --------------------------------------------------------- */
@@ -784,7 +888,7 @@ static uint64_t simgpu_pf_read(void *opaque, hwaddr addr, unsigned size)
 	case SIMGPU_PF_REG_VERSION:
 		return SIMGPU_PF_ABI_VERSION;
 	case SIMGPU_PF_REG_TOTAL_VFS:
-		return pf->total_vfs;
+		return MIN(pf->vfs_offered, pf->total_vfs);
 	case SIMGPU_PF_REG_PROFILES:
 		return simgpu_pf_profiles(pf);
 	case SIMGPU_PF_REG_APERTURE_LO:
@@ -878,7 +982,10 @@ static void simgpu_vf_enable(SimgpuVfState *vf)
 	vf->nr_blocks = DIV_ROUND_UP(vf->vram_size, SIMGPU_BLOCK_SIZE);
 	vf->vdirty = bitmap_new(vf->nr_blocks);
 	vf->populated = bitmap_new(vf->nr_blocks);
-	vf->model = simgpu_model_new(&simgpu_env, vf, vf->queues, vf->vram_size);
+	vf->ctx = g_new0(SimgpuVfCtx, 1);
+	vf->ctx->vf = vf;
+	vf->model = simgpu_model_new(&simgpu_env, vf->ctx, vf->queues, vf->vram_size);
+	vf->ctx->model = vf->model;
 	vf->resets = 0;
 	vf->guest_resets = 0;
 	simgpu_vf_scrub(vf);
@@ -896,7 +1003,12 @@ static void simgpu_vf_disable(SimgpuVfState *vf)
 	qemu_bh_cancel(vf->bh);
 	timer_del(vf->timer);
 	simgpu_log_stop(&vf->log);
-	simgpu_model_free(vf->model);
+	vf->ctx->dead = true;
+	if (vf->busy)
+		vf->retired = g_slist_prepend(vf->retired, vf->ctx);
+	else
+		simgpu_vf_ctx_free(vf->ctx);
+	vf->ctx = NULL;
 	vf->model = NULL;
 	g_free(vf->vdirty);
 	g_free(vf->populated);
@@ -980,6 +1092,8 @@ static void simgpu_vf_exit(PCIDevice *d)
 	SimgpuVfState *vf = SIMGPU_VF(d);
 
 	simgpu_vf_disable(vf);
+	g_slist_free_full(vf->retired, simgpu_vf_ctx_free);
+	vf->retired = NULL;
 	qemu_bh_delete(vf->bh);
 	timer_free(vf->timer);
 	msix_unuse_all_vectors(d);
@@ -988,6 +1102,13 @@ static void simgpu_vf_exit(PCIDevice *d)
 }
 
 /* ---- the PF --------------------------------------------------------------- */
+
+/* Config space, and a function-level reset (which resets SR-IOV too). */
+static void simgpu_pf_write_config(PCIDevice *d, uint32_t addr, uint32_t val, int len)
+{
+	pci_default_write_config(d, addr, val, len);
+	pcie_cap_flr_write_config(d, addr, val, len);
+}
 
 static void simgpu_pf_realize(PCIDevice *d, Error **errp)
 {
@@ -1002,6 +1123,7 @@ static void simgpu_pf_realize(PCIDevice *d, Error **errp)
 		error_setg(errp, "simgpu-pf: aperture must be a power of 2, at least 64M");
 		return;
 	}
+	d->config_write = simgpu_pf_write_config;
 	pci_config_set_revision(d->config, SIMGPU_PF_ABI_VERSION);
 	memory_region_init_io(&pf->regs, OBJECT(pf), &simgpu_pf_ops, pf, "simgpu-pf-regs",
 			      SIMGPU_PF_BAR0_SIZE);
@@ -1012,6 +1134,7 @@ static void simgpu_pf_realize(PCIDevice *d, Error **errp)
 		error_setg(errp, "simgpu-pf: no room for the PCIe capability");
 		return;
 	}
+	pcie_cap_flr_init(d);
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
 		pf->slot[n].pf = pf;
 		pf->slot[n].n = n;
@@ -1075,6 +1198,8 @@ static const VMStateDescription simgpu_vmstate = {
 
 static const Property simgpu_pf_props[] = {
 	DEFINE_PROP_UINT32("total-vfs", SimgpuPfState, total_vfs, 4),
+	/* What TOTAL_VFS says, when a test wants it to say less than SR-IOV's. */
+	DEFINE_PROP_UINT32("x-vfs-offered", SimgpuPfState, vfs_offered, UINT32_MAX),
 	DEFINE_PROP_SIZE("aperture", SimgpuPfState, aperture, 256 * MiB),
 };
 

@@ -318,9 +318,20 @@ static void simgpu_service_workload(struct simgpu_core *core)
 	due = div_u64((u64)ns * rate, NSEC_PER_SEC);
 	/* Never more than a bounded burst per pass, even after a long stall. */
 	for (n = 0; core->dirty_done < due && n < 256; n++) {
-		u64 page = core->dirty_count % core->dirty_pages;
-		__le64 stamp[2] = { cpu_to_le64(core->dirty_count), cpu_to_le64(page) };
+		__le64 stamp[2];
+		u64 page;
 		u32 err;
+
+		/*
+		 * Registers are read again after every write: where a host lets
+		 * the device's DMA reach its own registers, the last stamp may
+		 * have rewritten them (a region of 0 pages ends the pass).
+		 */
+		if (!core->dirty_pages)
+			break;
+		page = core->dirty_count % core->dirty_pages;
+		stamp[0] = cpu_to_le64(core->dirty_count);
+		stamp[1] = cpu_to_le64(page);
 
 		err = simgpu_mem_access(core, core->dirty_base + page * SIMGPU_PAGE_SIZE,
 					stamp, sizeof(stamp), true);
