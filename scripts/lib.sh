@@ -78,12 +78,13 @@ debug_kdir() { kernel_tree $DEBUG_SERIES "$GPUMIG_TOP/scripts/kconfig/debug.conf
 # simgpu-pci PF behind a root port whose prefetchable window holds the VFs'
 # VRAM apertures (4 x 256 MiB); firmware comes from Debian's packages.
 # Two PFs: the first's VFs migrate; the second is assigned whole (a PF
-# bound to gpumig-vfio-pci).  Each root port leaves room for its VFs'
-# apertures.
+# bound to gpumig-vfio-pci), and its TOTAL_VFS register says 0 while its
+# SR-IOV capability says 1 (the PF driver must believe the fewer).  Each
+# root port leaves room for its VFs' apertures.
 SIMGPU_PCI_QEMU_OPTS="-L /usr/share/seabios -L /usr/share/qemu -device intel-iommu,intremap=on \
 -device pcie-root-port,id=rp1,chassis=1,pref64-reserve=2G -device simgpu-pf,bus=rp1 \
 -device pcie-root-port,id=rp2,chassis=2,pref64-reserve=512M \
--device simgpu-pf,bus=rp2,total-vfs=1,aperture=64M"
+-device simgpu-pf,bus=rp2,total-vfs=1,aperture=64M,x-vfs-offered=0"
 
 BUILD=$GPUMIG_TOP/build
 SRC_FILES="Kbuild Makefile dkms.conf include drivers kunit"

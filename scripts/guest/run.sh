@@ -624,6 +624,10 @@ pci_suite() {
 	set -- $(pf_addrs)
 	pf=${1:-} pf2=${2:-}
 	check "two simgpu PFs probed ($pf, $pf2)" sh -c "[ -e $PFDRV/$pf ] && [ -e $PFDRV/$pf2 ]"
+	check "a PF whose device offers fewer VFs than its capability: sriov_totalvfs says so, more refused" \
+		sh -c "[ \$(cat /sys/bus/pci/devices/$pf2/sriov_totalvfs) = 0 ] &&
+		       ! echo 1 > /sys/bus/pci/devices/$pf2/sriov_numvfs 2>/dev/null &&
+		       [ \$(cat /sys/bus/pci/devices/$pf2/sriov_numvfs) = 0 ]"
 	sys=/sys/bus/pci/devices/$pf/simgpu
 	check "the PF offers the profiles its aperture holds" \
 		sh -c "[ \"\$(cat $sys/profiles)\" = '64M 256M' ]"
