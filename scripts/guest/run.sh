@@ -542,6 +542,34 @@ flr_quarantine() {
 		"$tooldir/simgpu-client" -s info -n flr_back "$vf" >/dev/null 2>&1
 }
 
+# A quarantine outlives an unbind and a bind of gpumig-vfio-pci (what
+# libvirt's managed hostdev does at every domain stop and start): the VF
+# comes back quarantined with its reason, refuses a tenant, and only the
+# operator releases it.  A reset of its PF meanwhile loses the VRAM kept
+# for inspection, and the quarantine says so.
+quarantine_rebind() {
+	local vf=$1 pf=$2 rm=/sys/bus/pci/devices/$1/reset_method
+
+	echo "" >"$rm" || return 1
+	"$tooldir/simgpu-client" -s info -n q_rebind_flr_off "$vf" >/dev/null 2>&1
+	mig_status "$vf" | grep -q "^quarantined: the function was not reset" || return 1
+	vf_unbind "$vf" && vf_bind "$vf" "$GVP" || return 1
+	if ! mig_status "$vf" | grep -q "^quarantined: the function was not reset"; then
+		echo "rebound, the VF says: $(mig_status "$vf")"
+		return 1
+	fi
+	! "$tooldir/simgpu-client" -s info -n q_rebind_refused "$vf" >/dev/null 2>&1 || return 1
+	echo 1 >"/sys/bus/pci/devices/$pf/reset" || return 1
+	if ! mig_status "$vf" | grep -q "^quarantined: .*its VRAM was lost to a reset of its PF"; then
+		echo "after the PF's reset, the VF says: $(mig_status "$vf")"
+		return 1
+	fi
+	echo default >"$rm" &&
+		"$tooldir/gpumigctl" unquarantine "$vf" &&
+		mig_status "$vf" | grep -q "^migratable" &&
+		"$tooldir/simgpu-client" -s info -n q_rebind_back "$vf" >/dev/null 2>&1
+}
+
 pf_rebind() {
 	echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind" && vf_bind "$1" "$2"
 }
@@ -684,6 +712,8 @@ pci_suite() {
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
 	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
+	check "a quarantine outlives a rebind of $GVP and says when a PF reset lost its VRAM" \
+		quarantine_rebind "$vf2" "$pf"
 	# One ping-pong on VFs (two on mdevs): each VF migration under nested
 	# emulation takes about ten times an mdev's (make check's budget).
 	if qemu10_here; then
@@ -710,6 +740,11 @@ pci_suite() {
 	check "gpumigctl watch on a VF" watch_check "$vf1"
 	check "gpumigctl nova-config: live_migratable for VFs only, never the PF" \
 		nova_check "$out/nova.conf" "$vf0" "$vf1" "$vf2" "$vf3"
+
+	# The PF is reset while VF 1 pre-copies: loud, and the VF works after.
+	timeout 300 "$tooldir/simgpu-client" -s pf_reset -n gvp_pf_reset "$vf1" \
+		>"$out/client-gvp-pf-reset.ktap" 2>>"$out/guest.log"
+	echo "vm: client pf_reset on VF 1 exited $?"
 
 	# The PF's driver goes away while VF 1 migrates.
 	timeout 300 "$tooldir/simgpu-client" -s pf_gone -n gvp_pf_gone "$vf1" \

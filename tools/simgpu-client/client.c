@@ -126,6 +126,7 @@ static const struct scenario {
 	{ "quarantine", t_quarantine, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "race", t_race, NEEDS_DST | NEEDS_MIGRATION },	/* RACE_SECONDS, 10 */
 	{ "fault_sweep", t_fault_sweep, NEEDS_MIGRATION },	/* fail-nth: the debug kernel */
+	{ "pf_reset", t_pf_reset, NEEDS_MIGRATION },	/* resets the VF's PF */
 	{ "pf_gone", t_pf_gone, NEEDS_MIGRATION },	/* unbinds the VF's PF */
 	{ "remove_open", t_remove_open, 0 },	/* destroys the instance */
 	{ "bench_dirty", t_bench_dirty, NEEDS_MIGRATION },	/* the benchmark, not a test */

@@ -1012,6 +1012,117 @@ static int sysfs_write(const char *path, const char *val)
  * refused): the migration ends with ENODEV and says why, the VF's user is
  * asked to let go, and once it has, the VF is gone and nothing crashed.
  */
+/* @vf's PF's address (in @pf, @len bytes), or NULL when @vf is not a VF. */
+static const char *physfn(const char *vf, char *pf, size_t len)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/physfn", dev_sysdir(vf));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return NULL;
+	link[n] = 0;
+	snprintf(pf, len, "%s", strrchr(link, '/') + 1);
+	return pf;
+}
+
+/* Interrupts the PF @pf took so far (its line in /proc/interrupts), or -1. */
+static long long pf_irqs(const char *pf)
+{
+	char line[1024];
+	long long sum = -1;
+	FILE *f = fopen("/proc/interrupts", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+
+		if (!p || !strstr(line, pf) || !strstr(line, "simgpu-pf"))
+			continue;
+		for (sum = 0, p++;;) {
+			char *e;
+			long long v = strtoll(p, &e, 10);
+
+			if (e == p)
+				break;
+			sum += v;
+			p = e;
+		}
+		break;
+	}
+	fclose(f);
+	return sum;
+}
+
+/*
+ * The VF's PF is reset (a function-level reset, as an operator's
+ * .../reset or an error recovery does) in the middle of a pre-copy: the
+ * VF's GPU state and VRAM go with it, and every party hears so.  The data
+ * file's reads fail, the migration state reads ERROR and refuses every
+ * arc until a device reset, last_error says why, and the VF itself tells
+ * its user DEVICE_LOST.  After VFIO_DEVICE_RESET the VF works and migrates
+ * again, its PF's commands completing by interrupt (the PF driver set its
+ * interrupt mask again after the reset).
+ */
+int t_pf_reset(struct gpu *g)
+{
+	char pf[64], path[PATH_MAX], why[512] = "";
+	long long irqs;
+	struct blob b = { 0 };
+	uint8_t first[64];
+	uint32_t st = 0;
+	int fd = -1, ret;
+
+	if (!physfn(g->name, pf, sizeof(pf))) {
+		snprintf(fail_msg, sizeof(fail_msg), "%s is not a VF", g->name);
+		return SKIP;
+	}
+	gpu_setup(g, 16);
+	gpu_map_range(g, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 1 << 20, 0x5eed, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "a FILL of VRAM");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	CHECK(read(fd, first, sizeof(first)) == sizeof(first), "first pre-copy bytes");
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", pf);
+	CHECK(sysfs_write(path, "1") == 0, "resetting the PF %s: %s", pf, strerror(errno));
+
+	ret = mig_read(fd, &b);
+	free(b.p);
+	CHECK(ret == -EIO, "pre-copy read after the PF's reset: %d, not -EIO", ret);
+	CHECK(mig_get(g, &st) == 0 && st == VFIO_DEVICE_STATE_ERROR,
+	      "the migration state after the PF's reset is %u, not ERROR", st);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) < 0,
+	      "RUNNING accepted in ERROR, before a device reset");
+	read_attr(g->name, "migration/last_error", why, sizeof(why));
+	CHECK(strstr(why, "its PF was reset"), "last_error does not say why: %s", why);
+	CHECK(rd(g, SIMGPU_REG_ERROR_CODE) == SIMGPU_ERR_DEVICE_LOST &&
+	      rd(g, SIMGPU_REG_ERROR_QUEUE) == SIMGPU_QUEUE_DEVICE,
+	      "the VF's error registers say %u on 0x%x, not DEVICE_LOST on the device",
+	      rd(g, SIMGPU_REG_ERROR_CODE), rd(g, SIMGPU_REG_ERROR_QUEUE));
+	CHECK(rd(g, SIMGPU_REG_STATUS) & SIMGPU_STATUS_ERROR, "STATUS shows no error");
+	data_fd_close(fd);
+	printf("    # pf_reset: after the PF's reset: %s", why);
+
+	CHECK(gpu_reset(g) == 0, "VFIO_DEVICE_RESET: %s", strerror(errno));
+	CHECK(mig_get(g, &st) == 0 && st == VFIO_DEVICE_STATE_RUNNING,
+	      "the migration state after a device reset is %u, not RUNNING", st);
+	CHECK(rd(g, SIMGPU_REG_ERROR_CODE) == 0, "the device reset left error %u",
+	      rd(g, SIMGPU_REG_ERROR_CODE));
+	gpu_setup(g, 16);
+	gpu_map_range(g, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 4096, 0x77, 0);
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "work after the reset");
+	irqs = pf_irqs(pf);
+	CHECK(irqs >= 0, "no interrupt line of %s in /proc/interrupts", pf);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP after the reset");
+	CHECK(pf_irqs(pf) > irqs,
+	      "the PF's commands of a STOP completed without an interrupt (its mask was not restored)");
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "RUNNING");
+	return 0;
+}
+
 int t_pf_gone(struct gpu *g)
 {
 	struct pollfd p = { .fd = g->req_efd, .events = POLLIN };

@@ -154,5 +154,14 @@ struct simgpu_cmd {
 #define SIMGPU_ERR_VRAM_RANGE		7	/* PTE points past VRAM */
 #define SIMGPU_ERR_PT_DMA		8	/* page table not readable */
 #define SIMGPU_ERR_BAD_RING		9	/* ring size not a power of 2 */
+/*
+ * The device's state and memory were lost under the guest (the physical
+ * GPU it is a part of was reset): queues, translations and VRAM are gone.
+ * SIMGPU_REG_ERROR_QUEUE is SIMGPU_QUEUE_DEVICE; a device reset clears it.
+ */
+#define SIMGPU_ERR_DEVICE_LOST		11
+
+/* SIMGPU_REG_ERROR_QUEUE of an error of the whole device. */
+#define SIMGPU_QUEUE_DEVICE		0xfe
 
 #endif /* _UAPI_LINUX_SIMGPU_H */
