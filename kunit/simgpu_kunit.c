@@ -978,7 +978,32 @@ static void core_reset_and_registers(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, simgpu_core_run(c, 16));
 }
 
+/*
+ * A device whose state was lost under its user (simgpu-pci after its PF's
+ * reset) says so in its error registers and STATUS, raises its error
+ * interrupt, and a reset of the device clears it.
+ */
+static void core_lost(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 2);
+	struct simgpu_core *c = &e->core;
+	unsigned int irqs = e->irqs;
+
+	simgpu_core_lost(c);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_ERROR_CODE), SIMGPU_ERR_DEVICE_LOST);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_ERROR_QUEUE), SIMGPU_QUEUE_DEVICE);
+	KUNIT_EXPECT_TRUE(test, simgpu_mmio_read(c, SIMGPU_REG_STATUS) & SIMGPU_STATUS_ERROR);
+	KUNIT_EXPECT_TRUE(test, simgpu_mmio_read(c, SIMGPU_REG_INT_STATUS) & SIMGPU_INT_ERROR);
+	KUNIT_EXPECT_EQ(test, e->irqs, irqs + 1);
+	/* No queue stopped: a queue's own error stays its own. */
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_ERROR), 0U);
+	simgpu_mmio_write(c, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(c, SIMGPU_REG_ERROR_CODE), 0U);
+	KUNIT_EXPECT_FALSE(test, simgpu_mmio_read(c, SIMGPU_REG_STATUS) & SIMGPU_STATUS_ERROR);
+}
+
 static struct kunit_case simgpu_cases[] = {
+	KUNIT_CASE(core_lost),
 	KUNIT_CASE(vram_sparse_and_scrub),
 	KUNIT_CASE(vram_zero_exact),
 	KUNIT_CASE(vram_write_iter_short),

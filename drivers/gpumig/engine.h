@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * gpumig engine internals, shared by state.c (the state machine and the
- * lock protocol), file.c (the migration data files), log.c (DMA logging)
- * and reason.c (the reason reports show).  Front ends see none of this: include/gpumig/migration.h
+ * lock protocol), file.c (the migration data files), log.c (DMA logging),
+ * reason.c (the reason reports show) and quarantine.c (quarantine records,
+ * which outlive a binding).  Front ends see none of this: include/gpumig/migration.h
  * declares struct gpumig_mig without its fields, so any access from
  * outside the engine fails to compile.
  *
@@ -188,6 +189,10 @@ __printf(2, 3) void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...);
 void gpumig_get_why(struct gpumig_mig *m, char *buf, size_t len);
 void gpumig_set_source(struct gpumig_mig *m, const char *producer);
 void gpumig_get_source(struct gpumig_mig *m, char *buf, size_t len);
+
+/* quarantine.c */
+int gpumig_quarantine_init(void);
+void gpumig_quarantine_exit(void);
 
 /* file.c */
 struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy);

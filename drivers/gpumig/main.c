@@ -8,11 +8,17 @@
 
 #include <gpumig/stream.h>
 
+#include "engine.h"
+
 #define CREATE_TRACE_POINTS
 #include <trace/events/gpumig.h>
 
 static int __init gpumig_init(void)
 {
+	int ret = gpumig_quarantine_init();
+
+	if (ret)
+		return ret;
 	pr_info("gpumig: migration engine loaded (stream version %u.%u)\n",
 		GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR);
 	return 0;
@@ -20,6 +26,7 @@ static int __init gpumig_init(void)
 
 static void __exit gpumig_exit(void)
 {
+	gpumig_quarantine_exit();
 }
 
 module_init(gpumig_init);

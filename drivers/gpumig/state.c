@@ -338,6 +338,46 @@ void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why)
 EXPORT_SYMBOL_GPL(gpumig_mig_abort);
 
 /**
+ * gpumig_mig_fail() - the device lost its state under the engine
+ * @m: device
+ * @err: what the data files' reads and writes return from now on
+ * @why: for reports and the log ("its PF was reset: ...")
+ *
+ * For a front end that learns asynchronously that its device failed (the
+ * hardware it is part of was reset).  As the uAPI's ERROR state has it: a
+ * stream in flight ends with @err, DMA logging ends with the device's
+ * log, the state reads ERROR and every arc fails until the device is
+ * reset (VFIO_DEVICE_RESET, a reset the front end reports, or the next
+ * open).  A quarantined device keeps its quarantine, and its reason says
+ * what it lost.  Sleeps.
+ */
+void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why)
+{
+	char q[GPUMIG_MSG_LEN];
+
+	gpumig_state_mutex_lock(m);
+	if (m->saving)
+		gpumig_file_abort(m->saving, err);
+	if (m->resuming)
+		gpumig_file_abort(m->resuming, err);
+	if (m->log_ops)
+		m->ops->dma_log_stop(m->priv);
+	trace_gpumig_state(m->vdev->dev, m->state, VFIO_DEVICE_STATE_ERROR, err);
+	m->state = VFIO_DEVICE_STATE_ERROR;
+	m->quiesced = false;
+	if (m->quarantined) {
+		gpumig_quarantine_note(m->vdev->dev, why);
+		gpumig_quarantine_get(m->vdev->dev, q, sizeof(q));
+		gpumig_set_why(m, "quarantined: %s", q);
+	} else {
+		gpumig_set_why(m, "%s", why);
+	}
+	gpumig_state_mutex_unlock(m);
+	dev_err(m->vdev->dev, "the device failed: %s\n", why);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_fail);
+
+/**
  * gpumig_mig_vram_dirtied() - a VRAM block became dirty while tracking
  * @m: device
  *
@@ -397,6 +437,7 @@ int gpumig_mig_open(struct gpumig_mig *m)
 		dev_err(m->vdev->dev, "refusing to reuse a quarantined device: %s\n", why);
 		ret = -EBUSY;
 	} else {
+		m->state = VFIO_DEVICE_STATE_RUNNING;	/* a new session, ERROR or not */
 		gpumig_set_why(m, "%s", "");	/* the last tenant's is not this one's */
 		gpumig_set_source(m, "");
 		atomic64_set(&m->stats.log_reports, 0);
@@ -455,6 +496,7 @@ int gpumig_mig_close(struct gpumig_mig *m)
 	}
 	if (ret) {
 		WRITE_ONCE(m->quarantined, true);
+		gpumig_quarantine_set(m->vdev->dev, why);
 		gpumig_set_why(m, "quarantined: %s", why);
 		trace_gpumig_quarantine(m->vdev->dev, why);
 		dev_err(m->vdev->dev, "quarantined: %s%s\n", why,
@@ -488,6 +530,7 @@ int gpumig_mig_unquarantine(struct gpumig_mig *m)
 		if (ret) {
 			dev_err(m->vdev->dev, "quarantine stays: the scrub failed (%d)\n", ret);
 		} else {
+			gpumig_quarantine_clear(m->vdev->dev);
 			gpumig_set_why(m, "%s", "");
 			WRITE_ONCE(m->quarantined, false);
 			dev_notice(m->vdev->dev, "quarantine lifted by the operator\n");
@@ -757,7 +800,8 @@ static bool gpumig_ops_valid(const struct gpumig_backend_ops *o)
  * @priv: argument of every backend op
  * @compat: the device's compatibility descriptor
  *
- * Sets @vdev's migration flags (STOP_COPY, P2P, PRE_COPY) and ops.  DMA
+ * Sets @vdev's migration flags (STOP_COPY, P2P, PRE_COPY) and ops.  A
+ * device quarantined before (under an earlier binding) starts quarantined.  DMA
  * logging is offered only where the kernel can carry the reports
  * (gpumig_dma_logging_supported()): QEMU aborts the migration of a device
  * that claimed log_ops whose reports then fail; without them QEMU treats
@@ -770,6 +814,7 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 				     const struct gpumig_backend_ops *ops, void *priv,
 				     const struct gpumig_compat *compat)
 {
+	char why[GPUMIG_MSG_LEN];
 	struct gpumig_mig *m;
 
 	if (WARN_ON(!gpumig_ops_valid(ops)))
@@ -787,6 +832,12 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	spin_lock_init(&m->reset_lock);
 	spin_lock_init(&m->why_lock);
 	spin_lock_init(&m->poll_lock);
+	/* A quarantine from before this binding still holds. */
+	if (gpumig_quarantine_get(vdev->dev, why, sizeof(why))) {
+		m->quarantined = true;
+		gpumig_set_why(m, "quarantined: %s", why);
+		dev_warn(vdev->dev, "still quarantined: %s\n", why);
+	}
 
 	vdev->migration_flags = VFIO_MIGRATION_STOP_COPY | VFIO_MIGRATION_P2P |
 				VFIO_MIGRATION_PRE_COPY;

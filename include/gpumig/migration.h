@@ -15,8 +15,14 @@
  *              quarantine
  *   report:    gpumig_mig_status(), gpumig_mig_status_show(),
  *              gpumig_mig_compat_show()
+ *   failure:   gpumig_mig_fail() when the device loses its state under
+ *              the engine (the uAPI's ERROR state, until a reset)
  *   operator:  gpumig_mig_unquarantine()
  *   release:   gpumig_mig_destroy()
+ *
+ * A quarantine belongs to the device, not to its binding: the records of
+ * gpumig_quarantine_*() outlive a driver's unbind and bind, and end only
+ * when the operator releases the device or it goes away (logged).
  *
  * The engine decides the order of the backend's calls:
  *
@@ -276,10 +282,17 @@ int gpumig_mig_open(struct gpumig_mig *m);
 int gpumig_mig_close(struct gpumig_mig *m);
 void gpumig_mig_reset(struct gpumig_mig *m);
 void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why);
+void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why);
 void gpumig_mig_vram_dirtied(struct gpumig_mig *m);
 void gpumig_mig_reconfigured(struct gpumig_mig *m);
 int gpumig_mig_unquarantine(struct gpumig_mig *m);
 int gpumig_sysfs_confirm(const char *buf);
+
+int gpumig_quarantine_set(struct device *dev, const char *why);
+bool gpumig_quarantine_get(struct device *dev, char *why, size_t len);
+void gpumig_quarantine_note(struct device *dev, const char *what);
+int gpumig_quarantine_clear(struct device *dev);
+void gpumig_quarantine_gone(struct device *dev, const char *how);
 const char *gpumig_state_name(u32 state);
 
 int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st);

@@ -9,7 +9,9 @@
  * services and releases it with simgpu_pf_vf_put().  While a VF is
  * claimed, SR-IOV cannot be disabled; if the PF's driver goes away anyway
  * (it cannot be refused), the claimer's ops->pf_gone is called first and
- * every service fails with -ENODEV from then on.
+ * every service fails with -ENODEV from then on.  A reset of the PF (an
+ * FLR an operator or an error recovery asked for) resets every VF with it:
+ * claimers hear it through ops->pf_reset.
  *
  * Every call sleeps; calls for one VF are serialised by the PF driver.
  *
@@ -26,9 +28,15 @@ struct simgpu_pf_vf;
 /**
  * struct simgpu_pf_vf_ops - what a claimer hears from the PF driver
  * @pf_gone: the PF's driver is being removed: the services end now
+ * @pf_reset: the PF is being reset (optional): the VF's state and VRAM
+ *	are lost with it; services fail with -EAGAIN until the reset is done
+ *	and work again afterwards, on the VF as SR-IOV brings it back
+ *
+ * Both are called under the PF's lock: they may not claim or release a VF.
  */
 struct simgpu_pf_vf_ops {
 	void (*pf_gone)(void *priv);
+	void (*pf_reset)(void *priv);
 };
 
 /**

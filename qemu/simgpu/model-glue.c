@@ -56,6 +56,11 @@ void simgpu_model_clear_stats(struct simgpu_model *m)
 	simgpu_core_clear_stats(&m->core);
 }
 
+void simgpu_model_lost(struct simgpu_model *m)
+{
+	simgpu_core_lost(&m->core);
+}
+
 uint32_t simgpu_model_mmio_read(struct simgpu_model *m, uint32_t offset)
 {
 	return simgpu_mmio_read(&m->core, offset);

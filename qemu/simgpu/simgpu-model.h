@@ -37,6 +37,7 @@ struct simgpu_model *simgpu_model_new(const struct simgpu_model_env *env, void *
 void simgpu_model_free(struct simgpu_model *m);
 void simgpu_model_reset(struct simgpu_model *m);
 void simgpu_model_clear_stats(struct simgpu_model *m);
+void simgpu_model_lost(struct simgpu_model *m);
 uint32_t simgpu_model_mmio_read(struct simgpu_model *m, uint32_t offset);
 void simgpu_model_mmio_write(struct simgpu_model *m, uint32_t offset, uint32_t val);
 bool simgpu_model_run(struct simgpu_model *m, unsigned int budget);

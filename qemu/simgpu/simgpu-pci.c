@@ -87,6 +87,7 @@ typedef struct SimgpuSlot {
 	uint64_t result;
 	int64_t deadline;
 	uint32_t inval_seq;
+	bool lost;		/* the PF's reset took the VF's state: say so */
 	QEMUTimer *timer;	/* the deadline of PAUSE and INVALIDATE */
 	struct SimgpuPfState *pf;
 	unsigned int n;
@@ -989,6 +990,9 @@ static void simgpu_vf_enable(SimgpuVfState *vf)
 	vf->resets = 0;
 	vf->guest_resets = 0;
 	simgpu_vf_scrub(vf);
+	if (pf->slot[simgpu_vf_index(vf)].lost && vf->model)
+		simgpu_model_lost(vf->model);
+	pf->slot[simgpu_vf_index(vf)].lost = false;
 }
 
 static void simgpu_vf_disable(SimgpuVfState *vf)
@@ -1175,12 +1179,22 @@ static void simgpu_pf_exit(PCIDevice *d)
 	msi_uninit(d);
 }
 
+/*
+ * A reset of the PF resets SR-IOV: the VFs go, and their state and VRAM
+ * with them.  A VF that SR-IOV brings back after it tells its user so
+ * (SIMGPU_ERR_DEVICE_LOST) until the user resets it.
+ */
 static void simgpu_pf_reset_hold(Object *obj, ResetType type)
 {
 	SimgpuPfState *pf = SIMGPU_PF(obj);
+	bool was[SIMGPU_PF_MAX_VFS];
 	unsigned int n;
 
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
+		was[n] = n < pf->total_vfs && simgpu_pf_vf(pf, n);
 	pcie_sriov_pf_reset(PCI_DEVICE(obj));
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
+		pf->slot[n].lost = was[n];
 	pf->int_status = 0;
 	pf->int_mask = 0;
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {

@@ -216,9 +216,17 @@ def t_bad_commands(r, rnd, ops):
     return errors
 
 
+def settle(r, n):
+    """Whatever the nonsense before left on VF @n (a pause, a log, tracking,
+    VRAM): gone."""
+    for op in (CMD_RESUME, CMD_LOG_STOP, CMD_SCRUB):
+        assert r.command(n, op) == 0
+
+
 def t_limits(r):
     """The edges: exact errors where the ABI promises them."""
     q = r.q
+    settle(r, 0)
     vram = q.readl(r.vfreg(0, VF_VRAM_LO))
     xfer = q.readl(PF_BAR + PF_XFER_MAX)
     arch = q.readl(PF_BAR + PF_ARCH_SIZE)
@@ -424,6 +432,7 @@ def t_reentry(r):
     q = r.q
     n, base, buf = 1, RAM_BUF + 0x40000, RAM_BUF + 0x70000
     va = 0x10000000
+    settle(r, n)
     bar, ring = vf_program(r, n, base, [buf, r.vf_bar0(n)])
     q.write(buf, bytes(4096))
     # A kernel of 3 steps of at least 2 ms each keeps the processor on its

@@ -164,6 +164,8 @@ static int simgpu_pf_cmd(struct simgpu_pf_vf *vf, u32 op, const u64 *args,
 	lockdep_assert_held(&vf->cmd_lock);
 	if (vf->gone || !vf->buf)
 		return -ENODEV;
+	if (vf->resetting)
+		return -EAGAIN;
 	if (vf->wedged)
 		return -EIO;
 	for (i = 0; i < nargs; i++) {
@@ -874,6 +876,24 @@ void simgpu_pf_vf_disable(struct simgpu_pf_vf *vf)
 	vf->buf = NULL;
 	mutex_unlock(&vf->cmd_lock);
 	vf->pdev = NULL;
+}
+
+/**
+ * simgpu_pf_vf_set_resetting() - the PF's reset begins or ends
+ * @vf: VF
+ * @on: begins (services fail with -EAGAIN) or ends
+ *
+ * Waits for a command in flight to finish (it is bounded): none may see
+ * the device's registers change under it.  A mailbox abandoned before is
+ * trusted again after a reset.
+ */
+void simgpu_pf_vf_set_resetting(struct simgpu_pf_vf *vf, bool on)
+{
+	mutex_lock(&vf->cmd_lock);
+	vf->resetting = on;
+	if (!on)
+		vf->wedged = false;
+	mutex_unlock(&vf->cmd_lock);
 }
 
 /**

@@ -346,6 +346,58 @@ static void simgpu_pf_remove(struct pci_dev *pdev)
 	kref_put(&pf->ref, simgpu_pf_free);
 }
 
+/*
+ * The PF is reset (an FLR: its reset attribute, or an error recovery), and
+ * every VF with it: SR-IOV goes off in the device, the VFs' GPU state and
+ * VRAM are lost, and the PCI core's restore turns SR-IOV back on.  Before:
+ * commands in flight finish, new ones fail with -EAGAIN, claims are
+ * refused, each VF's config space is saved and its claimer hears.  After:
+ * the interrupt mask (which the reset cleared) and the VFs' config spaces
+ * come back, and the services work again.  The PCI core holds the PF's
+ * device lock across both.
+ */
+static void simgpu_pf_reset_prepare(struct pci_dev *pdev)
+{
+	struct simgpu_pf *pf = pci_get_drvdata(pdev);
+	unsigned int n;
+
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
+		simgpu_pf_vf_set_resetting(&pf->vf[n], true);
+	mutex_lock(&pf->lock);
+	pf->sriov_changing = true;
+	for (n = 0; n < pf->num_vfs; n++) {
+		struct simgpu_pf_vf *vf = &pf->vf[n];
+
+		pci_save_state(vf->pdev);
+		if (vf->ops && vf->ops->pf_reset)
+			vf->ops->pf_reset(vf->priv);
+	}
+	if (pf->num_vfs)
+		pci_warn(pdev, "reset: the state and VRAM of its %u VFs are lost\n", pf->num_vfs);
+	mutex_unlock(&pf->lock);
+}
+
+static void simgpu_pf_reset_done(struct pci_dev *pdev)
+{
+	struct simgpu_pf *pf = pci_get_drvdata(pdev);
+	unsigned int n;
+
+	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_STATUS, ~0U);
+	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, simgpu_pf_int_mask(pf));
+	mutex_lock(&pf->lock);
+	for (n = 0; n < pf->num_vfs; n++)
+		pci_restore_state(pf->vf[n].pdev);
+	pf->sriov_changing = false;
+	mutex_unlock(&pf->lock);
+	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
+		simgpu_pf_vf_set_resetting(&pf->vf[n], false);
+}
+
+static const struct pci_error_handlers simgpu_pf_err_handlers = {
+	.reset_prepare = simgpu_pf_reset_prepare,
+	.reset_done = simgpu_pf_reset_done,
+};
+
 static const struct pci_device_id simgpu_pf_ids[] = {
 	{ PCI_DEVICE(SIMGPU_PF_VENDOR_ID, SIMGPU_PF_DEVICE_ID) },
 	{}
@@ -358,6 +410,7 @@ struct pci_driver simgpu_pf_driver = {
 	.probe = simgpu_pf_probe,
 	.remove = simgpu_pf_remove,
 	.sriov_configure = simgpu_pf_sriov_configure,
+	.err_handler = &simgpu_pf_err_handlers,
 	.dev_groups = simgpu_pf_groups,
 };
 

@@ -34,9 +34,12 @@ struct dentry;
  * @pf: the PF (fixed)
  * @n: the VF's index (fixed)
  * @wq: woken when the PF's interrupt says this VF's command completed
- * @cmd_lock: guards the mailbox registers, @buf, @gone and @wedged
+ * @cmd_lock: guards the mailbox registers, @buf, @gone, @resetting and
+ *	@wedged
  * @gone: the PF's driver was removed: every service fails with -ENODEV
+ * @resetting: the PF is being reset: every service fails with -EAGAIN
  * @wedged: a command never completed: the mailbox is not trusted again
+ *	(until the PF is reset)
  * @buf: DMA buffer (coherent), @buf_dma its bus address; while enabled
  * @buf_dma: see @buf
  * @pdev: the VF's PCI device while SR-IOV is enabled (the PF's lock)
@@ -52,6 +55,7 @@ struct simgpu_pf_vf {
 
 	struct mutex cmd_lock;		/* see above */
 	bool gone;
+	bool resetting;
 	bool wedged;
 	void *buf;
 	dma_addr_t buf_dma;
@@ -121,6 +125,7 @@ void simgpu_pf_vf_set_reg(struct simgpu_pf_vf *vf, u32 reg, u32 val);
 int simgpu_pf_vf_enable(struct simgpu_pf_vf *vf, struct pci_dev *pdev);
 void simgpu_pf_vf_disable(struct simgpu_pf_vf *vf);
 void simgpu_pf_vf_set_gone(struct simgpu_pf_vf *vf);
+void simgpu_pf_vf_set_resetting(struct simgpu_pf_vf *vf, bool on);
 void simgpu_pf_free(struct kref *ref);
 
 #endif /* _SIMGPU_PF_INTERNAL_H */

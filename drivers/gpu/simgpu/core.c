@@ -459,6 +459,26 @@ static void simgpu_reset_locked(struct simgpu_core *core)
 }
 
 /**
+ * simgpu_core_lost() - the device's state was lost under its user
+ * @core: device, just made or reset
+ *
+ * For a host whose hardware was reset under the tenant (simgpu-pci's PF):
+ * the device says so until its user resets it, with SIMGPU_ERR_DEVICE_LOST
+ * on SIMGPU_QUEUE_DEVICE, as a GPU reports a reset it did not ask for.
+ */
+void simgpu_core_lost(struct simgpu_core *core)
+{
+	mutex_lock(&core->lock);
+	core->err_code = SIMGPU_ERR_DEVICE_LOST;
+	core->err_queue = SIMGPU_QUEUE_DEVICE;
+	core->err_addr = 0;
+	core->stats.faults++;
+	simgpu_irq(core, SIMGPU_INT_ERROR);
+	mutex_unlock(&core->lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_lost);
+
+/**
  * simgpu_core_clear_stats() - counters start again, for a new session
  * @core: device
  */
@@ -593,7 +613,8 @@ u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset)
 			if (core->q[i].error)
 				val |= SIMGPU_STATUS_ERROR;
 		}
-		if (core->err_queue == SIMGPU_QUEUE_WORKLOAD && core->err_code)
+		if ((core->err_queue == SIMGPU_QUEUE_WORKLOAD ||
+		     core->err_queue == SIMGPU_QUEUE_DEVICE) && core->err_code)
 			val |= SIMGPU_STATUS_ERROR;
 		if (core->control & SIMGPU_CTRL_ENABLE)
 			val |= SIMGPU_STATUS_ENABLED;

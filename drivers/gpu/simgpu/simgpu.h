@@ -254,6 +254,7 @@ int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 void simgpu_core_destroy(struct simgpu_core *core);
 void simgpu_core_reset(struct simgpu_core *core);
 void simgpu_core_clear_stats(struct simgpu_core *core);
+void simgpu_core_lost(struct simgpu_core *core);
 u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset);
 void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val);
 bool simgpu_core_run(struct simgpu_core *core, unsigned int budget);

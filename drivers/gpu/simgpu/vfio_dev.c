@@ -231,4 +231,6 @@ void simgpu_remove(struct mdev_device *mdev)
 	simgpu_debugfs_remove(sdev);
 	vfio_unregister_group_dev(&sdev->vdev);
 	vfio_put_device(&sdev->vdev);
+	/* The instance's VRAM went with it: so does a quarantine (logged). */
+	gpumig_quarantine_gone(&mdev->dev, "instance removed, its VRAM scrubbed,");
 }

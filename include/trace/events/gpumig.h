@@ -158,6 +158,23 @@ TRACE_EVENT(gpumig_quarantine,
 	TP_printk("%s %s", __get_str(dev), __get_str(why))
 );
 
+/* A quarantine ended with its device (removed, or the engine unloaded). */
+TRACE_EVENT(gpumig_quarantine_end,
+	TP_PROTO(struct device *dev, const char *how, const char *why),
+	TP_ARGS(dev, how, why),
+	TP_STRUCT__entry(
+		__string(dev, dev_name(dev))
+		__string(how, how)
+		__string(why, why)
+	),
+	TP_fast_assign(
+		__assign_str(dev);
+		__assign_str(how);
+		__assign_str(why);
+	),
+	TP_printk("%s %s: %s", __get_str(dev), __get_str(how), __get_str(why))
+);
+
 /* An operator asked to lift a quarantine: 0 when it was lifted. */
 TRACE_EVENT(gpumig_unquarantine,
 	TP_PROTO(struct device *dev, int ret),

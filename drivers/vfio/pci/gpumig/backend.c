@@ -94,13 +94,10 @@ int gvp_release_check(struct gvp_dev *g)
 	char why[GVP_WHY_LEN] = "";
 	int ret = gvp_check_inert(g, false, why, sizeof(why));
 
-	mutex_lock(&g->inert_lock);
 	if (ret) {
-		g->quarantined = true;
-		snprintf(g->why, sizeof(g->why), "quarantined: %s", why);
+		gpumig_quarantine_set(&gvp_pdev(g)->dev, why);
 		pci_err(gvp_pdev(g), "quarantined: %s\n", why);
 	}
-	mutex_unlock(&g->inert_lock);
 	return ret ? -EBUSY : 0;
 }
 
@@ -113,20 +110,16 @@ int gvp_release_check(struct gvp_dev *g)
  */
 int gvp_unquarantine(struct gvp_dev *g)
 {
-	int ret = -EINVAL;
+	struct pci_dev *pdev = gvp_pdev(g);
+	int ret;
 
 	if (g->mig)
 		return gpumig_mig_unquarantine(g->mig);
-	mutex_lock(&g->inert_lock);
-	if (g->quarantined) {
-		ret = pci_reset_function(gvp_pdev(g));
-		if (!ret) {
-			g->quarantined = false;
-			g->why[0] = '\0';
-			pci_notice(gvp_pdev(g), "quarantine lifted by the operator\n");
-		}
-	}
-	mutex_unlock(&g->inert_lock);
+	if (!gpumig_quarantine_get(&pdev->dev, NULL, 0))
+		return -EINVAL;
+	ret = pci_reset_function(pdev);
+	if (!ret && !gpumig_quarantine_clear(&pdev->dev))
+		pci_notice(pdev, "quarantine lifted by the operator\n");
 	return ret;
 }
 

@@ -49,9 +49,9 @@
  * @log_nr: how many
  * @log_carry: 4 KiB pages (by IOVA >> 12) the device cleared in a report
  *	that asked for only part of them: still dirty (state mutex)
- * @inert_lock: guards @quarantined and @why (functions without @mig)
- * @quarantined: a released function was not inert: it is not reused
- * @why: what was wrong with it
+ *
+ * A quarantine is the engine's record of the function (gpumig_quarantine_*()),
+ * kept across a rebind, for functions with and without @mig alike.
  */
 struct gvp_dev {
 	struct vfio_pci_core_device core;
@@ -72,10 +72,6 @@ struct gvp_dev {
 	struct simgpu_pf_iova_range *log_ranges;
 	unsigned int log_nr;
 	struct xarray log_carry;
-
-	struct mutex inert_lock;	/* see above */
-	bool quarantined;
-	char why[GVP_WHY_LEN];
 };
 
 static inline struct gvp_dev *to_gvp(struct vfio_device *vdev)

@@ -36,17 +36,13 @@ static struct gpumig_mig *gvp_dev_to_mig(struct device *dev)
 static ssize_t status_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct gvp_dev *g = dev_to_gvp(dev);
-	ssize_t n;
+	char why[GVP_WHY_LEN];
 
 	if (g->mig)
 		return gpumig_mig_status_show(g->mig, buf);
-	mutex_lock(&g->inert_lock);
-	if (g->quarantined)
-		n = sysfs_emit(buf, "%s\n", g->why);
-	else
-		n = sysfs_emit(buf, "not migratable: %s\n", g->not_migratable);
-	mutex_unlock(&g->inert_lock);
-	return n;
+	if (gpumig_quarantine_get(dev, why, sizeof(why)))
+		return sysfs_emit(buf, "quarantined: %s\n", why);
+	return sysfs_emit(buf, "not migratable: %s\n", g->not_migratable);
 }
 static DEVICE_ATTR_RO(status);
 

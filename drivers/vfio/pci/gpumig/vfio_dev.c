@@ -38,8 +38,24 @@ static void gvp_pf_gone(void *priv)
 		gpumig_mig_abort(m, -ENODEV, "the PF's driver was removed");
 }
 
+/*
+ * The PF is being reset (under the PF's lock): the VF's GPU state and VRAM
+ * are lost with it.  The migration breaks into the uAPI's ERROR state and
+ * a quarantine says what it lost; the VF itself tells its user
+ * SIMGPU_ERR_DEVICE_LOST.
+ */
+static void gvp_pf_reset(void *priv)
+{
+	struct gvp_dev *g = priv;
+	struct gpumig_mig *m = READ_ONCE(g->mig);
+
+	if (m)
+		gpumig_mig_fail(m, -EIO, "its PF was reset: the VF's state and VRAM were lost");
+}
+
 static const struct simgpu_pf_vf_ops gvp_pf_ops = {
 	.pf_gone = gvp_pf_gone,
+	.pf_reset = gvp_pf_reset,
 };
 
 /*
@@ -134,9 +150,10 @@ static int gvp_migration_init(struct gvp_dev *g)
 	 * VRAM belongs to the PF and outlives drivers: what a tenant of
 	 * another driver (plain vfio-pci) left there is not for this
 	 * driver's first tenant.  Every later tenant gets it scrubbed at the
-	 * last one's close.
+	 * last one's close.  A quarantined VF's is kept for inspection until
+	 * the operator releases it (which scrubs).
 	 */
-	ret = simgpu_pf_vf_scrub(vf);
+	ret = gpumig_quarantine_get(&pdev->dev, NULL, 0) ? 0 : simgpu_pf_vf_scrub(vf);
 	if (ret) {
 		pci_err(pdev, "the VF's VRAM could not be scrubbed (%d)\n", ret);
 		goto err_backend;
@@ -188,14 +205,11 @@ static int gvp_init_dev(struct vfio_device *vdev)
 	struct gvp_dev *g = to_gvp(vdev);
 	int ret;
 
-	mutex_init(&g->inert_lock);
 	ret = gvp_migration_init(g);
 	if (!ret)
 		ret = vfio_pci_core_init_dev(vdev);
-	if (ret) {
+	if (ret)
 		gvp_migration_release(g);
-		mutex_destroy(&g->inert_lock);
-	}
 	return ret;
 }
 
@@ -204,25 +218,20 @@ static void gvp_release_dev(struct vfio_device *vdev)
 	struct gvp_dev *g = to_gvp(vdev);
 
 	gvp_migration_release(g);
-	mutex_destroy(&g->inert_lock);
 	vfio_pci_core_release_dev(vdev);
 }
 
 static int gvp_open_device(struct vfio_device *vdev)
 {
 	struct gvp_dev *g = to_gvp(vdev);
+	char why[GVP_WHY_LEN];
 	int ret = 0;
 
 	if (g->mig) {
 		ret = gpumig_mig_open(g->mig);
-	} else {
-		mutex_lock(&g->inert_lock);
-		if (g->quarantined) {
-			pci_err(g->core.pdev, "refusing to reuse a quarantined function: %s\n",
-				g->why);
-			ret = -EBUSY;
-		}
-		mutex_unlock(&g->inert_lock);
+	} else if (gpumig_quarantine_get(vdev->dev, why, sizeof(why))) {
+		pci_err(g->core.pdev, "refusing to reuse a quarantined function: %s\n", why);
+		ret = -EBUSY;
 	}
 	if (ret)
 		return ret;
