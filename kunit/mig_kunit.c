@@ -731,7 +731,12 @@ static void mig_resume_placed(struct kunit *test)
 	vfree(stream);
 }
 
-/* A source that cannot quiesce or invalidate keeps running. */
+/*
+ * A source that cannot quiesce stays RUNNING (the way to STOP fails at
+ * RUNNING_P2P, the first arc that stops its DMA); one whose invalidation
+ * is not acknowledged stays in RUNNING_P2P, quiesced.  Either goes back
+ * to RUNNING and runs.
+ */
 static void mig_stop_failures_keep_running(struct kunit *test)
 {
 	static const enum fake_fail fails[] = { FAIL_QUIESCE, FAIL_INVALIDATE };
@@ -739,6 +744,7 @@ static void mig_stop_failures_keep_running(struct kunit *test)
 
 	for (i = 0; i < ARRAY_SIZE(fails); i++) {
 		struct fake_dev *f = fake_new(test, 2);
+		bool inval = fails[i] == FAIL_INVALIDATE;
 		struct file *filp;
 		enum vfio_device_mig_state st;
 
@@ -746,13 +752,62 @@ static void mig_stop_failures_keep_running(struct kunit *test)
 		filp = gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_STOP);
 		KUNIT_EXPECT_TRUE(test, IS_ERR(filp));
 		gpumig_mig_get_state(f->mig, &st);
-		KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RUNNING_P2P);
-		KUNIT_EXPECT_TRUE(test, f->running);
+		KUNIT_EXPECT_EQ(test, st, inval ? VFIO_DEVICE_STATE_RUNNING_P2P :
+						  VFIO_DEVICE_STATE_RUNNING);
+		KUNIT_EXPECT_EQ(test, f->running, !inval);
 		KUNIT_EXPECT_NE(test, reason(test, f)[0], '\0');
-		KUNIT_EXPECT_STREQ(test, f->log, fails[i] == FAIL_QUIESCE ? "Q" : "QIU");
+		KUNIT_EXPECT_STREQ(test, f->log, inval ? "QI" : "Q");
 		/* And it can still go back to RUNNING. */
 		KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_RUNNING));
+		KUNIT_EXPECT_TRUE(test, f->running);
+		KUNIT_EXPECT_STREQ(test, f->log, inval ? "QIU" : "Q");
 	}
+}
+
+/*
+ * The P2P states stop the device's own DMA (simgpu cannot tell a peer's
+ * BAR from memory, so all of it) while it stays a target: QEMU moves every
+ * device of a VM to RUNNING_P2P before it stops any, and a device that
+ * still wrote a peer's memory then would lose those writes.  Pre-copy
+ * data still flows in PRE_COPY_P2P; leaving a P2P state runs again.
+ */
+static void mig_p2p_quiesces(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 2);
+	struct file *sf;
+	u8 buf[256];
+	loff_t pos = 0;
+
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_RUNNING_P2P));
+	KUNIT_EXPECT_FALSE(test, f->running);
+	KUNIT_EXPECT_STREQ(test, f->log, "Q");
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_RUNNING));
+	KUNIT_EXPECT_TRUE(test, f->running);
+	KUNIT_EXPECT_STREQ(test, f->log, "QU");
+	/* STOP and back through RUNNING_P2P: quiesced in between, once. */
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_STOP));
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_RUNNING_P2P));
+	KUNIT_EXPECT_FALSE(test, f->running);
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_RUNNING));
+	KUNIT_EXPECT_TRUE(test, f->running);
+	KUNIT_EXPECT_STREQ(test, f->log, "QUQIU");
+
+	memset(f->log, 0, sizeof(f->log));
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	KUNIT_EXPECT_TRUE(test, f->running);
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_PRE_COPY_P2P));
+	KUNIT_EXPECT_FALSE(test, f->running);
+	KUNIT_EXPECT_GT(test, kernel_read(sf, buf, sizeof(buf), &pos), 0);
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_PRE_COPY));
+	KUNIT_EXPECT_TRUE(test, f->running);
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_RUNNING));
+	fput(sf);
+	/* A device that cannot quiesce refuses RUNNING_P2P and runs on. */
+	f->fail = FAIL_QUIESCE;
+	KUNIT_EXPECT_TRUE(test, IS_ERR(gpumig_mig_set_state(f->mig,
+							    VFIO_DEVICE_STATE_RUNNING_P2P)));
+	KUNIT_EXPECT_TRUE(test, f->running);
 }
 
 static void mig_incompatible_refused_in_precopy(struct kunit *test)
@@ -1339,13 +1394,14 @@ static void mig_state_pair(struct kunit *test)
 		if (b)
 			fput(b);
 	}
-	/* The device runs exactly in RUNNING and the P2P/PRE_COPY states. */
+	/*
+	 * The device runs (its own DMA included) exactly in RUNNING and
+	 * PRE_COPY; in the P2P states it is only a target.
+	 */
 	if (!IS_ERR(b))
 		KUNIT_EXPECT_EQ(test, f->running,
 				st == VFIO_DEVICE_STATE_RUNNING ||
-				st == VFIO_DEVICE_STATE_RUNNING_P2P ||
-				st == VFIO_DEVICE_STATE_PRE_COPY ||
-				st == VFIO_DEVICE_STATE_PRE_COPY_P2P);
+				st == VFIO_DEVICE_STATE_PRE_COPY);
 	if (a)
 		fput(a);
 }
@@ -1356,6 +1412,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_zero_runs_whole),
 	KUNIT_CASE(mig_resume_placed),
 	KUNIT_CASE(mig_stop_failures_keep_running),
+	KUNIT_CASE(mig_p2p_quiesces),
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),
 	KUNIT_CASE(mig_truncated_never_runs),
 	KUNIT_CASE(mig_reset_mid_precopy),

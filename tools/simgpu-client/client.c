@@ -116,6 +116,7 @@ static const struct scenario {
 	{ "incompatible", t_incompatible, NEEDS_DST | NEEDS_MIGRATION },
 	{ "stop_fails", t_stop_fails, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "reset_precopy", t_reset_precopy, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "p2p", t_p2p, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "poll", t_poll, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "metrics", t_metrics, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "close_mid_migration", t_close_mid_migration, RUN_DEFAULT | NEEDS_MIGRATION },

@@ -72,6 +72,7 @@ int t_close_mid_migration(struct gpu *g);
 int t_pingpong(struct gpu *g);
 int t_soak(struct gpu *g);
 int t_quarantine(struct gpu *g);
+int t_p2p(struct gpu *g);
 int t_pf_reset(struct gpu *g);
 int t_pf_gone(struct gpu *g);
 

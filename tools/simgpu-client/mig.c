@@ -1012,6 +1012,46 @@ static int sysfs_write(const char *path, const char *val)
  * refused): the migration ends with ENODEV and says why, the VF's user is
  * asked to let go, and once it has, the VF is gone and nothing crashed.
  */
+/*
+ * RUNNING_P2P stops the device's own DMA, all of it (simgpu cannot tell a
+ * peer's BAR from memory), while its registers keep answering: QEMU moves
+ * every device of a VM there before it stops any, and one that went on
+ * writing a peer's VRAM would lose those writes.  Work submitted then
+ * waits, the background writer holds, and RUNNING lets both go on.
+ */
+int t_p2p(struct gpu *g)
+{
+	uint64_t iova;
+	uint32_t count, i;
+	uint32_t *buf;
+
+	gpu_setup(g, 16);
+	buf = sysbuf(g, VA_SYS, 2 * 4096, &iova);
+	memset(buf, 0, 2 * 4096);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING_P2P, NULL) == 0, "RUNNING_P2P");
+	CHECK(rd(g, SIMGPU_REG_ID) == SIMGPU_ID_MAGIC, "the registers do not answer in RUNNING_P2P");
+	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS, 4096, 0xabcd1234, 0);
+	wr(g, SIMGPU_REG_DIRTY_BASE_LO, (uint32_t)(VA_SYS + 4096));
+	wr(g, SIMGPU_REG_DIRTY_BASE_HI, (VA_SYS + 4096) >> 32);
+	knob_set(g, "dirty_rate", "10000");
+	wr(g, SIMGPU_REG_DIRTY_PAGES, 1);
+	usleep(300000);
+	count = rd(g, SIMGPU_REG_DIRTY_COUNT);
+	CHECK(!buf[0] && (qrd(g, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY),
+	      "the device ran a FILL into guest memory in RUNNING_P2P");
+	CHECK(!count && !buf[1024], "the background writer wrote %u pages in RUNNING_P2P", count);
+	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "RUNNING");
+	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "the FILL did not run after RUNNING_P2P");
+	for (i = 0; i < 1024; i++)
+		CHECK(buf[i] == 0xabcd1234, "word %u of the FILL is 0x%x", i, buf[i]);
+	usleep(200000);
+	count = rd(g, SIMGPU_REG_DIRTY_COUNT);
+	wr(g, SIMGPU_REG_DIRTY_PAGES, 0);
+	knob_set(g, "dirty_rate", "0");
+	CHECK(count > 0, "the background writer did not go on after RUNNING_P2P");
+	return 0;
+}
+
 /* @vf's PF's address (in @pf, @len bytes), or NULL when @vf is not a VF. */
 static const char *physfn(const char *vf, char *pf, size_t len)
 {
