@@ -133,7 +133,7 @@ struct gpumig_mig_file {
  * @state: current VFIO migration state
  * @saving: data file of PRE_COPY/STOP_COPY, or NULL
  * @resuming: data file of RESUMING, or NULL
- * @quiesced: the engine quiesced the backend (STOP and below)
+ * @quiesced: the engine quiesced the backend (the P2P states, STOP and below)
  * @migrated_away: a STOP_COPY stream was read to its end
  * @quarantined: teardown verification failed: do not reuse; written under
  *	@state_mutex, read locklessly for reports

@@ -92,13 +92,20 @@ again:
 
 /* ---- state machine -------------------------------------------------------- */
 
-/* Stop the device for capture: quiesce, then acknowledged invalidation. */
-static int gpumig_stop_device(struct gpumig_mig *m)
+/*
+ * The P2P states stop the device's own DMA: the uAPI lets a device stop
+ * only its peer-to-peer DMA there, but a GPU whose page tables the tenant
+ * writes cannot tell a peer's BAR from memory, so all of it stops (the
+ * backend's verified quiesce) while the device still answers as a target.
+ */
+static int gpumig_quiesce_device(struct gpumig_mig *m)
 {
 	u64 t0, t1;
 	int ret;
 
 	lockdep_assert_held(&m->state_mutex);
+	if (m->quiesced)
+		return 0;
 	t0 = ktime_get_ns();
 	ret = m->ops->quiesce(m->priv);
 	t1 = ktime_get_ns();
@@ -110,19 +117,32 @@ static int gpumig_stop_device(struct gpumig_mig *m)
 			 ret);
 		return ret;
 	}
-	ret = m->ops->invalidate(m->priv);
+	m->quiesced = true;
+	return 0;
+}
+
+/* Stop the device for capture: quiesced, then acknowledged invalidation. */
+static int gpumig_stop_device(struct gpumig_mig *m)
+{
+	u64 t0, t1;
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	ret = gpumig_quiesce_device(m);
+	if (ret)
+		return ret;
 	t0 = ktime_get_ns();
-	atomic64_set(&m->stats.invalidate_ns, t0 - t1);
-	trace_gpumig_invalidate(m->vdev->dev, t0 - t1, ret);
+	ret = m->ops->invalidate(m->priv);
+	t1 = ktime_get_ns();
+	atomic64_set(&m->stats.invalidate_ns, t1 - t0);
+	trace_gpumig_invalidate(m->vdev->dev, t1 - t0, ret);
 	if (ret) {
 		gpumig_set_why(m, "translation invalidation not acknowledged (%d)", ret);
 		dev_warn(m->vdev->dev,
-			 "migration: translation invalidation not acknowledged (%d); it keeps running\n",
+			 "migration: translation invalidation not acknowledged (%d); it stays quiesced until RUNNING\n",
 			 ret);
-		m->ops->unquiesce(m->priv);
 		return ret;
 	}
-	m->quiesced = true;
 	return 0;
 }
 
@@ -169,19 +189,22 @@ static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state
 
 	lockdep_assert_held(&m->state_mutex);
 	if ((cur == VFIO_DEVICE_STATE_RUNNING && next == VFIO_DEVICE_STATE_RUNNING_P2P) ||
-	    (cur == VFIO_DEVICE_STATE_RUNNING_P2P && next == VFIO_DEVICE_STATE_RUNNING) ||
-	    (cur == VFIO_DEVICE_STATE_PRE_COPY && next == VFIO_DEVICE_STATE_PRE_COPY_P2P) ||
-	    (cur == VFIO_DEVICE_STATE_PRE_COPY_P2P && next == VFIO_DEVICE_STATE_PRE_COPY))
-		return NULL;	/* GPUs of this class issue no peer-to-peer DMA */
+	    (cur == VFIO_DEVICE_STATE_PRE_COPY && next == VFIO_DEVICE_STATE_PRE_COPY_P2P)) {
+		ret = gpumig_quiesce_device(m);
+		return ret ? ERR_PTR(ret) : NULL;
+	}
+	if ((cur == VFIO_DEVICE_STATE_RUNNING_P2P && next == VFIO_DEVICE_STATE_RUNNING) ||
+	    (cur == VFIO_DEVICE_STATE_PRE_COPY_P2P && next == VFIO_DEVICE_STATE_PRE_COPY)) {
+		gpumig_start_device(m);
+		return NULL;
+	}
 
 	if (cur == VFIO_DEVICE_STATE_RUNNING_P2P && next == VFIO_DEVICE_STATE_STOP) {
 		ret = gpumig_stop_device(m);
 		return ret ? ERR_PTR(ret) : NULL;
 	}
-	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_RUNNING_P2P) {
-		gpumig_start_device(m);
-		return NULL;
-	}
+	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_RUNNING_P2P)
+		return NULL;	/* stays quiesced: a target only, until RUNNING */
 	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_STOP_COPY)
 		return gpumig_new_saving(m, true);
 	if (cur == VFIO_DEVICE_STATE_PRE_COPY_P2P && next == VFIO_DEVICE_STATE_STOP_COPY) {
