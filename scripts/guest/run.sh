@@ -570,6 +570,31 @@ quarantine_rebind() {
 		"$tooldir/simgpu-client" -s info -n q_rebind_back "$vf" >/dev/null 2>&1
 }
 
+# migration/ files are readable by everyone (monitoring agents do not run
+# as root), and a reader in a loop cannot make the device work once per
+# read: what a read shows is cached, refreshed at most once a period (and
+# when the migration itself moves).  An unprivileged reader takes 3,000
+# reads of the files that cost a PF command each; the VF's mailbox may
+# have seen one refresh per 20 ms of it, and a little more.
+metrics_cached() {
+	local vf=$1 dir=/sys/bus/pci/devices/$1/migration st=/sys/kernel/debug/simgpu-pf/$1/stats
+	local c0 c1 ms
+
+	c0=$(awk '$1 == "mailbox_commands" { print $2 }' "$st")
+	[ -n "$c0" ] || { echo "no mailbox_commands in $st"; return 1; }
+	ms=$(setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c "
+import time
+t = time.monotonic()
+for i in range(1000):
+    for f in ('stopcopy_estimate_bytes', 'remaining_bytes', 'state'):
+        with open('$dir/' + f) as h:
+            h.read()
+print(int((time.monotonic() - t) * 1000))") || { echo "an unprivileged reader cannot read $dir"; return 1; }
+	c1=$(awk '$1 == "mailbox_commands" { print $2 }' "$st")
+	echo "3000 reads in $ms ms: $((c1 - c0)) PF commands"
+	[ $((c1 - c0)) -le $((ms / 20 + 5)) ]
+}
+
 pf_rebind() {
 	echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind" && vf_bind "$1" "$2"
 }
@@ -711,6 +736,8 @@ pci_suite() {
 	echo "vm: client migration scenarios on VFs exited $?"
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
+	check "migration/ files: readable by all, a reader in a loop costs the device one refresh a period" \
+		metrics_cached "$vf1"
 	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
 	check "a quarantine outlives a rebind of $GVP and says when a PF reset lost its VRAM" \
 		quarantine_rebind "$vf2" "$pf"

@@ -173,6 +173,7 @@ static int simgpu_pf_cmd(struct simgpu_pf_vf *vf, u32 op, const u64 *args,
 		simgpu_pf_vf_set_reg(vf, SIMGPU_PF_VF_ARG0_HI + i * 8, upper_32_bits(args[i]));
 	}
 	simgpu_pf_vf_set_reg(vf, SIMGPU_PF_VF_CMD, op);
+	vf->mailbox++;
 	left = wait_event_timeout(vf->wq, simgpu_pf_idle(vf),
 				  msecs_to_jiffies(bound_ms + SIMGPU_PF_GRACE_MS));
 	if (!left && !simgpu_pf_idle(vf)) {

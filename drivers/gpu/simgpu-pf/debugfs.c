@@ -75,6 +75,9 @@ static int simgpu_pf_stats_show(struct seq_file *m, void *v)
 	for (s = 0; s < SIMGPU_PF_NR_STATS; s++)
 		seq_printf(m, "%s %llu\n", simgpu_pf_stat_names[s], simgpu_pf_vf_stat(vf, s));
 	seq_printf(m, "resets %u\n", simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_RESETS));
+	mutex_lock(&vf->cmd_lock);
+	seq_printf(m, "mailbox_commands %llu\n", vf->mailbox);
+	mutex_unlock(&vf->cmd_lock);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(simgpu_pf_stats);

@@ -34,14 +34,15 @@ struct dentry;
  * @pf: the PF (fixed)
  * @n: the VF's index (fixed)
  * @wq: woken when the PF's interrupt says this VF's command completed
- * @cmd_lock: guards the mailbox registers, @buf, @gone, @resetting and
- *	@wedged
+ * @cmd_lock: guards the mailbox registers, @buf, @gone, @resetting,
+ *	@wedged and @mailbox
  * @gone: the PF's driver was removed: every service fails with -ENODEV
  * @resetting: the PF is being reset: every service fails with -EAGAIN
  * @wedged: a command never completed: the mailbox is not trusted again
  *	(until the PF is reset)
  * @buf: DMA buffer (coherent), @buf_dma its bus address; while enabled
  * @buf_dma: see @buf
+ * @mailbox: commands issued to the device (debugfs, for tests)
  * @pdev: the VF's PCI device while SR-IOV is enabled (the PF's lock)
  * @ops: the claimer's callbacks, or NULL while unclaimed (the PF's lock)
  * @priv: their argument (the PF's lock)
@@ -59,6 +60,7 @@ struct simgpu_pf_vf {
 	bool wedged;
 	void *buf;
 	dma_addr_t buf_dma;
+	u64 mailbox;
 
 	struct pci_dev *pdev;
 	const struct simgpu_pf_vf_ops *ops;
