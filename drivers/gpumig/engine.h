@@ -2,12 +2,15 @@
 /*
  * gpumig engine internals, shared by state.c (the state machine and the
  * lock protocol), file.c (the migration data files), log.c (DMA logging),
- * reason.c (the reason reports show) and quarantine.c (quarantine records,
+ * reason.c (the reason reports show), metrics.c (what reports show, and
+ * how often a report may look) and quarantine.c (quarantine records,
  * which outlive a binding).  Front ends see none of this: include/gpumig/migration.h
  * declares struct gpumig_mig without its fields, so any access from
  * outside the engine fails to compile.
  *
  * Locks, outermost first:
+ *   view_lock     one per device; a report's refresh of what it shows,
+ *                 taken before the state mutex
  *   state_mutex   one per device; every entry point of the engine takes
  *                 it and releases it with gpumig_state_mutex_unlock(),
  *                 which runs a reset that arrived meanwhile
@@ -122,6 +125,22 @@ struct gpumig_mig_file {
 };
 
 /**
+ * struct gpumig_view - what reports show, taken at once (metrics.c)
+ * @taken_ns: when (0: never)
+ * @seq: gpumig_mig.view_seq then
+ * @state: the migration state
+ * @remaining: bytes the saving file still has (0 without one)
+ * @estimate: what STOP_COPY would produce from then
+ */
+struct gpumig_view {
+	u64 taken_ns;
+	int seq;
+	u32 state;
+	u64 remaining;
+	u64 estimate;
+};
+
+/**
  * struct gpumig_mig - migration state of one device
  * @vdev: the VFIO device (fixed)
  * @ops: backend (fixed)
@@ -149,6 +168,9 @@ struct gpumig_mig_file {
  *	empty; under @why_lock
  * @reconfig_seq: bumped by gpumig_mig_reconfigured(); a saving file
  *	compares it with the value it last saw (lockless)
+ * @view_lock: guards @view; taken before the state mutex, never under it
+ * @view: the last view reports showed (gpumig_view_get())
+ * @view_seq: bumped whenever the migration moves (lockless)
  * @stats: the last migration, as the device saw it (atomics)
  */
 struct gpumig_mig {
@@ -177,6 +199,11 @@ struct gpumig_mig {
 	char source[GPUMIG_NOTE_MAX + 1];
 
 	atomic_t reconfig_seq;
+
+	struct mutex view_lock;		/* see above */
+	struct gpumig_view view;
+	atomic_t view_seq;
+
 	struct gpumig_mig_stats stats;
 };
 
@@ -189,6 +216,10 @@ __printf(2, 3) void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...);
 void gpumig_get_why(struct gpumig_mig *m, char *buf, size_t len);
 void gpumig_set_source(struct gpumig_mig *m, const char *producer);
 void gpumig_get_source(struct gpumig_mig *m, char *buf, size_t len);
+
+/* metrics.c */
+void gpumig_view_changed(struct gpumig_mig *m);
+void gpumig_view_get(struct gpumig_mig *m, struct gpumig_view *v);
 
 /* quarantine.c */
 int gpumig_quarantine_init(void);

@@ -397,6 +397,8 @@ static ssize_t gpumig_save_read(struct kiocb *iocb, struct iov_iter *to)
 		}
 		mutex_lock(&migf->lock);
 		gpumig_consumed(migf, n);
+		if (migf->m)
+			gpumig_view_changed(migf->m);
 		mutex_unlock(&migf->lock);
 		done += n;
 	}
@@ -598,6 +600,8 @@ VISIBLE_IF_KUNIT int gpumig_mig_precopy_info(struct file *filp,
 	}
 	info->initial_bytes = min(migf->initial_left, pending);
 	info->dirty_bytes = pending - info->initial_bytes;
+	/* Reports show what the VMM was just told. */
+	gpumig_view_changed(migf->m);
 out:
 	mutex_unlock(&migf->lock);
 	return ret;

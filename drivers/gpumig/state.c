@@ -63,6 +63,7 @@ static void gpumig_reset_locked(struct gpumig_mig *m)
 	gpumig_disable_files(m);
 	m->quiesced = false;	/* the device's own reset restarted it */
 	m->state = VFIO_DEVICE_STATE_RUNNING;
+	gpumig_view_changed(m);
 }
 
 /**
@@ -272,6 +273,7 @@ struct file *gpumig_mig_set_state(struct gpumig_mig *m,
 			break;
 		}
 	}
+	gpumig_view_changed(m);
 	gpumig_state_mutex_unlock(m);
 	return res;
 }
@@ -306,6 +308,7 @@ int gpumig_mig_data_size(struct gpumig_mig *m, unsigned long *len)
 {
 	gpumig_state_mutex_lock(m);
 	*len = gpumig_stopcopy_size(m);
+	gpumig_view_changed(m);	/* reports show what the VMM was just told */
 	gpumig_state_mutex_unlock(m);
 	return 0;
 }
@@ -354,6 +357,7 @@ void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why)
 	if (m->resuming)
 		aborted |= gpumig_file_abort(m->resuming, err);
 	gpumig_set_why(m, "migration aborted: %s", why);
+	gpumig_view_changed(m);
 	gpumig_state_mutex_unlock(m);
 	dev_warn(m->vdev->dev, "%s%s\n", why,
 		 aborted ? ": the migration in flight was aborted" : "");
@@ -395,6 +399,7 @@ void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why)
 	} else {
 		gpumig_set_why(m, "%s", why);
 	}
+	gpumig_view_changed(m);
 	gpumig_state_mutex_unlock(m);
 	dev_err(m->vdev->dev, "the device failed: %s\n", why);
 }
@@ -414,6 +419,7 @@ void gpumig_mig_vram_dirtied(struct gpumig_mig *m)
 {
 	unsigned long flags;
 
+	gpumig_view_changed(m);
 	spin_lock_irqsave(&m->poll_lock, flags);
 	if (m->poll_file)
 		gpumig_file_wake(m->poll_file);
@@ -467,6 +473,7 @@ int gpumig_mig_open(struct gpumig_mig *m)
 		atomic64_set(&m->stats.log_report_ns, 0);
 		atomic64_set(&m->stats.log_bitmap_ns, 0);
 	}
+	gpumig_view_changed(m);
 	gpumig_state_mutex_unlock(m);
 	return ret;
 }
@@ -528,6 +535,7 @@ int gpumig_mig_close(struct gpumig_mig *m)
 	m->state = VFIO_DEVICE_STATE_RUNNING;
 	m->quiesced = false;
 	m->migrated_away = false;
+	gpumig_view_changed(m);
 	gpumig_state_mutex_unlock(m);
 	return ret ? -EBUSY : 0;
 }
@@ -584,169 +592,7 @@ int gpumig_sysfs_confirm(const char *buf)
 }
 EXPORT_SYMBOL_GPL(gpumig_sysfs_confirm);
 
-/* ---- reports -------------------------------------------------------------- */
-
-/**
- * gpumig_mig_status() - what the device says about its migration
- * @m: device
- * @st: the snapshot
- *
- * Return: 0.
- */
-int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st)
-{
-	struct gpumig_mig_stats *s = &m->stats;
-
-	memset(st, 0, sizeof(*st));
-	gpumig_state_mutex_lock(m);
-	st->state = m->state;
-	st->quarantined = m->quarantined;
-	if (m->saving)
-		st->pending_bytes = gpumig_file_pending(m->saving, false);
-	gpumig_state_mutex_unlock(m);
-	st->dirty_tracking = m->log_ops;
-	st->precopy_rounds = atomic64_read(&s->precopy_rounds);
-	st->precopy_bytes = atomic64_read(&s->precopy_bytes);
-	st->stopcopy_bytes = atomic64_read(&s->stopcopy_bytes);
-	st->resumed_bytes = atomic64_read(&s->resumed_bytes);
-	st->log_reports = atomic64_read(&s->log_reports);
-	st->log_report_ns = atomic64_read(&s->log_report_ns);
-	st->log_bitmap_ns = atomic64_read(&s->log_bitmap_ns);
-	st->quiesce_ns = atomic64_read(&s->quiesce_ns);
-	st->invalidate_ns = atomic64_read(&s->invalidate_ns);
-	gpumig_get_why(m, st->why, sizeof(st->why));
-	gpumig_get_source(m, st->source, sizeof(st->source));
-	return 0;
-}
-EXPORT_SYMBOL_GPL(gpumig_mig_status);
-
-/**
- * gpumig_mig_status_show() - the sysfs "migration/status" line
- * @m: device
- * @buf: sysfs buffer
- *
- * "quarantined: <why>" for a quarantined device, else "migratable" and
- * key=value pairs; every front end shows the same line.
- *
- * Return: bytes written.
- */
-ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf)
-{
-	struct gpumig_mig_status st;
-	ssize_t n;
-
-	gpumig_mig_status(m, &st);
-	if (st.quarantined)
-		return sysfs_emit(buf, "%s\n", st.why);
-	n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s pending_bytes=%llu",
-		       st.state, st.dirty_tracking ? "device" : "none", st.pending_bytes);
-	n += sysfs_emit_at(buf, n, " precopy_rounds=%llu precopy_bytes=%llu",
-			   st.precopy_rounds, st.precopy_bytes);
-	n += sysfs_emit_at(buf, n, " stopcopy_bytes=%llu resumed_bytes=%llu dma_log_reports=%llu",
-			   st.stopcopy_bytes, st.resumed_bytes, st.log_reports);
-	n += sysfs_emit_at(buf, n, " quiesce_us=%llu invalidate_us=%llu",
-			   st.quiesce_ns / NSEC_PER_USEC, st.invalidate_ns / NSEC_PER_USEC);
-	if (st.source[0])
-		n += sysfs_emit_at(buf, n, " source=%s", st.source);
-	n += sysfs_emit_at(buf, n, "%s%s\n", st.why[0] ? " last_error=" : "", st.why);
-	return n;
-}
-EXPORT_SYMBOL_GPL(gpumig_mig_status_show);
-
-static const char *const gpumig_state_names[] = {
-	[VFIO_DEVICE_STATE_ERROR] = "ERROR",
-	[VFIO_DEVICE_STATE_STOP] = "STOP",
-	[VFIO_DEVICE_STATE_RUNNING] = "RUNNING",
-	[VFIO_DEVICE_STATE_STOP_COPY] = "STOP_COPY",
-	[VFIO_DEVICE_STATE_RESUMING] = "RESUMING",
-	[VFIO_DEVICE_STATE_RUNNING_P2P] = "RUNNING_P2P",
-	[VFIO_DEVICE_STATE_PRE_COPY] = "PRE_COPY",
-	[VFIO_DEVICE_STATE_PRE_COPY_P2P] = "PRE_COPY_P2P",
-};
-
-/**
- * gpumig_state_name() - a VFIO migration state by its uAPI name
- * @state: enum vfio_device_mig_state
- *
- * Return: "RUNNING", "PRE_COPY"...; "?" for a value the uAPI does not have.
- */
-const char *gpumig_state_name(u32 state)
-{
-	return state < ARRAY_SIZE(gpumig_state_names) && gpumig_state_names[state] ?
-	       gpumig_state_names[state] : "?";
-}
-EXPORT_SYMBOL_GPL(gpumig_state_name);
-
-/**
- * gpumig_metric_attr_show() - the show of every metric file
- * @dev: the front end's device
- * @attr: a struct gpumig_metric_attr's
- * @buf: sysfs buffer
- *
- * Return: bytes written, or -ENODEV for a function that does not migrate.
- */
-ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *attr,
-				char *buf)
-{
-	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
-	unsigned int which = ma - ma->set->m;
-	struct gpumig_mig *m = ma->set->to_mig(dev);
-	struct gpumig_mig_stats *s;
-	char why[GPUMIG_MSG_LEN];
-	u64 v;
-
-	if (!m)
-		return -ENODEV;
-	s = &m->stats;
-	switch (which) {
-	case GPUMIG_METRIC_STATE:
-		gpumig_state_mutex_lock(m);
-		v = m->state;
-		gpumig_state_mutex_unlock(m);
-		return sysfs_emit(buf, "%s\n", gpumig_state_name(v));
-	case GPUMIG_METRIC_REMAINING:
-		gpumig_state_mutex_lock(m);
-		v = m->saving ? gpumig_file_pending(m->saving, false) : 0;
-		gpumig_state_mutex_unlock(m);
-		break;
-	case GPUMIG_METRIC_STOPCOPY_ESTIMATE:
-		gpumig_state_mutex_lock(m);
-		v = gpumig_stopcopy_size(m);
-		gpumig_state_mutex_unlock(m);
-		break;
-	case GPUMIG_METRIC_DIRTY_RATE:
-		v = atomic64_read(&s->dirty_rate);
-		break;
-	case GPUMIG_METRIC_PRECOPY_ROUNDS:
-		v = atomic64_read(&s->precopy_rounds);
-		break;
-	case GPUMIG_METRIC_PRECOPY_BYTES:
-		v = atomic64_read(&s->precopy_bytes);
-		break;
-	case GPUMIG_METRIC_STOPCOPY_BYTES:
-		v = atomic64_read(&s->stopcopy_bytes);
-		break;
-	case GPUMIG_METRIC_RESUMED_BYTES:
-		v = atomic64_read(&s->resumed_bytes);
-		break;
-	case GPUMIG_METRIC_QUIESCE_US:
-		v = div_u64(atomic64_read(&s->quiesce_ns), NSEC_PER_USEC);
-		break;
-	case GPUMIG_METRIC_INVALIDATE_US:
-		v = div_u64(atomic64_read(&s->invalidate_ns), NSEC_PER_USEC);
-		break;
-	case GPUMIG_METRIC_LAST_ERROR:
-		gpumig_get_why(m, why, sizeof(why));
-		return sysfs_emit(buf, "%s\n", why);
-	case GPUMIG_METRIC_MIGRATABLE:
-		v = !READ_ONCE(m->quarantined);
-		break;
-	default:
-		return -EINVAL;
-	}
-	return sysfs_emit(buf, "%llu\n", v);
-}
-EXPORT_SYMBOL_GPL(gpumig_metric_attr_show);
+/* ---- reports (metrics.c shows the state) -------------------------------- */
 
 /**
  * gpumig_mig_compat() - the device's compatibility descriptor
@@ -852,6 +698,7 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	m->log_ops = gpumig_dma_logging_supported() && ops->dma_log_start;
 	m->state = VFIO_DEVICE_STATE_RUNNING;
 	mutex_init(&m->state_mutex);
+	mutex_init(&m->view_lock);
 	spin_lock_init(&m->reset_lock);
 	spin_lock_init(&m->why_lock);
 	spin_lock_init(&m->poll_lock);
@@ -881,6 +728,7 @@ void gpumig_mig_destroy(struct gpumig_mig *m)
 	gpumig_state_mutex_lock(m);
 	gpumig_disable_files(m);
 	gpumig_state_mutex_unlock(m);
+	mutex_destroy(&m->view_lock);
 	mutex_destroy(&m->state_mutex);
 	kfree(m);
 }

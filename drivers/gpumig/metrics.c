@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig: what a device's migration shows in sysfs (migration/status and
+ * the one-value metric files) and to tools.  Those files are readable by
+ * everyone, for monitoring agents that do not run as root, so a read must
+ * not cost the device: the state, the bytes pending and the stop-copy
+ * estimate come from a view taken under the state mutex at most once per
+ * GPUMIG_VIEW_PERIOD_MS, and again whenever the migration itself moved
+ * (a state change, a read of the saving file, the VMM's own PRECOPY_INFO
+ * or MIG_DATA_SIZE, a block the device dirtied and said so).  A reader in
+ * a loop then costs the device one look per period at most; what it sees
+ * is never older than the period, and exact right after the VMM's query.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/module.h>
+#include <linux/sysfs.h>
+
+#include "engine.h"
+
+#define GPUMIG_VIEW_PERIOD_MS	20
+
+/**
+ * gpumig_view_changed() - what the view shows may have moved
+ * @m: device
+ *
+ * Context: any; lockless.
+ */
+void gpumig_view_changed(struct gpumig_mig *m)
+{
+	atomic_inc(&m->view_seq);
+}
+
+/**
+ * gpumig_view_get() - the state, the bytes pending and the stop-copy estimate
+ * @m: device
+ * @v: filled
+ *
+ * One refresh at a time (the view's lock, not the state mutex, is what
+ * readers wait on), and only when the view is older than the period or
+ * the migration moved since it was taken.
+ */
+void gpumig_view_get(struct gpumig_mig *m, struct gpumig_view *v)
+{
+	u64 now = ktime_get_ns();
+	int seq;
+
+	mutex_lock(&m->view_lock);
+	seq = atomic_read(&m->view_seq);
+	if (!m->view.taken_ns || m->view.seq != seq ||
+	    now - m->view.taken_ns >= GPUMIG_VIEW_PERIOD_MS * NSEC_PER_MSEC) {
+		gpumig_state_mutex_lock(m);
+		m->view.state = m->state;
+		m->view.remaining = m->saving ? gpumig_file_pending(m->saving, false) : 0;
+		m->view.estimate = gpumig_stopcopy_size(m);
+		gpumig_state_mutex_unlock(m);
+		m->view.taken_ns = ktime_get_ns();
+		m->view.seq = seq;
+	}
+	*v = m->view;
+	mutex_unlock(&m->view_lock);
+}
+
+/**
+ * gpumig_mig_status() - what the device says about its migration
+ * @m: device
+ * @st: the snapshot; its state and pending bytes are the view's
+ *
+ * Return: 0.
+ */
+int gpumig_mig_status(struct gpumig_mig *m, struct gpumig_mig_status *st)
+{
+	struct gpumig_mig_stats *s = &m->stats;
+
+	struct gpumig_view v;
+
+	memset(st, 0, sizeof(*st));
+	gpumig_view_get(m, &v);
+	st->state = v.state;
+	st->quarantined = READ_ONCE(m->quarantined);
+	st->pending_bytes = v.remaining;
+	st->dirty_tracking = m->log_ops;
+	st->precopy_rounds = atomic64_read(&s->precopy_rounds);
+	st->precopy_bytes = atomic64_read(&s->precopy_bytes);
+	st->stopcopy_bytes = atomic64_read(&s->stopcopy_bytes);
+	st->resumed_bytes = atomic64_read(&s->resumed_bytes);
+	st->log_reports = atomic64_read(&s->log_reports);
+	st->log_report_ns = atomic64_read(&s->log_report_ns);
+	st->log_bitmap_ns = atomic64_read(&s->log_bitmap_ns);
+	st->quiesce_ns = atomic64_read(&s->quiesce_ns);
+	st->invalidate_ns = atomic64_read(&s->invalidate_ns);
+	gpumig_get_why(m, st->why, sizeof(st->why));
+	gpumig_get_source(m, st->source, sizeof(st->source));
+	return 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_status);
+
+/**
+ * gpumig_mig_status_show() - the sysfs "migration/status" line
+ * @m: device
+ * @buf: sysfs buffer
+ *
+ * "quarantined: <why>" for a quarantined device, else "migratable" and
+ * key=value pairs; every front end shows the same line.
+ *
+ * Return: bytes written.
+ */
+ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf)
+{
+	struct gpumig_mig_status st;
+	ssize_t n;
+
+	gpumig_mig_status(m, &st);
+	if (st.quarantined)
+		return sysfs_emit(buf, "%s\n", st.why);
+	n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s pending_bytes=%llu",
+		       st.state, st.dirty_tracking ? "device" : "none", st.pending_bytes);
+	n += sysfs_emit_at(buf, n, " precopy_rounds=%llu precopy_bytes=%llu",
+			   st.precopy_rounds, st.precopy_bytes);
+	n += sysfs_emit_at(buf, n, " stopcopy_bytes=%llu resumed_bytes=%llu dma_log_reports=%llu",
+			   st.stopcopy_bytes, st.resumed_bytes, st.log_reports);
+	n += sysfs_emit_at(buf, n, " quiesce_us=%llu invalidate_us=%llu",
+			   st.quiesce_ns / NSEC_PER_USEC, st.invalidate_ns / NSEC_PER_USEC);
+	if (st.source[0])
+		n += sysfs_emit_at(buf, n, " source=%s", st.source);
+	n += sysfs_emit_at(buf, n, "%s%s\n", st.why[0] ? " last_error=" : "", st.why);
+	return n;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_status_show);
+
+static const char *const gpumig_state_names[] = {
+	[VFIO_DEVICE_STATE_ERROR] = "ERROR",
+	[VFIO_DEVICE_STATE_STOP] = "STOP",
+	[VFIO_DEVICE_STATE_RUNNING] = "RUNNING",
+	[VFIO_DEVICE_STATE_STOP_COPY] = "STOP_COPY",
+	[VFIO_DEVICE_STATE_RESUMING] = "RESUMING",
+	[VFIO_DEVICE_STATE_RUNNING_P2P] = "RUNNING_P2P",
+	[VFIO_DEVICE_STATE_PRE_COPY] = "PRE_COPY",
+	[VFIO_DEVICE_STATE_PRE_COPY_P2P] = "PRE_COPY_P2P",
+};
+
+/**
+ * gpumig_state_name() - a VFIO migration state by its uAPI name
+ * @state: enum vfio_device_mig_state
+ *
+ * Return: "RUNNING", "PRE_COPY"...; "?" for a value the uAPI does not have.
+ */
+const char *gpumig_state_name(u32 state)
+{
+	return state < ARRAY_SIZE(gpumig_state_names) && gpumig_state_names[state] ?
+	       gpumig_state_names[state] : "?";
+}
+EXPORT_SYMBOL_GPL(gpumig_state_name);
+
+/**
+ * gpumig_metric_attr_show() - the show of every metric file
+ * @dev: the front end's device
+ * @attr: a struct gpumig_metric_attr's
+ * @buf: sysfs buffer
+ *
+ * Return: bytes written, or -ENODEV for a function that does not migrate.
+ */
+ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *attr,
+				char *buf)
+{
+	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
+	unsigned int which = ma - ma->set->m;
+	struct gpumig_mig *m = ma->set->to_mig(dev);
+	struct gpumig_mig_stats *s;
+	char why[GPUMIG_MSG_LEN];
+	struct gpumig_view view;
+	u64 v;
+
+	if (!m)
+		return -ENODEV;
+	s = &m->stats;
+	switch (which) {
+	case GPUMIG_METRIC_STATE:
+		gpumig_view_get(m, &view);
+		return sysfs_emit(buf, "%s\n", gpumig_state_name(view.state));
+	case GPUMIG_METRIC_REMAINING:
+		gpumig_view_get(m, &view);
+		v = view.remaining;
+		break;
+	case GPUMIG_METRIC_STOPCOPY_ESTIMATE:
+		gpumig_view_get(m, &view);
+		v = view.estimate;
+		break;
+	case GPUMIG_METRIC_DIRTY_RATE:
+		v = atomic64_read(&s->dirty_rate);
+		break;
+	case GPUMIG_METRIC_PRECOPY_ROUNDS:
+		v = atomic64_read(&s->precopy_rounds);
+		break;
+	case GPUMIG_METRIC_PRECOPY_BYTES:
+		v = atomic64_read(&s->precopy_bytes);
+		break;
+	case GPUMIG_METRIC_STOPCOPY_BYTES:
+		v = atomic64_read(&s->stopcopy_bytes);
+		break;
+	case GPUMIG_METRIC_RESUMED_BYTES:
+		v = atomic64_read(&s->resumed_bytes);
+		break;
+	case GPUMIG_METRIC_QUIESCE_US:
+		v = div_u64(atomic64_read(&s->quiesce_ns), NSEC_PER_USEC);
+		break;
+	case GPUMIG_METRIC_INVALIDATE_US:
+		v = div_u64(atomic64_read(&s->invalidate_ns), NSEC_PER_USEC);
+		break;
+	case GPUMIG_METRIC_LAST_ERROR:
+		gpumig_get_why(m, why, sizeof(why));
+		return sysfs_emit(buf, "%s\n", why);
+	case GPUMIG_METRIC_MIGRATABLE:
+		v = !READ_ONCE(m->quarantined);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return sysfs_emit(buf, "%llu\n", v);
+}
+EXPORT_SYMBOL_GPL(gpumig_metric_attr_show);
+
