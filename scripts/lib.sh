@@ -31,6 +31,13 @@ apt_uri() {
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# A script that stops on the first error (set -e) says which command it
+# was, so no step's log is ever empty when it fails.
+if [[ $- == *e* ]]; then
+	set -o errtrace
+	trap 'log "error: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $?"' ERR
+fi
+
 # kernel_tree SERIES FRAGMENT MODE: print the path of a configured tree of
 # linux-source-SERIES built with FRAGMENT.  MODE is "full" (bzImage and
 # modules, for booting) or "prepare" (modules_prepare only, compile checks).
