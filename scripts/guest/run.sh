@@ -560,7 +560,7 @@ quarantine_rebind() {
 	fi
 	! "$tooldir/simgpu-client" -s info -n q_rebind_refused "$vf" >/dev/null 2>&1 || return 1
 	echo 1 >"/sys/bus/pci/devices/$pf/reset" || return 1
-	if ! mig_status "$vf" | grep -q "^quarantined: .*its VRAM was lost to a reset of its PF"; then
+	if ! mig_status "$vf" | grep -q "^quarantined: the function was not reset.*; then its PF was reset: the VF.s state and VRAM were lost"; then
 		echo "after the PF's reset, the VF says: $(mig_status "$vf")"
 		return 1
 	fi
