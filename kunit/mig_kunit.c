@@ -1406,7 +1406,42 @@ static void mig_state_pair(struct kunit *test)
 		fput(a);
 }
 
+/*
+ * The device loses its state under the engine (a VF whose PF was reset):
+ * the stream in flight breaks with the error given, the state reads ERROR
+ * and no arc leaves it (the VFIO core would WARN if asked for a path from
+ * ERROR), until a reset brings it back to RUNNING.
+ */
+static void mig_fail_error_state(struct kunit *test)
+{
+	struct fake_dev *f = fake_new(test, 2);
+	enum vfio_device_mig_state st;
+	struct file *sf;
+	u8 buf[64];
+	loff_t pos = 0;
+
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	gpumig_mig_fail(f->mig, -EIO, "its PF was reset");
+	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, sizeof(buf), &pos), (ssize_t)-EIO);
+	gpumig_mig_get_state(f->mig, &st);
+	KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_ERROR);
+	KUNIT_EXPECT_STREQ(test, reason(test, f), "its PF was reset");
+	KUNIT_EXPECT_EQ(test, PTR_ERR(gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_RUNNING)),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_STOP)),
+			-EINVAL);
+	KUNIT_EXPECT_NULL(test, gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_ERROR));
+	gpumig_mig_reset(f->mig);
+	gpumig_mig_get_state(f->mig, &st);
+	KUNIT_EXPECT_EQ(test, st, VFIO_DEVICE_STATE_RUNNING);
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_STOP));
+	KUNIT_EXPECT_NULL(test, go(test, f, VFIO_DEVICE_STATE_RUNNING));
+	fput(sf);
+}
+
 static struct kunit_case mig_cases[] = {
+	KUNIT_CASE(mig_fail_error_state),
 	KUNIT_CASE(mig_full_migration),
 	KUNIT_CASE(mig_early_switchover),
 	KUNIT_CASE(mig_zero_runs_whole),

@@ -256,7 +256,10 @@ struct file *gpumig_mig_set_state(struct gpumig_mig *m,
 	int ret;
 
 	gpumig_state_mutex_lock(m);
-	while (new_state != m->state) {
+	/* ERROR has no arc out but a reset (the VFIO core WARNs if asked). */
+	if (m->state == VFIO_DEVICE_STATE_ERROR && new_state != m->state)
+		res = ERR_PTR(-EINVAL);
+	while (!res && new_state != m->state) {
 		ret = vfio_mig_get_next_state(m->vdev, m->state, new_state, &next);
 		if (ret) {
 			res = ERR_PTR(ret);

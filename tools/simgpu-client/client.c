@@ -134,7 +134,7 @@ static const struct scenario {
 	{ "bench_vram", t_bench_vram, NEEDS_DST | NEEDS_MIGRATION },	/* VRAM benchmark */
 	{ "golden_save", t_golden_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
 	{ "golden_load", t_golden_load, NEEDS_MIGRATION },	/* GOLDEN_STREAM: loads it */
-	{ "golden_restore", t_golden_restore, NEEDS_MIGRATION },	/* ... without edited copies */
+	{ "golden_restore", t_golden_restore, NEEDS_MIGRATION },	/* ... unedited */
 };
 
 #define NR_SCENARIOS ARRAY_SIZE(scenarios)

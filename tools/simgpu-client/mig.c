@@ -1053,7 +1053,7 @@ int t_p2p(struct gpu *g)
 }
 
 /* @vf's PF's address (in @pf, @len bytes), or NULL when @vf is not a VF. */
-static const char *physfn(const char *vf, char *pf, size_t len)
+static const char *pf_of(const char *vf, char *pf, size_t len)
 {
 	char path[PATH_MAX], link[PATH_MAX];
 	ssize_t n;
@@ -1115,7 +1115,7 @@ int t_pf_reset(struct gpu *g)
 	uint32_t st = 0;
 	int fd = -1, ret;
 
-	if (!physfn(g->name, pf, sizeof(pf))) {
+	if (!pf_of(g->name, pf, sizeof(pf))) {
 		snprintf(fail_msg, sizeof(fail_msg), "%s is not a VF", g->name);
 		return SKIP;
 	}
