@@ -35,7 +35,7 @@ die() { log "error: $*"; exit 1; }
 # was, so no step's log is ever empty when it fails.
 if [[ $- == *e* ]]; then
 	set -o errtrace
-	trap 'log "error: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $?"' ERR
+	trap 'rc=$?; [[ $- != *e* ]] || log "error: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $rc"' ERR
 fi
 
 # kernel_tree SERIES FRAGMENT MODE: print the path of a configured tree of
