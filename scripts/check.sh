@@ -357,6 +357,12 @@ releases_build() {
 		mkdir -p "$1/golden"
 		echo "$1/golden" >"$1/golden-dir"
 	fi
+	local list
+	if ! list=$("$GPUMIG_TOP/scripts/release.sh" --list 2>"$RES/release-list.log") ||
+	   [ -z "$list" ]; then
+		record "the releases CHANGELOG.md names" FAIL 0 "see build/results/release-list.log"
+		return
+	fi
 	while read -r rv rc; do
 		t0=$(date +%s)
 		if d=$("$GPUMIG_TOP/scripts/release.sh" "$rv" "$DISTRO_KDIR" 2>"$RES/release-$rv.log"); then
@@ -366,7 +372,7 @@ releases_build() {
 			record "gpumig $rv (commit ${rc:0:12}) built for $KVER_DISTRO" FAIL \
 				$(($(date +%s) - t0)) "see build/results/release-$rv.log"
 		fi
-	done < <("$GPUMIG_TOP/scripts/release.sh" --list)
+	done <<<"$list"
 }
 
 # distro_vm: Debian's kernel, one boot: DKMS's modules, the mdev and PCI
