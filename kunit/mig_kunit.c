@@ -342,6 +342,7 @@ static void fake_free(void *p)
 	struct fake_dev *f = p;
 
 	gpumig_mig_destroy(f->mig);
+	gpumig_quarantine_clear(f->vdev.dev);	/* the record holds the device */
 }
 
 static void fake_free_vram(void *p)

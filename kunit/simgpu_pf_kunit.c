@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit suite for simgpu-pf's services (include/gpumig/simgpu_pf.h) on
+ * KUnit suite for simgpu-pf's services (drivers/gpu/simgpu-pf/simgpu_pf.h) on
  * real simgpu-pci hardware: the QEMU device of qemu/simgpu, in a VM.  The
  * test drives an unbound VF itself, as a tiny guest driver would (page
  * tables, a ring and buffers in DMA memory through the platform IOMMU),
@@ -23,7 +23,7 @@
 #include <uapi/linux/simgpu_pf.h>
 
 #include <gpumig/compat.h>
-#include <gpumig/simgpu_pf.h>
+#include "../drivers/gpu/simgpu-pf/simgpu_pf.h"
 
 #define T_MEM		SZ_1M		/* DMA memory: tables, ring, buffers */
 #define T_ROOT		0		/* page-table pages in it */

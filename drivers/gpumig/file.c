@@ -68,12 +68,37 @@ static u64 gpumig_vram_bytes(unsigned long nonzero, unsigned long zero)
 	       (zero ? gpumig_zero_section_size() : 0);
 }
 
-static u64 gpumig_dirty_vram_bytes(struct gpumig_mig *m)
+/*
+ * A backend without VRAM dirty tracking (no @vram_track) sends no VRAM
+ * before the stop and every block at it: its pre-copy carries the header
+ * alone (which a destination checks before the stop all the same).
+ */
+static bool gpumig_tracks(struct gpumig_mig *m)
 {
-	unsigned long nonzero, zero;
+	return m->ops->vram_track;
+}
 
-	m->ops->vram_dirty_count(m->priv, &nonzero, &zero);
-	return gpumig_vram_bytes(nonzero, zero);
+static unsigned long gpumig_nr_blocks(struct gpumig_mig *m)
+{
+	return m->compat.vram_size >> GPUMIG_BLOCK_SHIFT;
+}
+
+/*
+ * What VRAM still owes the stream now (@stop false: in pre-copy) or once
+ * the device stops (@stop: in stop-copy, from block @from on).  Without
+ * tracking, every block left is counted as data: one that reads zero goes
+ * shorter, so the figure stays an upper bound.
+ */
+static u64 gpumig_owed_vram_bytes(struct gpumig_mig *m, bool stop, unsigned long from)
+{
+	unsigned long nonzero, zero, n;
+
+	if (gpumig_tracks(m)) {
+		m->ops->vram_dirty_count(m->priv, &nonzero, &zero);
+		return gpumig_vram_bytes(nonzero, zero);
+	}
+	n = gpumig_nr_blocks(m);
+	return stop && from < n ? gpumig_vram_bytes(n - from, 0) : 0;
 }
 
 /* What every stream of this engine says it is (the release's version). */
@@ -156,6 +181,13 @@ static long gpumig_next_dirty(struct gpumig_mig_file *migf, unsigned long from,
 		*zero = migf->ahead_zero;
 		return blk;
 	}
+	if (!gpumig_tracks(m)) {
+		/* Every block, in order, once the device stopped; read to see. */
+		*zero = false;
+		if (migf->state != GPUMIG_FILE_STOPCOPY || from >= gpumig_nr_blocks(m))
+			return -ENOENT;
+		return from;
+	}
 	return m->ops->vram_next_dirty(m->priv, from, zero);
 }
 
@@ -209,7 +241,7 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 	int ret;
 
 	blk = gpumig_next_dirty(migf, migf->cursor, &zero);
-	if (blk == -ENOENT && migf->cursor) {
+	if (blk == -ENOENT && migf->cursor && gpumig_tracks(m)) {
 		/* The first pass is over; later passes resend what changed. */
 		migf->initial_left = 0;
 		migf->cursor = 0;
@@ -432,7 +464,7 @@ static __poll_t gpumig_save_poll(struct file *filp, struct poll_table_struct *wa
 	switch (migf->state) {
 	case GPUMIG_FILE_PRECOPY:
 		mask = 0;
-		if (gpumig_buffered(migf) || gpumig_dirty_vram_bytes(migf->m))
+		if (gpumig_buffered(migf) || gpumig_owed_vram_bytes(migf->m, false, 0))
 			mask = EPOLLIN | EPOLLRDNORM;
 		else
 			recheck = !migf->m->ops->notifies_dirty;
@@ -472,12 +504,11 @@ static u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped
 	lockdep_assert_held(&migf->lock);
 	switch (migf->state) {
 	case GPUMIG_FILE_PRECOPY:
-		n += gpumig_dirty_vram_bytes(m);
 		if (stopped)
-			n += gpumig_tail_bytes(m);
-		return n;
+			return n + gpumig_owed_vram_bytes(m, true, 0) + gpumig_tail_bytes(m);
+		return n + gpumig_owed_vram_bytes(m, false, 0);
 	case GPUMIG_FILE_STOPCOPY:
-		return n + gpumig_dirty_vram_bytes(m) + gpumig_tail_bytes(m);
+		return n + gpumig_owed_vram_bytes(m, true, migf->cursor) + gpumig_tail_bytes(m);
 	case GPUMIG_FILE_END:
 		return n + gpumig_blob_section_size(sizeof(struct gpumig_wire_end));
 	case GPUMIG_FILE_COMPLETE:
@@ -518,7 +549,7 @@ u64 gpumig_stopcopy_size(struct gpumig_mig *m)
 	lockdep_assert_held(&m->state_mutex);
 	if (m->saving)
 		return gpumig_file_pending(m->saving, true);
-	return gpumig_head_bytes() + gpumig_dirty_vram_bytes(m) + gpumig_tail_bytes(m);
+	return gpumig_head_bytes() + gpumig_owed_vram_bytes(m, true, 0) + gpumig_tail_bytes(m);
 }
 
 /* Re-initialisations so far: the front end's and the hardware's count. */
@@ -1026,7 +1057,7 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 		gpumig_file_free(migf);
 		return ERR_PTR(-ENOMEM);
 	}
-	ret = m->ops->vram_track(m->priv, true);
+	ret = gpumig_tracks(m) ? m->ops->vram_track(m->priv, true) : 0;
 	if (ret) {
 		gpumig_set_why(m, "VRAM dirty tracking could not start (%d)", ret);
 		dev_warn(m->vdev->dev, "migration: VRAM dirty tracking could not start (%d)\n",
@@ -1037,7 +1068,7 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	gpumig_writer_init(&migf->w);
 	/* A re-initialisation before now is part of the first pass. */
 	migf->reconfig_seen = gpumig_reconfig_seq(m);
-	migf->initial_left = gpumig_head_bytes() + gpumig_dirty_vram_bytes(m);
+	migf->initial_left = gpumig_head_bytes() + gpumig_owed_vram_bytes(m, stop_copy, 0);
 	n = gpumig_emit_header(&migf->w, migf->buf, GPUMIG_SECTION_BUF, &m->compat);
 	if (n >= 0) {
 		len = gpumig_emit_blob(&migf->w, migf->buf + n, GPUMIG_SECTION_BUF - n,
@@ -1051,7 +1082,8 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	else
 		gpumig_file_free(migf);
 	if (ret) {
-		m->ops->vram_track(m->priv, false);
+		if (gpumig_tracks(m))
+			m->ops->vram_track(m->priv, false);
 		return ERR_PTR(ret);
 	}
 	migf->state = stop_copy ? GPUMIG_FILE_STOPCOPY : GPUMIG_FILE_PRECOPY;

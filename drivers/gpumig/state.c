@@ -48,7 +48,8 @@ static void gpumig_disable_files(struct gpumig_mig *m)
 			m->migrated_away = true;
 		gpumig_file_disable(m->saving);
 		m->saving = NULL;
-		m->ops->vram_track(m->priv, false);
+		if (m->ops->vram_track)
+			m->ops->vram_track(m->priv, false);
 	}
 	if (m->resuming) {
 		gpumig_file_disable(m->resuming);
@@ -655,11 +656,15 @@ EXPORT_SYMBOL_GPL(gpumig_dma_logging_supported);
 static bool gpumig_ops_valid(const struct gpumig_backend_ops *o)
 {
 	bool log = o->dma_log_start && o->dma_log_stop && o->dma_log_report;
+	bool track = o->vram_track && o->vram_next_dirty && o->vram_dirty_count;
 
+	/* Each set all or none. */
 	if (!log && (o->dma_log_start || o->dma_log_stop || o->dma_log_report))
-		return false;	/* all three or none */
-	return o->quiesce && o->unquiesce && o->invalidate && o->vram_track &&
-	       o->vram_next_dirty && o->vram_dirty_count && o->vram_read &&
+		return false;
+	if (!track && (o->vram_track || o->vram_next_dirty || o->vram_dirty_count ||
+		       o->vram_take_zero_run))
+		return false;
+	return o->quiesce && o->unquiesce && o->invalidate && o->vram_read &&
 	       o->vram_write && o->arch_size && o->arch_save && o->arch_restore &&
 	       o->teardown && o->scrub;
 }

@@ -672,8 +672,9 @@ pci_suite() {
 	local pf pf2 sys vf0 vf1 vf2 vf3 tracking=device
 
 	check "VFIO type1 and vfio-pci available" vfio_stack
-	check "load simgpu-pf.ko" $loadmod "$moddir_pf"
-	check "load gpumig and gpumig-vfio-pci" sh -c "$loadmod $moddir_gpumig && $loadmod $moddir_gvp"
+	check "load gpumig, simgpu-pf (its provider registers) and gpumig-vfio-pci" \
+		sh -c "$loadmod $moddir_gpumig && $loadmod $moddir_pf && $loadmod $moddir_gvp &&
+		       dmesg | grep -q 'gpumig: simgpu-pf serves VFs'"
 	set -- $(pf_addrs)
 	pf=${1:-} pf2=${2:-}
 	check "two simgpu PFs probed ($pf, $pf2)" sh -c "[ -e $PFDRV/$pf ] && [ -e $PFDRV/$pf2 ]"
@@ -697,9 +698,10 @@ pci_suite() {
 	vf1=$(vf_addr "$pf" 1)
 	vf2=$(vf_addr "$pf" 2)
 	vf3=$(vf_addr "$pf" 3)
-	# The PF's services, from the kernel, on the first unbound VF (KUnit:
-	# the debug kernel only).
-	[ -n "$kdir" ] && KUNIT_MODULES="simgpu_pf_kunit" kunit_suites
+	# The PF's services, from the kernel, on the first unbound VF, and
+	# gpumig-vfio-pci's glue over a fake provider (KUnit: the debug
+	# kernel only).
+	[ -n "$kdir" ] && KUNIT_MODULES="simgpu_pf_kunit gpumig_vfio_pci_kunit" kunit_suites
 	check "nothing binds gpumig-vfio-pci by itself (driver_override only)" \
 		sh -c "[ ! -e /sys/bus/pci/devices/$vf0/driver ]"
 
@@ -788,7 +790,7 @@ pci_suite() {
 	check "the second PF back to simgpu-pf" sh -c \
 		"echo > /sys/bus/pci/devices/$pf2/driver_override && echo $pf2 > /sys/bus/pci/drivers/$GVP/unbind &&
 		 echo $pf2 > $PFDRV/bind"
-	check "unload gpumig-vfio-pci, gpumig, simgpu-pf" rmmod gpumig_vfio_pci gpumig simgpu_pf
+	check "unload gpumig-vfio-pci, simgpu-pf, gpumig" rmmod gpumig_vfio_pci simgpu_pf gpumig
 }
 
 # ---- releases: this one and each older one, one module set at a time ----

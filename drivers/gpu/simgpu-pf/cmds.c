@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * simgpu-pf: the mailbox and every service a VF's driver may ask for
- * (include/gpumig/simgpu_pf.h).  One command at a time per VF, under its
+ * simgpu-pf: the mailbox and every service of a VF's migration
+ * (simgpu_pf.h; provider.c serves them to gpumig-vfio-pci).  One command at a time per VF, under its
  * command lock: arguments into the VF's window, the opcode, then a wait
  * for STATUS to leave BUSY (the PF's interrupt wakes it).  Data moves by
  * the PF's DMA through the VF's coherent buffer.
@@ -92,7 +92,7 @@ u64 simgpu_pf_vf_stat(struct simgpu_pf_vf *vf, unsigned int s)
 
 	return lo | (u64)simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_STAT(s) + 4) << 32;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_stat);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_stat);
 
 /**
  * simgpu_pf_vf_knob() - one of a VF's test knobs
@@ -105,7 +105,7 @@ u32 simgpu_pf_vf_knob(struct simgpu_pf_vf *vf, unsigned int k)
 {
 	return simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_KNOB(k));
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_knob);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_knob);
 
 /**
  * simgpu_pf_vf_set_knob() - set one of a VF's test knobs
@@ -121,7 +121,7 @@ void simgpu_pf_vf_set_knob(struct simgpu_pf_vf *vf, unsigned int k, u32 val)
 {
 	simgpu_pf_vf_set_reg(vf, SIMGPU_PF_VF_KNOB(k), val);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_set_knob);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_set_knob);
 
 static int simgpu_pf_errno(u32 status)
 {
@@ -210,7 +210,7 @@ int simgpu_pf_vf_pause(struct simgpu_pf_vf *vf, unsigned int timeout_ms)
 {
 	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_PAUSE, timeout_ms, timeout_ms);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_pause);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_pause);
 
 /**
  * simgpu_pf_vf_resume() - let the VF run again
@@ -222,7 +222,7 @@ int simgpu_pf_vf_resume(struct simgpu_pf_vf *vf)
 {
 	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_RESUME, 0, SIMGPU_PF_CMD_MS);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_resume);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_resume);
 
 /**
  * simgpu_pf_vf_invalidate() - invalidate the VF's translations, acknowledged
@@ -235,7 +235,7 @@ int simgpu_pf_vf_invalidate(struct simgpu_pf_vf *vf, unsigned int timeout_ms)
 {
 	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_INVALIDATE, timeout_ms, timeout_ms);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_invalidate);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_invalidate);
 
 /**
  * simgpu_pf_vf_save_state() - the paused VF's architectural state
@@ -261,7 +261,7 @@ ssize_t simgpu_pf_vf_save_state(struct simgpu_pf_vf *vf, void *buf, size_t len)
 	mutex_unlock(&vf->cmd_lock);
 	return ret ? ret : n;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_save_state);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_save_state);
 
 /**
  * simgpu_pf_vf_restore_state() - check and install an architectural state
@@ -286,7 +286,7 @@ int simgpu_pf_vf_restore_state(struct simgpu_pf_vf *vf, const void *buf, size_t 
 	mutex_unlock(&vf->cmd_lock);
 	return ret;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_restore_state);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_restore_state);
 
 /* @op: VRAM_READ, VRAM_READ_TAKE or VRAM_WRITE */
 static int simgpu_pf_vram_xfer(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len, u32 op)
@@ -327,7 +327,7 @@ int simgpu_pf_vf_vram_read(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len)
 {
 	return simgpu_pf_vram_xfer(vf, off, buf, len, SIMGPU_PF_CMD_VRAM_READ);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_read);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_read);
 
 /**
  * simgpu_pf_vf_vram_write() - copy into VRAM
@@ -342,7 +342,7 @@ int simgpu_pf_vf_vram_write(struct simgpu_pf_vf *vf, u64 off, const void *buf, u
 {
 	return simgpu_pf_vram_xfer(vf, off, (void *)buf, len, SIMGPU_PF_CMD_VRAM_WRITE);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_write);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_write);
 
 /**
  * simgpu_pf_vf_vram_write_from() - copy into VRAM from what @fill puts in
@@ -392,7 +392,7 @@ ssize_t simgpu_pf_vf_vram_write_from(struct simgpu_pf_vf *vf, u64 off, u32 len,
 	mutex_unlock(&vf->cmd_lock);
 	return ret ?: done;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_write_from);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_write_from);
 
 /**
  * simgpu_pf_vf_vram_track() - per-block VRAM dirty tracking on or off
@@ -405,7 +405,7 @@ int simgpu_pf_vf_vram_track(struct simgpu_pf_vf *vf, bool on)
 {
 	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_VRAM_TRACK, on, SIMGPU_PF_CMD_MS);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_track);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_track);
 
 /**
  * simgpu_pf_vram_bitmap_bytes() - the size of one VRAM bitmap of VRAM_DIRTY
@@ -481,7 +481,7 @@ int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
 {
 	return simgpu_pf_vram_bitmaps(vf, dirty, populated, false);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_dirty);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_dirty);
 
 /**
  * simgpu_pf_vf_vram_peek() - the VRAM blocks the device holds dirty
@@ -499,7 +499,7 @@ int simgpu_pf_vf_vram_peek(struct simgpu_pf_vf *vf, unsigned long *dirty,
 		return -EOPNOTSUPP;
 	return simgpu_pf_vram_bitmaps(vf, dirty, populated, true);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_peek);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_peek);
 
 /**
  * simgpu_pf_vf_vram_read_take() - copy whole blocks of VRAM out, taken
@@ -523,7 +523,7 @@ int simgpu_pf_vf_vram_read_take(struct simgpu_pf_vf *vf, u64 off, void *buf, u32
 		return -EINVAL;
 	return simgpu_pf_vram_xfer(vf, off, buf, len, SIMGPU_PF_CMD_VRAM_READ_TAKE);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_read_take);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_read_take);
 
 /**
  * simgpu_pf_vf_vram_take_zero() - take dirty blocks sent as zeroes
@@ -547,7 +547,7 @@ int simgpu_pf_vf_vram_take_zero(struct simgpu_pf_vf *vf, u64 first, u64 n, u64 *
 	mutex_unlock(&vf->cmd_lock);
 	return ret;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_take_zero);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_take_zero);
 
 /**
  * simgpu_pf_vf_vram_count() - the dirty VRAM blocks, counted by the device
@@ -577,7 +577,7 @@ int simgpu_pf_vf_vram_count(struct simgpu_pf_vf *vf, u64 *dirty, u64 *written)
 	}
 	return ret;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_vram_count);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_vram_count);
 
 /**
  * simgpu_pf_vf_scrub() - VRAM zeroed and the VF reset, for a new tenant
@@ -589,7 +589,7 @@ int simgpu_pf_vf_scrub(struct simgpu_pf_vf *vf)
 {
 	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_SCRUB, 0, SIMGPU_PF_CMD_MS);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_scrub);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_scrub);
 
 /**
  * simgpu_pf_vf_dma_log_start() - track guest pages the VF writes by DMA
@@ -631,7 +631,7 @@ int simgpu_pf_vf_dma_log_start(struct simgpu_pf_vf *vf,
 	mutex_unlock(&vf->cmd_lock);
 	return ret;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_dma_log_start);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_dma_log_start);
 
 /**
  * simgpu_pf_vf_dma_log_stop() - stop tracking guest pages
@@ -643,7 +643,7 @@ int simgpu_pf_vf_dma_log_stop(struct simgpu_pf_vf *vf)
 {
 	return simgpu_pf_simple(vf, SIMGPU_PF_CMD_DMA_LOG_STOP, 0, SIMGPU_PF_CMD_MS);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_dma_log_stop);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_dma_log_stop);
 
 /**
  * simgpu_pf_vf_dma_log_report() - guest pages written, and cleared
@@ -685,7 +685,7 @@ int simgpu_pf_vf_dma_log_report(struct simgpu_pf_vf *vf, u64 iova, u64 len,
 	mutex_unlock(&vf->cmd_lock);
 	return ret;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_dma_log_report);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_dma_log_report);
 
 /**
  * simgpu_pf_vf_info() - the VF's profile and the PF's limits
@@ -709,7 +709,7 @@ void simgpu_pf_vf_info(struct simgpu_pf_vf *vf, struct simgpu_pf_vf_info *info)
 	}
 	mutex_unlock(&vf->cmd_lock);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_info);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_info);
 
 /**
  * simgpu_pf_vf_state() - what the PF says of the VF now
@@ -728,7 +728,7 @@ u32 simgpu_pf_vf_state(struct simgpu_pf_vf *vf)
 	mutex_unlock(&vf->cmd_lock);
 	return st;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_state);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_state);
 
 /* A per-VF counter register, or 0 once the PF is gone. */
 static u32 simgpu_pf_vf_counter(struct simgpu_pf_vf *vf, u32 reg)
@@ -752,7 +752,7 @@ u32 simgpu_pf_vf_resets(struct simgpu_pf_vf *vf)
 {
 	return simgpu_pf_vf_counter(vf, SIMGPU_PF_VF_RESETS);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_resets);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_resets);
 
 /**
  * simgpu_pf_vf_guest_resets() - resets the VF's user made through the VF's
@@ -768,7 +768,7 @@ u32 simgpu_pf_vf_guest_resets(struct simgpu_pf_vf *vf)
 {
 	return simgpu_pf_vf_counter(vf, SIMGPU_PF_VF_GUEST_RESETS);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_guest_resets);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_guest_resets);
 
 /* ---- claims --------------------------------------------------------------- */
 
@@ -787,9 +787,9 @@ EXPORT_SYMBOL_GPL(simgpu_pf_vf_guest_resets);
  * enabling or disabling SR-IOV.
  */
 struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf_pdev,
-				      const struct simgpu_pf_vf_ops *ops, void *priv)
+				      const struct gpumig_vf_events *ops, void *priv)
 {
-	static const struct simgpu_pf_vf_ops none;
+	static const struct gpumig_vf_events none;
 	struct simgpu_pf_vf *vf = ERR_PTR(-ENODEV);
 	struct simgpu_pf *pf;
 	int id;
@@ -817,7 +817,7 @@ struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf_pdev,
 	mutex_unlock(&pf->lock);
 	return vf;
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_get);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_get);
 
 /**
  * simgpu_pf_vf_put() - release a claim
@@ -833,7 +833,7 @@ void simgpu_pf_vf_put(struct simgpu_pf_vf *vf)
 	mutex_unlock(&pf->lock);
 	kref_put(&pf->ref, simgpu_pf_free);
 }
-EXPORT_SYMBOL_GPL(simgpu_pf_vf_put);
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_put);
 
 /* ---- the driver's side ------------------------------------------------- */
 

@@ -3,7 +3,7 @@
  * simgpu-pf: the driver of simgpu-pci's physical function.  It enables
  * SR-IOV with the VF profiles chosen in sysfs, refuses to disable it while
  * a VF is in use, and serves each VF's migration driver through the PF's
- * mailbox (cmds.c, include/gpumig/simgpu_pf.h).
+ * mailbox (cmds.c) as a gpumig provider (provider.c).
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -421,12 +421,23 @@ static int __init simgpu_pf_init(void)
 	simgpu_pf_debugfs_init();
 	ret = pci_register_driver(&simgpu_pf_driver);
 	if (ret)
-		simgpu_pf_debugfs_exit();
+		goto err_debugfs;
+	ret = simgpu_pf_provider_register();
+	if (ret)
+		goto err_driver;
+	return 0;
+
+err_driver:
+	pci_unregister_driver(&simgpu_pf_driver);
+err_debugfs:
+	simgpu_pf_debugfs_exit();
 	return ret;
 }
 
+/* No VF is claimed: a claim holds this module. */
 static void __exit simgpu_pf_exit(void)
 {
+	simgpu_pf_provider_unregister();
 	pci_unregister_driver(&simgpu_pf_driver);
 	simgpu_pf_debugfs_exit();
 }

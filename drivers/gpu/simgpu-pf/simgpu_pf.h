@@ -4,9 +4,12 @@
  * after it:
  *
  *   pci_drv.c  probe and remove, SR-IOV, the interrupt
- *   sysfs.c    VF profiles, chosen before VFs are enabled
+ *   sysfs.c    VF profiles, chosen before VFs are enabled; a claimed VF's
+ *              resources
  *   debugfs.c  each VF's test knobs and counters
- *   cmds.c     the mailbox and every service (include/gpumig/simgpu_pf.h)
+ *   provider.c what gpumig-vfio-pci gets: the gpumig provider of the
+ *              PF's VFs (include/gpumig/provider.h), over the services
+ *   cmds.c     the mailbox and every service (below)
  *
  * Locks, outermost first: the PF's lock (SR-IOV, claims, profiles), then
  * a VF's command lock (its mailbox and DMA buffer).
@@ -22,9 +25,98 @@
 #include <linux/wait.h>
 #include <uapi/linux/simgpu_pf.h>
 
-#include <gpumig/simgpu_pf.h>
+#include <gpumig/provider.h>
 
 struct dentry;
+
+/*
+ * The PF's services to a VF's migration, one mailbox command or register
+ * read each (cmds.c).  The provider (provider.c) serves them to
+ * gpumig-vfio-pci through include/gpumig/provider.h; the KUnit suite
+ * simgpu_pf_kunit calls them directly (exported only for it).  A claim
+ * (simgpu_pf_vf_get()) keeps SR-IOV enabled; when the PF's driver goes
+ * away the claimer's @pf_gone runs first and every service fails with
+ * -ENODEV from then on; a reset of the PF is heard through @pf_reset.
+ * Every call sleeps; calls for one VF are serialised.
+ */
+/**
+ * struct simgpu_pf_vf_info - a VF's profile and the PF's limits
+ * @profile: SIMGPU_PF_PROFILE_*
+ * @name: the profile's name ("64M", "256M", "1G")
+ * @vram_size: VRAM bytes
+ * @nr_queues: command queues
+ * @block_shift: VRAM dirty block, log2 bytes
+ * @arch_version: architectural-state layout version
+ * @arch_size: its size in bytes
+ * @xfer_max: most bytes of one VRAM transfer
+ * @log_ranges: most DMA-log ranges
+ * @log_pages: most guest pages tracked in all
+ * @caps: SIMGPU_PF_CAP_* the device has
+ */
+struct simgpu_pf_vf_info {
+	u32 profile;
+	const char *name;
+	u64 vram_size;
+	u32 nr_queues;
+	u32 block_shift;
+	u32 arch_version;
+	u32 arch_size;
+	u32 xfer_max;
+	u32 log_ranges;
+	u64 log_pages;
+	u32 caps;
+};
+
+/**
+ * struct simgpu_pf_iova_range - one range to track guest pages in
+ * @iova: first byte, page aligned
+ * @length: bytes, a page multiple
+ */
+struct simgpu_pf_iova_range {
+	u64 iova;
+	u64 length;
+};
+
+struct simgpu_pf_vf *simgpu_pf_vf_get(struct pci_dev *vf, const struct gpumig_vf_events *ev,
+				      void *priv);
+void simgpu_pf_vf_put(struct simgpu_pf_vf *vf);
+void simgpu_pf_vf_info(struct simgpu_pf_vf *vf, struct simgpu_pf_vf_info *info);
+u32 simgpu_pf_vf_resets(struct simgpu_pf_vf *vf);
+u32 simgpu_pf_vf_guest_resets(struct simgpu_pf_vf *vf);
+u32 simgpu_pf_vf_state(struct simgpu_pf_vf *vf);
+u64 simgpu_pf_vf_stat(struct simgpu_pf_vf *vf, unsigned int s);
+u32 simgpu_pf_vf_knob(struct simgpu_pf_vf *vf, unsigned int k);
+void simgpu_pf_vf_set_knob(struct simgpu_pf_vf *vf, unsigned int k, u32 val);
+
+int simgpu_pf_vf_pause(struct simgpu_pf_vf *vf, unsigned int timeout_ms);
+int simgpu_pf_vf_resume(struct simgpu_pf_vf *vf);
+int simgpu_pf_vf_invalidate(struct simgpu_pf_vf *vf, unsigned int timeout_ms);
+ssize_t simgpu_pf_vf_save_state(struct simgpu_pf_vf *vf, void *buf, size_t len);
+int simgpu_pf_vf_restore_state(struct simgpu_pf_vf *vf, const void *buf, size_t len);
+int simgpu_pf_vf_vram_read(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len);
+int simgpu_pf_vf_vram_write(struct simgpu_pf_vf *vf, u64 off, const void *buf, u32 len);
+ssize_t simgpu_pf_vf_vram_write_from(struct simgpu_pf_vf *vf, u64 off, u32 len,
+				     ssize_t (*fill)(void *ctx, void *buf, u32 len), void *ctx);
+int simgpu_pf_vf_vram_track(struct simgpu_pf_vf *vf, bool on);
+int simgpu_pf_vf_vram_dirty(struct simgpu_pf_vf *vf, unsigned long *dirty,
+			    unsigned long *populated);
+int simgpu_pf_vf_vram_peek(struct simgpu_pf_vf *vf, unsigned long *dirty,
+			   unsigned long *populated);
+int simgpu_pf_vf_vram_read_take(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 len);
+int simgpu_pf_vf_vram_take_zero(struct simgpu_pf_vf *vf, u64 first, u64 n, u64 *taken);
+int simgpu_pf_vf_vram_count(struct simgpu_pf_vf *vf, u64 *dirty, u64 *written);
+int simgpu_pf_vf_scrub(struct simgpu_pf_vf *vf);
+int simgpu_pf_vf_dma_log_start(struct simgpu_pf_vf *vf,
+			       const struct simgpu_pf_iova_range *ranges, unsigned int nr,
+			       u64 page_size);
+int simgpu_pf_vf_dma_log_stop(struct simgpu_pf_vf *vf);
+int simgpu_pf_vf_dma_log_report(struct simgpu_pf_vf *vf, u64 iova, u64 len,
+				unsigned long *bitmap);
+
+#if IS_ENABLED(CONFIG_KUNIT)
+u64 simgpu_pf_vram_bitmap_bytes(u64 vram_size, u32 block_shift);
+#endif
+
 
 /* Per-VF DMA buffer: state, a VRAM block, bitmaps, report chunks. */
 #define SIMGPU_PF_BUF_SIZE	(256 * 1024)
@@ -44,7 +136,7 @@ struct dentry;
  * @buf_dma: see @buf
  * @mailbox: commands issued to the device (debugfs, for tests)
  * @pdev: the VF's PCI device while SR-IOV is enabled (the PF's lock)
- * @ops: the claimer's callbacks, or NULL while unclaimed (the PF's lock)
+ * @ops: the claimer's events, or NULL while unclaimed (the PF's lock)
  * @priv: their argument (the PF's lock)
  * @debugfs: the VF's knob directory (the PF's lock)
  * @knob: knob k holds k, for debugfs.c (fixed)
@@ -63,7 +155,7 @@ struct simgpu_pf_vf {
 	u64 mailbox;
 
 	struct pci_dev *pdev;
-	const struct simgpu_pf_vf_ops *ops;
+	const struct gpumig_vf_events *ops;
 	void *priv;
 	struct dentry *debugfs;
 	u8 knob[SIMGPU_PF_NR_KNOBS];
@@ -109,6 +201,11 @@ extern struct pci_driver simgpu_pf_driver;
 
 /* sysfs.c */
 extern const struct attribute_group *simgpu_pf_groups[];
+extern const struct attribute_group simgpu_pf_vf_group;
+
+/* provider.c */
+int simgpu_pf_provider_register(void);
+void simgpu_pf_provider_unregister(void);
 
 /* debugfs.c */
 void simgpu_pf_debugfs_init(void);

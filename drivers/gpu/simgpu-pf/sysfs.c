@@ -5,6 +5,11 @@
  *   simgpu/profiles       the profiles this PF offers ("64M 256M")
  *   simgpu/vfN_profile    VF N's profile; writable while VFs are disabled
  *
+ * and in a VF's directory, while gpumig-vfio-pci has it claimed (the
+ * provider hands the group over, provider.c):
+ *
+ *   simgpu/vram_size, simgpu/queues, simgpu/profile   the VF's resources
+ *
  * SR-IOV gives every VF of a PF the same BAR sizes, so the VRAM aperture
  * is sized for the largest profile the PF offers and a VF of a smaller
  * profile uses its start.
@@ -13,6 +18,7 @@
  */
 #include <linux/device.h>
 #include <linux/kernel.h>
+#include <linux/pci.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 
@@ -116,4 +122,63 @@ static const struct attribute_group simgpu_pf_group = {
 const struct attribute_group *simgpu_pf_groups[] = {
 	&simgpu_pf_group,
 	NULL,
+};
+
+/* The VF's resources, as its PF's registers give them. */
+static int simgpu_pf_vf_dev_info(struct device *dev, struct simgpu_pf_vf_info *info)
+{
+	struct pci_dev *pdev = to_pci_dev(dev);
+	struct simgpu_pf *pf = pci_iov_get_pf_drvdata(pdev, &simgpu_pf_driver);
+	struct simgpu_pf_vf *vf = NULL;
+	int id = pci_iov_vf_id(pdev);
+
+	if (IS_ERR(pf) || id < 0)
+		return -ENODEV;
+	mutex_lock(&pf->lock);
+	if (id < pf->num_vfs && pf->vf[id].pdev == pdev)
+		vf = &pf->vf[id];
+	mutex_unlock(&pf->lock);
+	if (!vf)
+		return -ENODEV;
+	simgpu_pf_vf_info(vf, info);
+	return 0;
+}
+
+static ssize_t vram_size_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct simgpu_pf_vf_info info;
+	int ret = simgpu_pf_vf_dev_info(dev, &info);
+
+	return ret ?: sysfs_emit(buf, "%llu\n", info.vram_size);
+}
+static DEVICE_ATTR_RO(vram_size);
+
+static ssize_t queues_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct simgpu_pf_vf_info info;
+	int ret = simgpu_pf_vf_dev_info(dev, &info);
+
+	return ret ?: sysfs_emit(buf, "%u\n", info.nr_queues);
+}
+static DEVICE_ATTR_RO(queues);
+
+static ssize_t profile_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct simgpu_pf_vf_info info;
+	int ret = simgpu_pf_vf_dev_info(dev, &info);
+
+	return ret ?: sysfs_emit(buf, "%s\n", info.name);
+}
+static DEVICE_ATTR_RO(profile);
+
+static struct attribute *simgpu_pf_vf_attrs[] = {
+	&dev_attr_vram_size.attr,
+	&dev_attr_queues.attr,
+	&dev_attr_profile.attr,
+	NULL,
+};
+
+const struct attribute_group simgpu_pf_vf_group = {
+	.name = "simgpu",
+	.attrs = simgpu_pf_vf_attrs,
 };

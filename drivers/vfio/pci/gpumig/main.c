@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gpumig-vfio-pci: the PCI driver.  Its ID table names simgpu-pci's VF
- * with PCI_DRIVER_OVERRIDE_DEVICE_VFIO, so nothing binds it by itself and
- * libvirt's managed hostdevs find it through modules.alias; any display
- * function may be bound through driver_override (a PF is assigned without
- * migration).  The reset callbacks tell the engine when the PCI core reset
- * a function.
+ * gpumig-vfio-pci: the PCI driver.  Its ID table names, one line per
+ * provider, the VFs that a PF driver serving gpumig provides for, with
+ * PCI_DRIVER_OVERRIDE_DEVICE_VFIO: nothing binds it by itself, and
+ * libvirt's managed hostdevs find it through modules.alias (which only a
+ * static ID table feeds, hence one line per provider rather than a driver
+ * per vendor); any display function may be bound through driver_override
+ * (a PF is assigned without migration).  The reset callbacks tell the
+ * engine when the PCI core reset a function.
  *
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/module.h>
 #include <linux/pci.h>
-#include <uapi/linux/simgpu.h>
 
 #include "gpumig_vfio_pci.h"
 
@@ -70,7 +71,8 @@ static const struct pci_error_handlers gvp_err_handlers = {
 };
 
 static const struct pci_device_id gvp_ids[] = {
-	{ PCI_DRIVER_OVERRIDE_DEVICE_VFIO(SIMGPU_PCI_VENDOR_ID, SIMGPU_PCI_DEVICE_ID) },
+	/* simgpu-pci's VF (provider: simgpu-pf; QEMU's test vendor ID) */
+	{ PCI_DRIVER_OVERRIDE_DEVICE_VFIO(0x1234, 0x5347) },
 	{}
 };
 MODULE_DEVICE_TABLE(pci, gvp_ids);
@@ -89,5 +91,5 @@ module_pci_driver(gvp_driver);
 
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("The gpumig authors");
-MODULE_DESCRIPTION("gpumig-vfio-pci: live migration of simgpu VFs through vfio-pci-core and the gpumig engine");
+MODULE_DESCRIPTION("gpumig-vfio-pci: live migration of GPU VFs through vfio-pci-core, the gpumig engine and their PF's provider");
 MODULE_VERSION(GPUMIG_VERSION);

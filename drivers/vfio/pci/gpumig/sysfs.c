@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gpumig-vfio-pci's attributes, on the PCI function while it is bound,
- * laid out as simgpu's mediated devices lay theirs out:
+ * laid out as the engine's mediated devices lay theirs out:
  *
  *   migration/status        the engine's line, or "not migratable: <why>",
  *                           or "quarantined: <why>"
@@ -10,7 +10,10 @@
  *   migration/unquarantine  write 1: an operator who checked a quarantined
  *                           function releases it (it is reset or scrubbed
  *                           first)
- *   simgpu/vram_size, simgpu/queues, simgpu/profile   a VF's resources
+ *
+ * and, while a provider serves the VF, the provider's own attributes in a
+ * directory of its name (simgpu-pf: simgpu/vram_size, queues, profile),
+ * added and removed with the claim (vfio_dev.c).
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -84,44 +87,7 @@ static const struct attribute_group gvp_mig_group = {
 	.is_visible = gvp_mig_visible,
 };
 
-static ssize_t vram_size_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%llu\n", dev_to_gvp(dev)->info.vram_size);
-}
-static DEVICE_ATTR_RO(vram_size);
-
-static ssize_t queues_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", dev_to_gvp(dev)->info.nr_queues);
-}
-static DEVICE_ATTR_RO(queues);
-
-static ssize_t profile_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%s\n", dev_to_gvp(dev)->info.name);
-}
-static DEVICE_ATTR_RO(profile);
-
-static struct attribute *gvp_simgpu_attrs[] = {
-	&dev_attr_vram_size.attr,
-	&dev_attr_queues.attr,
-	&dev_attr_profile.attr,
-	NULL,
-};
-
-static umode_t gvp_simgpu_visible(struct kobject *kobj, struct attribute *a, int n)
-{
-	return dev_to_gvp(kobj_to_dev(kobj))->mig ? a->mode : 0;
-}
-
-static const struct attribute_group gvp_simgpu_group = {
-	.name = "simgpu",
-	.attrs = gvp_simgpu_attrs,
-	.is_visible = gvp_simgpu_visible,
-};
-
 const struct attribute_group *gvp_dev_groups[] = {
 	&gvp_mig_group,
-	&gvp_simgpu_group,
 	NULL,
 };

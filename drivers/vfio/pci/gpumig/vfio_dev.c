@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gpumig-vfio-pci's VFIO device: vfio-pci-core does the assignment; a
- * simgpu VF whose PF is driven by simgpu-pf also gets the gpumig engine,
- * with the PF's services as its backend.  Every other function (a PF, a
- * VF whose PF cannot serve it) is assigned without migration and says
+ * gpumig-vfio-pci's VFIO device: vfio-pci-core does the assignment; a VF
+ * that a PF's provider serves also gets the gpumig engine, with the glue
+ * over the provider's services as its backend.  Every other function (a
+ * PF, a VF no provider serves) is assigned without migration and says
  * why.  At close, vfio-pci-core disables and resets the function first;
  * then the engine's verified teardown (a VF) or the inert check (any
  * other function) decides whether it may be handed on.
  *
  * Copyright (C) 2026 The gpumig authors
  */
-#include <linux/io.h>
 #include <linux/pci.h>
-#include <uapi/linux/simgpu.h>
 
 #include "gpumig_vfio_pci.h"
 
@@ -24,25 +22,24 @@ static struct gpumig_mig *gvp_to_mig(struct vfio_device *vdev)
 GPUMIG_DEFINE_VFIO_OPS(gvp_mig, gvp_to_mig);
 
 /*
- * The PF's driver is going away (under the PF's lock, so the claim is not
- * released meanwhile): no service works from now on, and a migration in
- * flight ends with -ENODEV and says why.
+ * The PF's driver is going away (under the provider's lock, so the claim
+ * is not released meanwhile): no service works from now on, and a
+ * migration in flight ends with -ENODEV and says why.
  */
 static void gvp_pf_gone(void *priv)
 {
 	struct gvp_dev *g = priv;
 	struct gpumig_mig *m = READ_ONCE(g->mig);
 
-	WRITE_ONCE(g->pf_gone, true);
+	WRITE_ONCE(g->glue.pf_gone, true);
 	if (m)
 		gpumig_mig_abort(m, -ENODEV, "the PF's driver was removed");
 }
 
 /*
- * The PF is being reset (under the PF's lock): the VF's GPU state and VRAM
- * are lost with it.  The migration breaks into the uAPI's ERROR state and
- * a quarantine says what it lost; the VF itself tells its user
- * SIMGPU_ERR_DEVICE_LOST.
+ * The PF is being reset (under the provider's lock): the VF's GPU state
+ * and VRAM are lost with it.  The migration breaks into the uAPI's ERROR
+ * state and a quarantine says what it lost.
  */
 static void gvp_pf_reset(void *priv)
 {
@@ -53,99 +50,35 @@ static void gvp_pf_reset(void *priv)
 		gpumig_mig_fail(m, -EIO, "its PF was reset: the VF's state and VRAM were lost");
 }
 
-static const struct simgpu_pf_vf_ops gvp_pf_ops = {
+static const struct gpumig_vf_events gvp_events = {
 	.pf_gone = gvp_pf_gone,
 	.pf_reset = gvp_pf_reset,
 };
 
 /*
- * What the VF itself says: its identity and capabilities, from BAR0.  The
- * function is enabled for the read (memory decoding) and left as it was.
- */
-static int gvp_read_caps(struct pci_dev *pdev, u32 *caps)
-{
-	void __iomem *regs;
-	u32 id, ver;
-	int ret;
-
-	ret = pci_enable_device_mem(pdev);
-	if (ret)
-		return ret;
-	regs = pci_iomap_range(pdev, 0, 0, SIMGPU_REG_NUM_QUEUES);
-	if (regs) {
-		id = ioread32(regs + SIMGPU_REG_ID);
-		ver = ioread32(regs + SIMGPU_REG_VERSION);
-		*caps = ioread32(regs + SIMGPU_REG_CAPS);
-		pci_iounmap(pdev, regs);
-		ret = id == SIMGPU_ID_MAGIC && ver == SIMGPU_ABI_VERSION ? 0 : -ENODEV;
-	} else {
-		ret = -ENOMEM;
-	}
-	pci_disable_device(pdev);
-	return ret;
-}
-
-/* A claimed VF: its limits must suit the engine.  0, or why not. */
-static const char *gvp_vf_unfit(struct gvp_dev *g)
-{
-	const struct simgpu_pf_vf_info *i = &g->info;
-
-	if (i->block_shift != GPUMIG_BLOCK_SHIFT)
-		return "its VRAM dirty block is not the engine's";
-	if (!i->arch_size || i->arch_size > GPUMIG_ARCH_MAX)
-		return "its architectural state does not fit the stream";
-	if (!i->vram_size || i->vram_size & (GPUMIG_BLOCK_SIZE - 1))
-		return "its VRAM is not a whole number of blocks";
-	return NULL;
-}
-
-/*
- * Give a simgpu VF the engine, its VRAM scrubbed.  A function that cannot
- * migrate is still assignable and @not_migratable says why; the probe
- * fails only when memory runs out or a VF's VRAM cannot be scrubbed (it
- * would hand the last tenant's data to the next).
+ * Give a VF its provider's services and the engine, its VRAM scrubbed.  A
+ * function that cannot migrate is still assignable and @not_migratable
+ * says why; the probe fails only when memory runs out or a VF's VRAM
+ * cannot be scrubbed (it would hand the last tenant's data to the next).
  */
 static int gvp_migration_init(struct gvp_dev *g)
 {
 	struct pci_dev *pdev = to_pci_dev(g->core.vdev.dev);	/* before core init */
-	struct gpumig_compat c = {};
-	struct simgpu_pf_vf *vf;
+	struct gpumig_vf *vf;
 	struct gpumig_mig *m;
-	const char *unfit;
-	u32 caps;
 	int ret;
 
 	if (!pdev->is_virtfn) {
 		strscpy(g->not_migratable, "physical function");
 		return 0;
 	}
-	if (pdev->vendor != SIMGPU_PCI_VENDOR_ID || pdev->device != SIMGPU_PCI_DEVICE_ID) {
-		strscpy(g->not_migratable, "not a simgpu VF");
-		return 0;
-	}
-	vf = simgpu_pf_vf_get(pdev, &gvp_pf_ops, g);
-	if (IS_ERR(vf)) {
-		strscpy(g->not_migratable, PTR_ERR(vf) == -EBUSY ?
-			"its PF's services are claimed by another driver" :
-			PTR_ERR(vf) == -EAGAIN ? "its PF is enabling or disabling SR-IOV" :
-			"its PF is not driven by simgpu-pf");
-		return 0;
-	}
-	simgpu_pf_vf_info(vf, &g->info);
-	g->vf = vf;
-	unfit = gvp_vf_unfit(g);
-	if (!unfit && gvp_read_caps(pdev, &caps))
-		unfit = "its registers do not identify a simgpu of this ABI";
-	if (unfit) {
-		snprintf(g->not_migratable, sizeof(g->not_migratable), "%s", unfit);
-		g->vf = NULL;
-		simgpu_pf_vf_put(vf);
-		return 0;
-	}
-	g->nr_blocks = g->info.vram_size >> GPUMIG_BLOCK_SHIFT;
-	ret = gvp_backend_init(g);
-	if (ret)
-		goto err_put;
+	vf = gpumig_vf_claim(pdev, &gvp_events, g, g->not_migratable,
+			     sizeof(g->not_migratable));
+	if (IS_ERR(vf))
+		return PTR_ERR(vf) == -ENOMEM ? -ENOMEM : 0;
+	g->glue.vf = vf;
+	g->glue.pdev = pdev;
+	gvp_glue_init(&g->glue);
 	/*
 	 * VRAM belongs to the PF and outlives drivers: what a tenant of
 	 * another driver (plain vfio-pci) left there is not for this
@@ -153,51 +86,51 @@ static int gvp_migration_init(struct gvp_dev *g)
 	 * last one's close.  A quarantined VF's is kept for inspection until
 	 * the operator releases it (which scrubs).
 	 */
-	ret = gpumig_quarantine_get(&pdev->dev, NULL, 0) ? 0 : simgpu_pf_vf_scrub(vf);
+	ret = gpumig_quarantine_get(&pdev->dev, NULL, 0) ? 0 : vf->ops->scrub(vf);
 	if (ret) {
 		pci_err(pdev, "the VF's VRAM could not be scrubbed (%d)\n", ret);
-		goto err_backend;
+		goto err_release;
 	}
-
-	snprintf(c.type_name, sizeof(c.type_name), "simgpu-vf-%s", g->info.name);
-	c.vram_size = g->info.vram_size;
-	c.backend = GPUMIG_BACKEND_PCI;
-	c.nr_queues = g->info.nr_queues;
-	c.features = caps;
-	c.page_size = SIMGPU_PAGE_SIZE;
-	c.arch_version = g->info.arch_version;
-	m = gpumig_mig_create(&g->core.vdev, &gvp_mig_vfio_ops, &gvp_backend_ops, g, &c);
+	if (vf->attrs) {
+		ret = sysfs_create_group(&pdev->dev.kobj, vf->attrs);
+		if (ret)
+			goto err_release;
+	}
+	m = gpumig_mig_create(&g->core.vdev, &gvp_mig_vfio_ops, &g->glue.ops, &g->glue,
+			      &vf->compat);
 	if (IS_ERR(m)) {
 		ret = PTR_ERR(m);
-		goto err_backend;
+		goto err_attrs;
 	}
-	/* gvp_pf_gone() runs under the PF's lock, as simgpu_pf_vf_put() does. */
+	/* gvp_pf_gone() runs under the provider's lock, as the release does. */
 	WRITE_ONCE(g->mig, m);
 	return 0;
 
-err_backend:
-	gvp_backend_destroy(g);
-err_put:
-	g->vf = NULL;
-	simgpu_pf_vf_put(vf);
+err_attrs:
+	if (vf->attrs)
+		sysfs_remove_group(&pdev->dev.kobj, vf->attrs);
+err_release:
+	g->glue.vf = NULL;
+	gpumig_vf_release(vf);
 	return ret;
 }
 
 static void gvp_migration_release(struct gvp_dev *g)
 {
-	struct simgpu_pf_vf *vf = g->vf;
+	struct gpumig_vf *vf = g->glue.vf;
 
 	if (!vf)
 		return;
+	if (vf->attrs)
+		sysfs_remove_group(&g->glue.pdev->dev.kobj, vf->attrs);
 	/*
 	 * Once the claim is released, gvp_pf_gone() cannot run; the engine
 	 * needs no service any more (close_device ended every data file).
 	 */
-	simgpu_pf_vf_put(vf);
+	gpumig_vf_release(vf);
 	gpumig_mig_destroy(g->mig);
 	g->mig = NULL;
-	g->vf = NULL;
-	gvp_backend_destroy(g);
+	g->glue.vf = NULL;
 }
 
 static int gvp_init_dev(struct vfio_device *vdev)
@@ -245,16 +178,18 @@ static int gvp_open_device(struct vfio_device *vdev)
 /*
  * The tenant left.  vfio-pci-core disables the function (bus mastering
  * off, interrupts gone) and resets it; then a VF goes through the engine's
- * verified teardown (paused, invalidation acknowledged, FLR seen, VRAM
- * scrubbed by the PF) and any other function through the inert check.
- * Either quarantines what fails.
+ * verified teardown (paused, invalidation acknowledged, the reset seen by
+ * the provider, VRAM scrubbed) and any other function through the inert
+ * check.  Either quarantines what fails.
  */
 static void gvp_close_device(struct vfio_device *vdev)
 {
 	struct gvp_dev *g = to_gvp(vdev);
+	char why[GVP_WHY_LEN] = "";
+	struct pci_dev *pdev = g->core.pdev;
 
 	if (g->mig)
-		g->resets_at_close = simgpu_pf_vf_resets(g->vf);
+		g->glue.vf->ops->close_begin(g->glue.vf);
 	vfio_pci_core_close_device(vdev);
 	if (g->mig) {
 		/*
@@ -263,8 +198,9 @@ static void gvp_close_device(struct vfio_device *vdev)
 		 */
 		gpumig_mig_reset(g->mig);
 		gpumig_mig_close(g->mig);
-	} else {
-		gvp_release_check(g);
+	} else if (gvp_check_inert(pdev, !g->core.needs_reset, why, sizeof(why))) {
+		gpumig_quarantine_set(&pdev->dev, why);
+		pci_err(pdev, "quarantined: %s\n", why);
 	}
 }
 
@@ -281,6 +217,28 @@ void gvp_reset_done(struct gvp_dev *g)
 {
 	if (g->mig)
 		gpumig_mig_reset(g->mig);
+}
+
+/**
+ * gvp_unquarantine() - an operator lifts a quarantine
+ * @g: function
+ *
+ * Return: 0, -EINVAL when not quarantined, or the error of the engine or
+ * of the reset that must succeed first.
+ */
+int gvp_unquarantine(struct gvp_dev *g)
+{
+	struct pci_dev *pdev = g->core.pdev;
+	int ret;
+
+	if (g->mig)
+		return gpumig_mig_unquarantine(g->mig);
+	if (!gpumig_quarantine_get(&pdev->dev, NULL, 0))
+		return -EINVAL;
+	ret = pci_reset_function(pdev);
+	if (!ret && !gpumig_quarantine_clear(&pdev->dev))
+		pci_notice(pdev, "quarantine lifted by the operator\n");
+	return ret;
 }
 
 const struct vfio_device_ops gvp_vfio_ops = {
