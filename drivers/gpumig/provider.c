@@ -80,7 +80,8 @@ struct gpumig_vf *gpumig_vf_claim(struct pci_dev *pdev, const struct gpumig_vf_e
 			break;
 	}
 	if (PTR_ERR(vf) == -ENODEV)
-		snprintf(why, len, "no PF driver serves it (none registered a gpumig provider for it)");
+		snprintf(why, len,
+			 "no PF driver serves it (none registered a gpumig provider for it)");
 	mutex_unlock(&gpumig_providers_lock);
 	if (!IS_ERR(vf))
 		vf->owner = p->owner;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * simgpu-pf: the mailbox and every service of a VF's migration
- * (simgpu_pf.h; provider.c serves them to gpumig-vfio-pci).  One command at a time per VF, under its
- * command lock: arguments into the VF's window, the opcode, then a wait
- * for STATUS to leave BUSY (the PF's interrupt wakes it).  Data moves by
- * the PF's DMA through the VF's coherent buffer.
+ * (simgpu_pf.h; provider.c serves them to gpumig-vfio-pci).  One command
+ * at a time per VF, under its command lock: arguments into the VF's
+ * window, the opcode, then a wait for STATUS to leave BUSY (the PF's
+ * interrupt wakes it).  Data moves by the PF's DMA through the VF's
+ * coherent buffer.
  *
  * Copyright (C) 2026 The gpumig authors
  */

@@ -117,7 +117,6 @@ int simgpu_pf_vf_dma_log_report(struct simgpu_pf_vf *vf, u64 iova, u64 len,
 u64 simgpu_pf_vram_bitmap_bytes(u64 vram_size, u32 block_shift);
 #endif
 
-
 /* Per-VF DMA buffer: state, a VRAM block, bitmaps, report chunks. */
 #define SIMGPU_PF_BUF_SIZE	(256 * 1024)
 
