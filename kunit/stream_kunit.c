@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit suite for the migration stream codec (drivers/gpumig/stream.c).
+ * KUnit suite for the migration stream codec (drivers/gpumig/stream_*.c).
  *
  * A fake destination records every callback.  The reference stream holds
  * one section of every kind; the tests round-trip it, feed it in every

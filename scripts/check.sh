@@ -157,8 +157,8 @@ uninstall_check() {
 # the lines right after it).
 charged_allocs() {
 	local f bad=0
-	for f in drivers/gpumig/file.c drivers/gpumig/stream.c drivers/gpumig/dirty.c \
-		 drivers/vfio/pci/gpumig/backend.c; do
+	for f in $(cd "$GPUMIG_TOP" && ls drivers/gpumig/*.c drivers/vfio/pci/gpumig/*.c \
+		 drivers/gpu/simgpu-pf/provider.c); do
 		awk -v f="$f" '
 			/uncharged:/ { cover = 1; next }
 			!/alloc/ { cover = 0 }

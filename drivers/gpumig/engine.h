@@ -225,16 +225,39 @@ void gpumig_view_get(struct gpumig_mig *m, struct gpumig_view *v);
 int gpumig_quarantine_init(void);
 void gpumig_quarantine_exit(void);
 
-/* file.c */
-struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy);
-struct gpumig_mig_file *gpumig_file_new_resuming(struct gpumig_mig *m);
-void gpumig_file_stop_copy(struct gpumig_mig_file *migf);
+/* One section: a VRAM block with its framing, or the architectural state. */
+#define GPUMIG_SECTION_BUF	(sizeof(struct gpumig_sec_hdr) + \
+				 sizeof(struct gpumig_wire_vram) + GPUMIG_BLOCK_SIZE)
+#define GPUMIG_TMP_SIZE		max_t(size_t, GPUMIG_BLOCK_SIZE, GPUMIG_ARCH_MAX)
+
+/* Producers send VRAM in blocks: the size the stream format names. */
+static_assert(GPUMIG_BLOCK_SIZE == GPUMIG_VRAM_CHUNK);
+/* The section buffer holds the largest architectural state and the header. */
+static_assert(sizeof(struct gpumig_sec_hdr) + GPUMIG_ARCH_MAX <= GPUMIG_SECTION_BUF);
+static_assert(sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_header) <=
+	      GPUMIG_SECTION_BUF);
+
+/* file.c: what both kinds of data file share */
+struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m);
+void gpumig_file_free(struct gpumig_mig_file *migf);
+int gpumig_file_open(struct gpumig_mig_file *migf, const char *name,
+		     const struct file_operations *fops, int flags);
+int gpumig_file_release(struct inode *inode, struct file *filp);
+int gpumig_file_usable(struct gpumig_mig_file *migf);
+void gpumig_file_fail(struct gpumig_mig_file *migf, int err);
 void gpumig_file_wake(struct gpumig_mig_file *migf);
-bool gpumig_file_complete(struct gpumig_mig_file *migf);
-int gpumig_file_finish_resume(struct gpumig_mig_file *migf);
 void gpumig_file_disable(struct gpumig_mig_file *migf);
 bool gpumig_file_abort(struct gpumig_mig_file *migf, int err);
+
+/* save.c: the saving file */
+struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy);
+void gpumig_file_stop_copy(struct gpumig_mig_file *migf);
+bool gpumig_file_complete(struct gpumig_mig_file *migf);
 u64 gpumig_file_pending(struct gpumig_mig_file *migf, bool stopped);
 u64 gpumig_stopcopy_size(struct gpumig_mig *m);
+
+/* resume.c: the resuming file */
+struct gpumig_mig_file *gpumig_file_new_resuming(struct gpumig_mig *m);
+int gpumig_file_finish_resume(struct gpumig_mig_file *migf);
 
 #endif /* _GPUMIG_ENGINE_H */

@@ -696,6 +696,7 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 
 	if (WARN_ON(!gpumig_ops_valid(ops)))
 		return ERR_PTR(-EINVAL);
+	/* uncharged: made once when the device is created, not by a user's fd */
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return ERR_PTR(-ENOMEM);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target for the migration stream parser (drivers/gpumig/stream.c,
- * built unchanged through include/kshim.h).
+ * libFuzzer target for the migration stream parser
+ * (drivers/gpumig/stream_*.c, built unchanged through include/kshim.h).
  *
  * Input: two bytes that seed how the rest is split into write()s, then the
  * stream.  Every input is parsed twice, in one piece and in random pieces,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gpumigctl's compatibility check: the kernel's own rule,
- * gpumig_compat_check() from drivers/gpumig/stream.c built unchanged with
+ * gpumig_compat_check() from drivers/gpumig/stream_compat.c built unchanged with
  * the userspace shim (tools/fuzz/include), applied to the descriptors
  * sysfs prints (migration/compat, gpumig_compat_format()).
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Just enough of the kernel's API for drivers/gpumig/stream.c to build
+ * Just enough of the kernel's API for drivers/gpumig/stream_*.c to build
  * unchanged in userspace, for the fuzzer and the userspace tools.
  * Little-endian hosts only.
  */

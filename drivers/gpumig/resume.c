@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig migration data files: the resuming side (RESUMING).  The file
+ * feeds the hostile-input parser (stream_parse.c), puts VRAM in place as
+ * chunks check out, and installs the architectural state only when the
+ * whole stream has arrived and checked out.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/anon_inodes.h>
+#include <linux/crc32.h>
+#include <linux/ctype.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/ktime.h>
+#include <linux/lockdep.h>
+#include <linux/math64.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <kunit/visibility.h>
+
+#include "engine.h"
+
+#include <trace/events/gpumig.h>
+
+/* A resume write is fed to the parser in pieces of this size. */
+#define GPUMIG_WRITE_CHUNK	GPUMIG_TMP_SIZE
+/* Largest unknown optional section a destination skips. */
+#define GPUMIG_MAX_SKIP		4096
+
+/* ---- resuming ----------------------------------------------------------- */
+
+static int gpumig_rx_header(void *priv, u16 major, u16 minor,
+			    const struct gpumig_compat *src)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+	char why[GPUMIG_MSG_LEN];
+	int ret;
+
+	ret = gpumig_compat_check(src, &m->compat, why, sizeof(why));
+	if (ret)
+		gpumig_parser_set_error(&migf->parser, ret, "incompatible source: %s", why);
+	return ret;
+}
+
+static int gpumig_rx_vram(void *priv, u64 off, const void *data, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+
+	if (migf->arch_len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"VRAM chunk at 0x%llx after the architectural state", off);
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(migf->m->vdev->dev, false, off, len, !data,
+				  data ? crc32_le(~0U, data, len) : 0);
+	return migf->m->ops->vram_write(migf->m->priv, off, data, len);
+}
+
+/* The backend put a chunk's data into VRAM itself, and it checked out. */
+static int gpumig_rx_vram_placed(void *priv, u64 off, u32 len, u32 crc)
+{
+	struct gpumig_mig_file *migf = priv;
+
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(migf->m->vdev->dev, false, off, len, false, crc);
+	return 0;
+}
+
+/* Bytes of a zero range the backend is asked to clear at once. */
+#define GPUMIG_ZERO_STEP	SZ_1G
+
+/* A range that reads zero (the parser checked it lies inside VRAM). */
+static int gpumig_rx_zero(void *priv, u64 off, u64 len)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+	int ret;
+
+	if (migf->arch_len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"zero range at 0x%llx after the architectural state", off);
+	if (trace_gpumig_vram_enabled())
+		trace_gpumig_vram(m->vdev->dev, false, off, len, true, 0);
+	while (len) {
+		u32 n = min_t(u64, len, GPUMIG_ZERO_STEP);
+
+		/* As long as VRAM, and a device may clear it slowly: killable. */
+		if (fatal_signal_pending(current))
+			return gpumig_parser_set_error(&migf->parser, -EINTR,
+				"zero range at 0x%llx: interrupted", off);
+		ret = m->ops->vram_write(m->priv, off, NULL, n);
+		if (ret)
+			return ret;
+		off += n;
+		len -= n;
+		cond_resched();
+	}
+	return 0;
+}
+
+static int gpumig_rx_arch(void *priv, const void *data, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+
+	if (migf->arch_len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"second architectural state section");
+	if (!len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"empty architectural state section");
+	memcpy(migf->arch, data, len);
+	migf->arch_len = len;
+	return 0;
+}
+
+static int gpumig_rx_work(void *priv, const void *data, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+
+	/* In-flight work travels inside the architectural state. */
+	return gpumig_parser_set_error(&migf->parser, -EPROTO,
+		"separate in-flight work section not used by this device");
+}
+
+/* Everything arrived and checked out: install the architectural state, last. */
+static int gpumig_rx_end(void *priv)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+	int ret;
+
+	if (!migf->arch_len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"stream ended without architectural state");
+	ret = m->ops->arch_restore(m->priv, migf->arch, migf->arch_len);
+	if (ret)
+		return gpumig_parser_set_error(&migf->parser, ret,
+			"device refused the architectural state (%d)", ret);
+	migf->state = GPUMIG_FILE_RESTORED;
+	return 0;
+}
+
+/*
+ * A note: the producer's "gpumig/<release>" is kept for reports when it is
+ * plain text of the expected characters; every other note is ignored.
+ */
+static void gpumig_rx_note(void *priv, const char *text, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+	const size_t k = strlen(GPUMIG_NOTE_PRODUCER);
+	char v[GPUMIG_NOTE_MAX + 1];
+	u32 i;
+
+	if (len <= k || memcmp(text, GPUMIG_NOTE_PRODUCER, k))
+		return;
+	for (i = k; i < len; i++)
+		if (!isalnum(text[i]) && !strchr("._+-/~", text[i]))
+			return;
+	memcpy(v, text + k, len - k);
+	v[len - k] = '\0';
+	gpumig_set_source(migf->m, v);
+}
+
+static const struct gpumig_parser_ops gpumig_rx_ops = {
+	.header = gpumig_rx_header,
+	.vram = gpumig_rx_vram,
+	.vram_placed = gpumig_rx_vram_placed,
+	.zero = gpumig_rx_zero,
+	.arch = gpumig_rx_arch,
+	.work = gpumig_rx_work,
+	.end = gpumig_rx_end,
+	.note = gpumig_rx_note,
+};
+
+/* A refused stream stays refused; the device says why. */
+static void gpumig_resume_refused(struct gpumig_mig_file *migf, int err)
+{
+	const char *why = gpumig_parser_error(&migf->parser);
+
+	dev_err_ratelimited(migf->m->vdev->dev, "migration stream refused: %s\n", why);
+	trace_gpumig_stream_refused(migf->m->vdev->dev, err, why);
+	gpumig_set_why(migf->m, "%s", why);
+	gpumig_file_fail(migf, err);
+}
+
+/*
+ * A VRAM chunk's data straight from the user into VRAM (the backend's
+ * @vram_write_iter), under the file lock, so that a file disabled or
+ * failed meanwhile writes nothing: with page faults disabled, so the copy
+ * takes no lock of the mm's under it and ends short where the user's
+ * memory is not present.  Return: bytes placed, or a negative errno with
+ * the stream refused.
+ */
+static ssize_t gpumig_resume_place(struct gpumig_mig_file *migf, struct iov_iter *from,
+				   size_t n, u64 off, u32 crc)
+{
+	struct gpumig_mig *m = migf->m;
+	ssize_t got, ret;
+
+	lockdep_assert_held(&migf->lock);
+	pagefault_disable();
+	got = m->ops->vram_write_iter(m->priv, off, from, n, &crc);
+	pagefault_enable();
+	if (got < 0 || got > n) {
+		ret = gpumig_parser_set_error(&migf->parser,
+					      got < 0 ? got : -EIO,
+					      "VRAM chunk at 0x%llx refused by the destination",
+					      off);
+	} else if (got) {
+		ret = gpumig_parser_vram_commit(&migf->parser, got, crc);
+		if (ret >= 0)
+			atomic64_add(got, &m->stats.resumed_bytes);
+	} else {
+		return 0;
+	}
+	if (ret < 0)
+		gpumig_resume_refused(migf, ret);
+	return ret;
+}
+
+/*
+ * As for reads, the user's bytes are copied with only the io lock held:
+ * into the parser's own buffer when it is in the middle of a payload it
+ * keeps, else into @tmp and fed from there; a section header is fed
+ * alone, so that its payload can then go in directly.  A VRAM chunk's
+ * data goes straight into VRAM instead where the backend can take it
+ * (gpumig_resume_place()): one copy, not two.  Where that copy ended
+ * short, the rest of the chunk goes through the parser's buffer, copied
+ * without the file lock, where the user's pages may fault in.  Only
+ * writers, under the io lock, move the parser, so the place it gave stays
+ * its until the commit.
+ */
+static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct gpumig_mig_file *migf = iocb->ki_filp->private_data;
+	size_t len = iov_iter_count(from);
+	ssize_t done = 0, ret;
+	bool place = true;
+
+	mutex_lock(&migf->io_lock);
+	while (done < len) {
+		size_t n = min_t(size_t, len - done, GPUMIG_WRITE_CHUNK), room;
+		void *dst = NULL;
+		u64 off;
+		u32 crc;
+
+		/* A hostile stream may be long: stay preemptible and killable. */
+		if (done && fatal_signal_pending(current))
+			break;
+		cond_resched();
+		mutex_lock(&migf->lock);
+		if (!gpumig_file_usable(migf)) {
+			room = place && migf->m->ops->vram_write_iter && !migf->arch_len ?
+			       gpumig_parser_vram_room(&migf->parser, &off, &crc) : 0;
+			if (room) {
+				n = min(n, room);
+				ret = gpumig_resume_place(migf, from, n, off, crc);
+				mutex_unlock(&migf->lock);
+				if (ret < 0) {
+					done = ret;
+					break;
+				}
+				done += ret;
+				/*
+				 * Short (the user's memory is not present): the
+				 * rest of the chunk through the buffer, whose copy
+				 * may fault.
+				 */
+				place = ret == n;
+				continue;
+			}
+			place = true;
+			n = min(n, gpumig_parser_room(&migf->parser, &dst) ?:
+				   gpumig_parser_hdr_left(&migf->parser) ?: n);
+		}
+		mutex_unlock(&migf->lock);
+		if (copy_from_iter(dst ?: migf->tmp, n, from) != n) {
+			done = -EFAULT;
+			break;
+		}
+		mutex_lock(&migf->lock);
+		ret = gpumig_file_usable(migf);
+		if (!ret) {
+			if (dst)
+				ret = gpumig_parser_commit(&migf->parser, n);
+			else
+				ret = gpumig_parser_feed(&migf->parser, migf->tmp, n);
+			if (ret < 0)
+				gpumig_resume_refused(migf, ret);
+			else
+				atomic64_add(n, &migf->m->stats.resumed_bytes);
+		}
+		mutex_unlock(&migf->lock);
+		if (ret < 0) {
+			/* A refused stream is refused whole, whatever went before. */
+			done = ret;
+			break;
+		}
+		done += n;
+	}
+	mutex_unlock(&migf->io_lock);
+	return done;
+}
+
+/**
+ * gpumig_file_finish_resume() - RESUMING -> STOP: did a whole stream arrive?
+ * @migf: the resuming file
+ *
+ * Return: 0 when a complete, valid stream was installed; else an errno,
+ * the file is broken for good and the device says why.
+ */
+int gpumig_file_finish_resume(struct gpumig_mig_file *migf)
+{
+	int ret;
+
+	mutex_lock(&migf->lock);
+	ret = gpumig_file_usable(migf);
+	if (ret)
+		goto out;	/* refused already, and said why */
+	ret = gpumig_parser_finish(&migf->parser);
+	if (!ret && migf->state != GPUMIG_FILE_RESTORED)
+		ret = gpumig_parser_set_error(&migf->parser, -EINVAL,
+					      "stream ended before its end section");
+	if (ret)
+		gpumig_resume_refused(migf, ret);
+out:
+	mutex_unlock(&migf->lock);
+	return ret;
+}
+
+static const struct file_operations gpumig_resume_fops = {
+	.owner = THIS_MODULE,
+	.write_iter = gpumig_resume_write,
+	.release = gpumig_file_release,
+};
+
+/**
+ * gpumig_file_new_resuming() - a resuming file
+ * @m: device, state mutex held
+ *
+ * The parser's limits come from this device: nothing the stream says can
+ * make it allocate more.
+ *
+ * Return: the file or an ERR_PTR.
+ */
+struct gpumig_mig_file *gpumig_file_new_resuming(struct gpumig_mig *m)
+{
+	struct gpumig_parser_limits lim = {
+		.vram_size = m->compat.vram_size,
+		.max_chunk = GPUMIG_BLOCK_SIZE,
+		.max_arch = GPUMIG_ARCH_MAX,
+		.max_work = 0,
+		.max_skip = GPUMIG_MAX_SKIP,
+	};
+	struct gpumig_mig_file *migf;
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	migf = gpumig_file_alloc(m);
+	if (!migf)
+		return ERR_PTR(-ENOMEM);
+	migf->arch = kvmalloc(GPUMIG_ARCH_MAX, GFP_KERNEL_ACCOUNT);
+	gpumig_set_source(m, "");	/* until this stream says */
+	ret = migf->arch ? gpumig_parser_init(&migf->parser, &lim, &gpumig_rx_ops, migf) :
+			   -ENOMEM;
+	if (ret) {
+		gpumig_file_free(migf);
+		return ERR_PTR(ret);
+	}
+	ret = gpumig_file_open(migf, "gpumig_resume", &gpumig_resume_fops, O_WRONLY);
+	if (ret)
+		return ERR_PTR(ret);
+	migf->state = GPUMIG_FILE_RESUMING;
+	atomic64_set(&m->stats.resumed_bytes, 0);
+	return migf;
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig migration stream: the compatibility descriptor, its rule (may a
+ * destination take a source's state?), its sysfs line and its wire
+ * layout.  gpumigctl builds this file unchanged in userspace.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/errno.h>
+#include <linux/export.h>
+#include <linux/kernel.h>
+#include <linux/string.h>
+
+#include "stream_priv.h"
+
+/**
+ * gpumig_compat_check() - may a destination accept a source's state?
+ * @src: the source's descriptor, from the stream
+ * @dst: the destination's own descriptor
+ * @msg: buffer for a message naming the first mismatch
+ * @len: size of @msg
+ *
+ * The rule is "what the source's guest may rely on is a subset of what the
+ * destination offers": the same device family, type, memory size, page size
+ * and a state layout the destination understands; at least as many queues;
+ * every feature the source has.
+ *
+ * Return: 0 when compatible, -EOPNOTSUPP with @msg set otherwise.
+ */
+int gpumig_compat_check(const struct gpumig_compat *src,
+			const struct gpumig_compat *dst, char *msg, size_t len)
+{
+	if (src->backend != dst->backend) {
+		snprintf(msg, len, "device family mismatch: source %u, destination %u",
+			 src->backend, dst->backend);
+		return -EOPNOTSUPP;
+	}
+	if (strncmp(src->type_name, dst->type_name, GPUMIG_TYPE_NAME_LEN)) {
+		snprintf(msg, len, "type mismatch: source %.32s, destination %.32s",
+			 src->type_name, dst->type_name);
+		return -EOPNOTSUPP;
+	}
+	if (src->vram_size != dst->vram_size) {
+		snprintf(msg, len, "VRAM size mismatch: source %llu bytes, destination %llu bytes",
+			 src->vram_size, dst->vram_size);
+		return -EOPNOTSUPP;
+	}
+	if (src->nr_queues > dst->nr_queues) {
+		snprintf(msg, len, "queue count: source has %u, destination only %u",
+			 src->nr_queues, dst->nr_queues);
+		return -EOPNOTSUPP;
+	}
+	if (src->features & ~dst->features) {
+		snprintf(msg, len, "features 0x%llx of the source are missing on the destination",
+			 src->features & ~dst->features);
+		return -EOPNOTSUPP;
+	}
+	if (src->page_size != dst->page_size) {
+		snprintf(msg, len, "MMU page size mismatch: source %u, destination %u",
+			 src->page_size, dst->page_size);
+		return -EOPNOTSUPP;
+	}
+	if (src->arch_version > dst->arch_version) {
+		snprintf(msg, len, "state layout version %u is newer than the destination's %u",
+			 src->arch_version, dst->arch_version);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(gpumig_compat_check);
+
+/**
+ * gpumig_compat_format() - print a descriptor as one "key=value" line
+ * @c: descriptor
+ * @buf: output
+ * @len: size of @buf
+ *
+ * This is the form sysfs shows to schedulers.
+ *
+ * Return: characters written, as scnprintf().
+ */
+int gpumig_compat_format(const struct gpumig_compat *c, char *buf, size_t len)
+{
+	return scnprintf(buf, len,
+			 "stream=%u.%u backend=%u type=%.32s vram=%llu queues=%u features=0x%llx page_size=%u state_version=%u\n",
+			 GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR, c->backend,
+			 c->type_name, c->vram_size, c->nr_queues, c->features,
+			 c->page_size, c->arch_version);
+}
+EXPORT_SYMBOL_GPL(gpumig_compat_format);
+
+void gpumig_compat_to_wire(const struct gpumig_compat *c,
+				  struct gpumig_wire_compat *w)
+{
+	memset(w, 0, sizeof(*w));
+	strscpy_pad(w->type_name, c->type_name, sizeof(w->type_name));
+	w->vram_size = cpu_to_le64(c->vram_size);
+	w->backend = cpu_to_le32(c->backend);
+	w->nr_queues = cpu_to_le32(c->nr_queues);
+	w->features = cpu_to_le64(c->features);
+	w->page_size = cpu_to_le32(c->page_size);
+	w->arch_version = cpu_to_le32(c->arch_version);
+}
+
+void gpumig_compat_from_wire(const struct gpumig_wire_compat *w,
+				    struct gpumig_compat *c)
+{
+	memset(c, 0, sizeof(*c));
+	memcpy(c->type_name, w->type_name, sizeof(c->type_name) - 1);
+	c->vram_size = le64_to_cpu(w->vram_size);
+	c->backend = le32_to_cpu(w->backend);
+	c->nr_queues = le32_to_cpu(w->nr_queues);
+	c->features = le64_to_cpu(w->features);
+	c->page_size = le32_to_cpu(w->page_size);
+	c->arch_version = le32_to_cpu(w->arch_version);
+}
