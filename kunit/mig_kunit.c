@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit suite for the migration engine (drivers/gpumig/mig.c) with a fake
+ * KUnit suite for the migration engine (drivers/gpumig/) with a fake
  * backend that records the order of its calls and can fail any of them.
  *
  * Copyright (C) 2026 The gpumig authors
@@ -242,7 +242,7 @@ static size_t f_arch_size(void *priv)
 	return f->arch_len;
 }
 
-static ssize_t f_arch_save(void *priv, void *buf, size_t len)
+static ssize_t f_arch_save(void *priv, u32 part, void *buf, size_t len)
 {
 	struct fake_dev *f = priv;
 
@@ -251,7 +251,7 @@ static ssize_t f_arch_save(void *priv, void *buf, size_t len)
 	return f->arch_len;
 }
 
-static int f_arch_restore(void *priv, const void *buf, size_t len)
+static int f_arch_restore(void *priv, u32 part, const void *buf, size_t len)
 {
 	struct fake_dev *f = priv;
 
@@ -357,7 +357,7 @@ static struct fake_dev *fake_new_ops(struct kunit *test, u32 queues,
 	struct gpumig_compat c = {
 		.type_name = "fake-512K",
 		.vram_size = F_VRAM,
-		.backend = GPUMIG_BACKEND_FAKE,
+		.backend = 0xf0,	/* the fake's own family */
 		.page_size = 4096,
 		.arch_version = 1,
 	};
@@ -377,7 +377,7 @@ static struct fake_dev *fake_new_ops(struct kunit *test, u32 queues,
 	f->arch_len = sizeof(f->arch);
 	for (i = 0; i < sizeof(f->arch); i++)
 		f->arch[i] = i ^ queues;
-	f->mig = gpumig_mig_create(&f->vdev, &fake_vfio_ops, ops, f, &c);
+	f->mig = gpumig_mig_create(&f->vdev, &fake_vfio_ops, ops, f, &c, NULL);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(f->mig));
 	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, fake_free, f));
 	return f;

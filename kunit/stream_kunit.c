@@ -21,8 +21,12 @@
 #define T_CHUNK		4096
 #define T_MAX_CALLS	32
 
+/*
+ * kind: h header, v/z VRAM data/zero, r zero range, a arch, q arch part,
+ * d vendor, e end, n note, p placed
+ */
 struct fake_call {
-	char kind;		/* h header, v/z VRAM data/zero, r zero range, a, w, e, n */
+	char kind;
 	u64 offset;
 	u32 len;
 	u32 sum;		/* crc of the data handed over */
@@ -87,9 +91,14 @@ static int fake_arch(void *priv, const void *data, u32 len)
 	return fake_record(priv, 'a', 0, data, len);
 }
 
-static int fake_work(void *priv, const void *data, u32 len)
+static int fake_part(void *priv, u16 part, u16 nr_parts, const void *data, u32 len)
 {
-	return fake_record(priv, 'w', 0, data, len);
+	return fake_record(priv, 'q', part | (u32)nr_parts << 16, data, len);
+}
+
+static int fake_vendor(void *priv, u32 index, const void *data, u32 len)
+{
+	return fake_record(priv, 'd', index, data, len);
 }
 
 static int fake_end(void *priv)
@@ -102,7 +111,8 @@ static const struct gpumig_parser_ops fake_ops = {
 	.vram = fake_vram,
 	.zero = fake_zero,
 	.arch = fake_arch,
-	.work = fake_work,
+	.arch_part = fake_part,
+	.vendor = fake_vendor,
 	.end = fake_end,
 };
 
@@ -110,20 +120,24 @@ static const struct gpumig_parser_limits t_limits = {
 	.vram_size = T_VRAM_SIZE,
 	.max_chunk = T_CHUNK,
 	.max_arch = 512,
-	.max_work = 256,
+	.max_vendor = 256,
 	.max_skip = 1024,
 };
+
+#define T_BACKEND	0xf0	/* the test's own family */
 
 static void t_compat(struct gpumig_compat *c)
 {
 	memset(c, 0, sizeof(*c));
 	strscpy(c->type_name, "simgpu-test", sizeof(c->type_name));
 	c->vram_size = T_VRAM_SIZE;
-	c->backend = GPUMIG_BACKEND_FAKE;
+	c->backend = T_BACKEND;
 	c->nr_queues = 4;
 	c->features = 0x5;
 	c->page_size = 4096;
 	c->arch_version = 1;
+	c->block_shift = GPUMIG_BLOCK_SHIFT_DEFAULT;
+	c->stream_minor = 1;
 }
 
 struct t_stream {
@@ -162,8 +176,12 @@ static void t_put(struct kunit *test, struct t_stream *s, ssize_t n)
 static u8 t_pattern[T_CHUNK];
 static u8 t_arch[96];
 static u8 t_work[40];
+static u8 t_part[24];
 
-/* Header, a data chunk, a zero chunk, a zero range, a note, arch, work, end. */
+/*
+ * Header, a data chunk, a zero chunk, a zero range, a note, arch, a vendor
+ * section, an arch part, end: one of each kind the codec knows.
+ */
 static struct t_stream *t_reference(struct kunit *test, u32 chunk_len)
 {
 	struct t_stream *s = t_stream_new(test, 4 * T_CHUNK);
@@ -176,6 +194,8 @@ static struct t_stream *t_reference(struct kunit *test, u32 chunk_len)
 		t_arch[i] = (u8)(0xa0 ^ i);
 	for (i = 0; i < sizeof(t_work); i++)
 		t_work[i] = (u8)(0x50 + i);
+	for (i = 0; i < sizeof(t_part); i++)
+		t_part[i] = (u8)(0x33 ^ i);
 
 	t_compat(&c);
 	t_put(test, s, gpumig_emit_header(&s->w, s->buf + s->len, s->size - s->len, &c));
@@ -189,8 +209,10 @@ static struct t_stream *t_reference(struct kunit *test, u32 chunk_len)
 					GPUMIG_SEC_NOTE, "hello", 5));
 	t_put(test, s, gpumig_emit_blob(&s->w, s->buf + s->len, s->size - s->len,
 					GPUMIG_SEC_ARCH, t_arch, sizeof(t_arch)));
-	t_put(test, s, gpumig_emit_blob(&s->w, s->buf + s->len, s->size - s->len,
-					GPUMIG_SEC_WORK, t_work, sizeof(t_work)));
+	t_put(test, s, gpumig_emit_vendor(&s->w, s->buf + s->len, s->size - s->len,
+					  3, t_work, sizeof(t_work)));
+	t_put(test, s, gpumig_emit_arch_part(&s->w, s->buf + s->len, s->size - s->len,
+					     1, 2, t_part, sizeof(t_part)));
 	t_put(test, s, gpumig_emit_end(&s->w, s->buf + s->len, s->size - s->len));
 	return s;
 }
@@ -237,7 +259,7 @@ static int t_feed(struct fake_dst *d, const u8 *buf, size_t len, size_t step)
 static void t_check_reference_calls(struct kunit *test, struct fake_dst *d,
 				    u32 chunk_len)
 {
-	static const char order[] = "hvzrawe";
+	static const char order[] = "hvzradqe";
 	int i;
 
 	KUNIT_ASSERT_EQ(test, d->nr_calls, (int)strlen(order));
@@ -253,6 +275,11 @@ static void t_check_reference_calls(struct kunit *test, struct fake_dst *d,
 	KUNIT_EXPECT_EQ(test, d->calls[3].len, (u32)(T_VRAM_SIZE - 0x20000));
 	KUNIT_EXPECT_EQ(test, d->calls[4].sum, crc32_le(0, t_arch, sizeof(t_arch)));
 	KUNIT_EXPECT_EQ(test, d->calls[5].sum, crc32_le(0, t_work, sizeof(t_work)));
+	KUNIT_EXPECT_EQ(test, d->calls[5].offset, 3ULL);
+	KUNIT_EXPECT_EQ(test, d->calls[6].sum, crc32_le(0, t_part, sizeof(t_part)));
+	KUNIT_EXPECT_EQ(test, d->calls[6].offset, 1ULL | 2 << 16);
+	KUNIT_EXPECT_EQ(test, d->got.block_shift, (u32)GPUMIG_BLOCK_SHIFT_DEFAULT);
+	KUNIT_EXPECT_EQ(test, d->got.stream_minor, (u16)1);
 	KUNIT_EXPECT_STREQ(test, d->got.type_name, "simgpu-test");
 	KUNIT_EXPECT_EQ(test, d->got.vram_size, (u64)T_VRAM_SIZE);
 	KUNIT_EXPECT_EQ(test, d->got.features, 0x5ULL);
@@ -265,7 +292,7 @@ static void stream_round_trip(struct kunit *test)
 	struct fake_dst *d = t_dst(test);
 
 	KUNIT_EXPECT_EQ(test, s->len, (size_t)s->w.bytes);
-	KUNIT_EXPECT_EQ(test, s->w.seq, 8U);
+	KUNIT_EXPECT_EQ(test, s->w.seq, 9U);
 	KUNIT_ASSERT_EQ(test, 0, t_feed(d, s->buf, s->len, s->len));
 	KUNIT_EXPECT_TRUE(test, gpumig_parser_done(d->parser));
 	t_check_reference_calls(test, d, T_CHUNK);
@@ -361,7 +388,8 @@ static const struct gpumig_parser_ops placing_ops = {
 	.vram_placed = fake_placed,
 	.zero = fake_zero,
 	.arch = fake_arch,
-	.work = fake_work,
+	.arch_part = fake_part,
+	.vendor = fake_vendor,
 	.end = fake_end,
 };
 
@@ -675,7 +703,9 @@ enum hostile_kind {
 	H_VRAM_ZERO_WITH_DATA, H_VRAM_SHORT, H_UNKNOWN_MANDATORY, H_NO_HEADER,
 	H_TWO_HEADERS, H_SEQ_GAP, H_REORDERED, H_MAJOR, H_FLAGS, H_END_COUNT,
 	H_VRAM_FLAGS, H_OPTIONAL_TOO_BIG, H_ZERO_OUTSIDE, H_ZERO_WRAP, H_ZERO_EMPTY,
-	H_ZERO_LEN, H_COUNT
+	H_ZERO_LEN, H_WORK, H_PART_INDEX, H_PART_FLAGS, H_PART_SHORT, H_PART_HUGE,
+	H_VENDOR_FLAGS, H_VENDOR_HUGE, H_BLOCK_OLD_MINOR, H_BLOCK_BAD, H_RESERVED,
+	H_COUNT
 };
 
 static const struct hostile_case hostile_cases[H_COUNT] = {
@@ -701,6 +731,18 @@ static const struct hostile_case hostile_cases[H_COUNT] = {
 	[H_ZERO_WRAP] = { "zero range wraps", -ERANGE, "outside" },
 	[H_ZERO_EMPTY] = { "empty zero range", -EINVAL, "empty zero range" },
 	[H_ZERO_LEN] = { "zero range section of the wrong size", -EINVAL, "expected 16" },
+	[H_WORK] = { "in-flight work section (never produced)", -EPROTONOSUPPORT,
+		     "unknown mandatory section type 0x0004" },
+	[H_PART_INDEX] = { "state part 2 of 2", -EINVAL, "part 2 of 2" },
+	[H_PART_FLAGS] = { "state part with flags", -EINVAL, "unknown flags" },
+	[H_PART_SHORT] = { "state part shorter than its header", -EINVAL,
+			   "shorter than its own header" },
+	[H_PART_HUGE] = { "state part over the limit", -EMSGSIZE, "exceeds" },
+	[H_VENDOR_FLAGS] = { "vendor section with flags", -EINVAL, "unknown flags" },
+	[H_VENDOR_HUGE] = { "vendor section over the limit", -EMSGSIZE, "exceeds" },
+	[H_BLOCK_OLD_MINOR] = { "VRAM block in a 1.1 header", -EINVAL, "reserved bits" },
+	[H_BLOCK_BAD] = { "VRAM block of 1 GiB", -EINVAL, "not one a stream can carry" },
+	[H_RESERVED] = { "reserved descriptor bits", -EINVAL, "reserved bits" },
 };
 
 static void hostile_desc(const struct hostile_case *c, char *desc)
@@ -710,10 +752,13 @@ static void hostile_desc(const struct hostile_case *c, char *desc)
 
 KUNIT_ARRAY_PARAM(hostile, hostile_cases, hostile_desc);
 
-static size_t t_valid_header(u8 *out, u16 major, u32 seq)
+/* A header whose minor and descriptor's block field are @minor and @block_shift. */
+static size_t t_header_geo(u8 *out, u16 major, u16 minor, u32 seq, u32 block_shift,
+			   u32 reserved)
 {
 	struct gpumig_wire_header h = {
 		.major = cpu_to_le16(major),
+		.minor = cpu_to_le16(minor),
 	};
 	struct gpumig_compat c;
 
@@ -725,7 +770,26 @@ static size_t t_valid_header(u8 *out, u16 major, u32 seq)
 	h.compat.features = cpu_to_le64(c.features);
 	h.compat.page_size = cpu_to_le32(c.page_size);
 	h.compat.arch_version = cpu_to_le32(c.arch_version);
+	h.compat.block_shift = cpu_to_le32(block_shift);
+	h.compat.reserved = cpu_to_le32(reserved);
 	return t_raw_section(out, GPUMIG_SEC_HEADER, seq, &h, sizeof(h), sizeof(h));
+}
+
+static size_t t_valid_header(u8 *out, u16 major, u32 seq)
+{
+	return t_header_geo(out, major, 1, seq, 0, 0);
+}
+
+/* A section with an 8-byte sub-header (@a, @b as two __le32) and @len more bytes. */
+static size_t t_sub_section(u8 *out, u16 type, u32 seq, u32 a, u32 b, u32 len,
+			    u32 claimed_len)
+{
+	u8 payload[8 + 64] = {};
+	__le32 w[2] = { cpu_to_le32(a), cpu_to_le32(b) };
+
+	memcpy(payload, w, sizeof(w));
+	return t_raw_section(out, type, seq, payload, min_t(u32, len + 8, sizeof(payload)),
+			     claimed_len);
 }
 
 static size_t t_vram_raw(u8 *out, u32 seq, u64 offset, u32 flags, u32 inner_len,
@@ -758,7 +822,8 @@ static void stream_hostile(struct kunit *test)
 	int ret;
 
 	KUNIT_ASSERT_NOT_NULL(test, buf);
-	if (k != H_NO_HEADER && k != H_MAJOR)
+	if (k != H_NO_HEADER && k != H_MAJOR && k != H_BLOCK_OLD_MINOR && k != H_BLOCK_BAD &&
+	    k != H_RESERVED)
 		n += t_valid_header(buf, GPUMIG_STREAM_MAJOR, 0);
 
 	switch (k) {
@@ -796,7 +861,7 @@ static void stream_hostile(struct kunit *test)
 		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 2, t_arch, 8, 8);
 		break;
 	case H_REORDERED:
-		n += t_raw_section(buf + n, GPUMIG_SEC_WORK, 2, t_work, 8, 8);
+		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 2, t_work, 8, 8);
 		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH, 1, t_arch, 8, 8);
 		break;
 	case H_MAJOR:
@@ -837,6 +902,36 @@ static void stream_hostile(struct kunit *test)
 	case H_ZERO_LEN:
 		n += t_raw_section(buf + n, GPUMIG_SEC_ZERO, 1, t_pattern, 8, 8);
 		break;
+	case H_WORK:
+		n += t_raw_section(buf + n, GPUMIG_SEC_WORK, 1, t_work, 8, 8);
+		break;
+	case H_PART_INDEX:	/* part 2 of 2: the two __le16 */
+		n += t_sub_section(buf + n, GPUMIG_SEC_ARCH_PART, 1, 2 | 2 << 16, 0, 4, 12);
+		break;
+	case H_PART_FLAGS:
+		n += t_sub_section(buf + n, GPUMIG_SEC_ARCH_PART, 1, 1 << 16, 1, 4, 12);
+		break;
+	case H_PART_SHORT:
+		n += t_raw_section(buf + n, GPUMIG_SEC_ARCH_PART, 1, t_part, 4, 4);
+		break;
+	case H_PART_HUGE:
+		n += t_sub_section(buf + n, GPUMIG_SEC_ARCH_PART, 1, 1 << 16, 0, 0, 8 + 513);
+		break;
+	case H_VENDOR_FLAGS:
+		n += t_sub_section(buf + n, GPUMIG_SEC_VENDOR, 1, 0, 2, 4, 12);
+		break;
+	case H_VENDOR_HUGE:
+		n += t_sub_section(buf + n, GPUMIG_SEC_VENDOR, 1, 0, 0, 0, 8 + 257);
+		break;
+	case H_BLOCK_OLD_MINOR:
+		n += t_header_geo(buf, GPUMIG_STREAM_MAJOR, 1, 0, 14, 0);
+		break;
+	case H_BLOCK_BAD:
+		n += t_header_geo(buf, GPUMIG_STREAM_MAJOR, 2, 0, 30, 0);
+		break;
+	case H_RESERVED:
+		n += t_header_geo(buf, GPUMIG_STREAM_MAJOR, 2, 0, 0, 1);
+		break;
 	default:
 		KUNIT_FAIL(test, "no case %d", k);
 		return;
@@ -857,7 +952,7 @@ static void stream_length_checked_before_payload(struct kunit *test)
 	u8 buf[256];
 	size_t n = t_valid_header(buf, GPUMIG_STREAM_MAJOR, 0);
 
-	n += t_raw_section(buf + n, GPUMIG_SEC_WORK, 1, t_work, 0, 257);
+	n += t_raw_section(buf + n, GPUMIG_SEC_VENDOR, 1, t_work, 0, 8 + 257);
 	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, buf, n), (ssize_t)-EMSGSIZE);
 }
 
@@ -875,7 +970,7 @@ static void stream_notes(struct kunit *test)
 {
 	static const struct gpumig_parser_ops note_ops = {
 		.header = fake_header, .vram = fake_vram, .arch = fake_arch,
-		.work = fake_work, .end = fake_end, .note = fake_note,
+		.end = fake_end, .note = fake_note,
 	};
 	static const char prod[] = "producer=gpumig/9.9";
 	struct fake_dst *d = t_dst(test);
@@ -941,7 +1036,8 @@ static void stream_optional_skipped(struct kunit *test)
 
 enum compat_mutation {
 	M_NONE, M_TYPE, M_VRAM, M_BACKEND, M_QUEUES_MORE, M_QUEUES_FEWER,
-	M_FEAT_EXTRA, M_FEAT_SUBSET, M_PAGE, M_ARCH_NEWER, M_ARCH_OLDER,
+	M_FEAT_EXTRA, M_FEAT_SUBSET, M_PAGE, M_ARCH_NEWER, M_ARCH_OLDER, M_BLOCK,
+	M_MINOR,
 };
 
 struct compat_case {
@@ -964,6 +1060,9 @@ static const struct compat_case compat_cases[] = {
 	{ "page size differs", M_PAGE, -EOPNOTSUPP, "page size" },
 	{ "newer state layout", M_ARCH_NEWER, -EOPNOTSUPP, "state layout version 2" },
 	{ "older state layout", M_ARCH_OLDER, 0, "" },
+	{ "VRAM block differs", M_BLOCK, -EOPNOTSUPP,
+	  "VRAM block mismatch: source 16 KiB, destination 64 KiB" },
+	{ "newer stream minor", M_MINOR, 0, "" },
 };
 
 static void compat_mutate(struct gpumig_compat *c, enum compat_mutation m)
@@ -1000,6 +1099,12 @@ static void compat_mutate(struct gpumig_compat *c, enum compat_mutation m)
 		break;
 	case M_ARCH_OLDER:
 		c->arch_version = 0;
+		break;
+	case M_BLOCK:
+		c->block_shift = 14;
+		break;
+	case M_MINOR:
+		c->stream_minor = 2;
 		break;
 	}
 }
@@ -1047,6 +1152,92 @@ static void stream_compat_format(struct kunit *test)
 	gpumig_compat_format(&c, buf, sizeof(buf));
 	KUNIT_EXPECT_STREQ(test, buf,
 			   "stream=1.1 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1\n");
+	/* Another block: the minor that carries it, and the block named. */
+	c.block_shift = 21;
+	c.stream_minor = 2;
+	gpumig_compat_format(&c, buf, sizeof(buf));
+	KUNIT_EXPECT_STREQ(test, buf,
+			   "stream=1.2 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1 block_size=2097152\n");
+}
+
+/*
+ * The VRAM block travels in the descriptor from stream 1.2 on; a 64 KiB
+ * device writes 0 there, as every earlier stream did; a header of a lower
+ * minor cannot carry another block.
+ */
+static void stream_geometry_header(struct kunit *test)
+{
+	struct t_stream *s = t_stream_new(test, 1024);
+	struct gpumig_wire_header h;
+	struct fake_dst *d = t_dst(test);
+	struct gpumig_compat c;
+	ssize_t n;
+
+	t_compat(&c);
+	c.block_shift = 14;
+	KUNIT_EXPECT_EQ(test, gpumig_emit_header(&s->w, s->buf, s->size, &c), (ssize_t)-EINVAL);
+	c.stream_minor = GPUMIG_STREAM_MINOR + 1;
+	KUNIT_EXPECT_EQ(test, gpumig_emit_header(&s->w, s->buf, s->size, &c), (ssize_t)-EINVAL);
+	c.stream_minor = 2;
+	n = gpumig_emit_header(&s->w, s->buf, s->size, &c);
+	KUNIT_ASSERT_GT(test, n, 0);
+	memcpy(&h, s->buf + sizeof(struct gpumig_sec_hdr), sizeof(h));
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.minor), 2);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(h.compat.block_shift), 14U);
+	d->self.block_shift = 14;
+	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, s->buf, n), n);
+	KUNIT_EXPECT_EQ(test, d->got.block_shift, 14U);
+	KUNIT_EXPECT_EQ(test, d->got.stream_minor, (u16)2);
+
+	/*
+	 * A 1.1 stream writes 0 there (the descriptor every release wrote);
+	 * a 1.2 stream names even the default block, so that a reader of
+	 * 1.1 refuses it at the header.
+	 */
+	s = t_stream_new(test, 1024);
+	t_compat(&c);
+	n = gpumig_emit_header(&s->w, s->buf, s->size, &c);
+	KUNIT_ASSERT_GT(test, n, 0);
+	memcpy(&h, s->buf + sizeof(struct gpumig_sec_hdr), sizeof(h));
+	KUNIT_EXPECT_EQ(test, h.compat.block_shift, 0U);
+	s = t_stream_new(test, 1024);
+	c.stream_minor = 2;
+	n = gpumig_emit_header(&s->w, s->buf, s->size, &c);
+	KUNIT_ASSERT_GT(test, n, 0);
+	memcpy(&h, s->buf + sizeof(struct gpumig_sec_hdr), sizeof(h));
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(h.compat.block_shift), 16U);
+	KUNIT_EXPECT_TRUE(test, gpumig_block_shift_valid(GPUMIG_BLOCK_SHIFT_MIN));
+	KUNIT_EXPECT_TRUE(test, gpumig_block_shift_valid(GPUMIG_BLOCK_SHIFT_MAX));
+	KUNIT_EXPECT_FALSE(test, gpumig_block_shift_valid(GPUMIG_BLOCK_SHIFT_MIN - 1));
+	KUNIT_EXPECT_FALSE(test, gpumig_block_shift_valid(GPUMIG_BLOCK_SHIFT_MAX + 1));
+	/* Sub-headed sections cannot be emitted as blobs. */
+	KUNIT_EXPECT_EQ(test, gpumig_emit_blob(&s->w, s->buf, s->size, GPUMIG_SEC_VENDOR,
+					       t_work, 4), (ssize_t)-EINVAL);
+	KUNIT_EXPECT_EQ(test, gpumig_emit_arch_part(&s->w, s->buf, s->size, 2, 2, t_part, 4),
+			(ssize_t)-EINVAL);
+}
+
+/*
+ * A reader that takes no parts and no vendor sections (a destination of
+ * the default geometry without those ops) refuses each by name, before
+ * its payload.
+ */
+static void stream_parts_unread(struct kunit *test)
+{
+	static const struct gpumig_parser_ops plain_ops = {
+		.header = fake_header, .vram = fake_vram, .zero = fake_zero,
+		.arch = fake_arch, .end = fake_end,
+	};
+	struct t_stream *s = t_reference(test, T_CHUNK);
+	struct fake_dst *d = t_dst(test);
+
+	gpumig_parser_destroy(d->parser);
+	KUNIT_ASSERT_EQ(test, 0, gpumig_parser_init(d->parser, &t_limits, &plain_ops, d));
+	KUNIT_EXPECT_EQ(test, t_feed(d, s->buf, s->len, 7), -EPROTONOSUPPORT);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(d->parser->msg,
+					       "vendor sections are not read by this destination"),
+				  "message: %s", d->parser->msg);
+	KUNIT_EXPECT_EQ(test, d->calls[d->nr_calls - 1].kind, 'a');
 }
 
 static void stream_init_limits(struct kunit *test)
@@ -1084,6 +1275,8 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE_PARAM(stream_compat, compat_gen_params),
 	KUNIT_CASE(stream_incompatible_refused_at_header),
 	KUNIT_CASE(stream_compat_format),
+	KUNIT_CASE(stream_geometry_header),
+	KUNIT_CASE(stream_parts_unread),
 	KUNIT_CASE(stream_init_limits),
 	{}
 };

@@ -45,7 +45,7 @@
  * @GPUMIG_FILE_PRECOPY: saving, the device runs: passes over dirty VRAM;
  *	a read finds nothing when every block was sent and none changed
  * @GPUMIG_FILE_STOPCOPY: saving, the device is stopped: the blocks still
- *	dirty, then the architectural state
+ *	dirty, then the vendor sections and the architectural state
  * @GPUMIG_FILE_END: saving: the end section comes next
  * @GPUMIG_FILE_COMPLETE: saving: the end section was produced; once it is
  *	read, reads return 0
@@ -84,18 +84,31 @@ enum gpumig_file_state {
  * @buf: saving: encoded bytes of the current section
  * @buf_len: bytes in @buf
  * @buf_pos: bytes of @buf already read
- * @tmp: one VRAM block or the architectural state; resuming: input chunk
+ * @tmp: saving: a vendor section or a part of the architectural state;
+ *	resuming: input chunk
+ * @buf_size: saving: size of @buf, the largest section the device makes
+ * @tmp_size: size of @tmp
  * @cursor: saving: next VRAM block to look at
  * @ahead: saving: a dirty block the backend gave (its dirty bit cleared)
  *	that ended a zero run and is not sent yet, or -1
  * @ahead_zero: saving: the backend's zero hint for @ahead
  * @initial_left: saving: bytes of the first full pass not read yet
  * @round_bytes: saving: bytes read since the last pre-copy round ended
+ * @vram_done: saving, stopped: every dirty block was sent; the tail
+ *	(vendor sections, the architectural state) is being produced
+ * @tail_left: saving: then, what the tail still owes but the end section
+ * @next: saving: the tail's next vendor section, then (with @in_arch) its
+ *	next part; resuming: the next vendor section expected
+ * @in_arch: saving: the vendor sections are done
  * @wq: saving: poll() waits here for data, a state change or an error
  * @recheck: saving: wakes @wq again for a backend that cannot notify
  * @parser: resuming: stream parser
- * @arch: resuming: architectural state, held until the end section
- * @arch_len: its length, or 0 while none arrived
+ * @arch: resuming: architectural state, every part at its slot of the
+ *	geometry's @arch_part_max bytes, held until the end section
+ * @arch_len: resuming: each part's length
+ * @arch_parts: resuming: parts that arrived (in order)
+ * @tail_seen: resuming: a vendor section or the state arrived: no more
+ *	VRAM
  */
 struct gpumig_mig_file {
 	struct file *filp;
@@ -110,18 +123,26 @@ struct gpumig_mig_file {
 	size_t buf_len;
 	size_t buf_pos;
 	u8 *tmp;
+	size_t buf_size;
+	size_t tmp_size;
 	unsigned long cursor;
 	long ahead;
 	bool ahead_zero;
 	u64 initial_left;
 	int reconfig_seen;
 	u64 round_bytes;
+	bool vram_done;
+	u64 tail_left;
+	u32 next;
+	bool in_arch;
 	wait_queue_head_t wq;
 	struct delayed_work recheck;
 
 	struct gpumig_parser parser;
 	u8 *arch;
-	size_t arch_len;
+	u32 *arch_len;
+	u32 arch_parts;
+	bool tail_seen;
 };
 
 /**
@@ -146,6 +167,7 @@ struct gpumig_view {
  * @ops: backend (fixed)
  * @priv: backend data, the argument of every op (fixed)
  * @compat: this device's compatibility descriptor (fixed)
+ * @geo: its geometry, defaults filled in (fixed)
  * @log_ops: the VFIO core was given DMA-logging ops (fixed)
  * @state_mutex: guards @state, @saving, @resuming, @quiesced,
  *	@migrated_away, @quarantined
@@ -153,6 +175,7 @@ struct gpumig_view {
  * @saving: data file of PRE_COPY/STOP_COPY, or NULL
  * @resuming: data file of RESUMING, or NULL
  * @quiesced: the engine quiesced the backend (the P2P states, STOP and below)
+ * @p2p_stopped: the engine stopped the backend's P2P DMA (@p2p)
  * @migrated_away: a STOP_COPY stream was read to its end
  * @quarantined: teardown verification failed: do not reuse; written under
  *	@state_mutex, read locklessly for reports
@@ -178,6 +201,7 @@ struct gpumig_mig {
 	const struct gpumig_backend_ops *ops;
 	void *priv;
 	struct gpumig_compat compat;
+	struct gpumig_geometry geo;
 	bool log_ops;
 
 	struct mutex state_mutex;	/* see above */
@@ -185,6 +209,7 @@ struct gpumig_mig {
 	struct gpumig_mig_file *saving;
 	struct gpumig_mig_file *resuming;
 	bool quiesced;
+	bool p2p_stopped;
 	bool migrated_away;
 	bool quarantined;
 
@@ -225,20 +250,19 @@ void gpumig_view_get(struct gpumig_mig *m, struct gpumig_view *v);
 int gpumig_quarantine_init(void);
 void gpumig_quarantine_exit(void);
 
-/* One section: a VRAM block with its framing, or the architectural state. */
-#define GPUMIG_SECTION_BUF	(sizeof(struct gpumig_sec_hdr) + \
-				 sizeof(struct gpumig_wire_vram) + GPUMIG_BLOCK_SIZE)
-#define GPUMIG_TMP_SIZE		max_t(size_t, GPUMIG_BLOCK_SIZE, GPUMIG_ARCH_MAX)
-
-/* Producers send VRAM in blocks: the size the stream format names. */
+/* A device of the default block sends VRAM in the chunk the format names. */
 static_assert(GPUMIG_BLOCK_SIZE == GPUMIG_VRAM_CHUNK);
-/* The section buffer holds the largest architectural state and the header. */
-static_assert(sizeof(struct gpumig_sec_hdr) + GPUMIG_ARCH_MAX <= GPUMIG_SECTION_BUF);
-static_assert(sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_header) <=
-	      GPUMIG_SECTION_BUF);
+
+static inline u64 gpumig_block_size(const struct gpumig_mig *m)
+{
+	return BIT_ULL(m->geo.block_shift);
+}
+
+/* state.c: the stream version a geometry needs */
+u16 gpumig_stream_minor(const struct gpumig_geometry *geo);
 
 /* file.c: what both kinds of data file share */
-struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m);
+struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m, size_t tmp_size);
 void gpumig_file_free(struct gpumig_mig_file *migf);
 int gpumig_file_open(struct gpumig_mig_file *migf, const char *name,
 		     const struct file_operations *fops, int flags);

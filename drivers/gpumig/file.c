@@ -64,6 +64,7 @@ void gpumig_file_free(struct gpumig_mig_file *migf)
 	kvfree(migf->buf);
 	kvfree(migf->tmp);
 	kvfree(migf->arch);
+	kfree(migf->arch_len);
 	mutex_destroy(&migf->lock);
 	mutex_destroy(&migf->io_lock);
 	kfree(migf);
@@ -75,7 +76,8 @@ int gpumig_file_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m)
+/* A file of @m with a scratch buffer of @tmp_size bytes. */
+struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m, size_t tmp_size)
 {
 	struct gpumig_mig_file *migf;
 
@@ -88,7 +90,8 @@ struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m)
 	INIT_DELAYED_WORK(&migf->recheck, gpumig_file_recheck);
 	migf->m = m;
 	migf->ahead = -1;
-	migf->tmp = kvmalloc(GPUMIG_TMP_SIZE, GFP_KERNEL_ACCOUNT);
+	migf->tmp_size = tmp_size;
+	migf->tmp = kvmalloc(tmp_size, GFP_KERNEL_ACCOUNT);
 	if (!migf->tmp) {
 		gpumig_file_free(migf);
 		return NULL;

@@ -16,6 +16,7 @@
 #include <linux/lockdep.h>
 #include <linux/math64.h>
 #include <linux/module.h>
+#include <linux/overflow.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/sizes.h>
@@ -30,7 +31,7 @@
 #include <trace/events/gpumig.h>
 
 /* A resume write is fed to the parser in pieces of this size. */
-#define GPUMIG_WRITE_CHUNK	GPUMIG_TMP_SIZE
+#define GPUMIG_WRITE_CHUNK	SZ_64K
 /* Largest unknown optional section a destination skips. */
 #define GPUMIG_MAX_SKIP		4096
 
@@ -45,6 +46,10 @@ static int gpumig_rx_header(void *priv, u16 major, u16 minor,
 	int ret;
 
 	ret = gpumig_compat_check(src, &m->compat, why, sizeof(why));
+	if (!ret && m->ops->compat_check) {
+		snprintf(why, sizeof(why), "the device refused it");
+		ret = m->ops->compat_check(m->priv, src, why, sizeof(why));
+	}
 	if (ret)
 		gpumig_parser_set_error(&migf->parser, ret, "incompatible source: %s", why);
 	return ret;
@@ -54,9 +59,9 @@ static int gpumig_rx_vram(void *priv, u64 off, const void *data, u32 len)
 {
 	struct gpumig_mig_file *migf = priv;
 
-	if (migf->arch_len)
+	if (migf->tail_seen)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
-			"VRAM chunk at 0x%llx after the architectural state", off);
+			"VRAM chunk at 0x%llx after the device's own state", off);
 	if (trace_gpumig_vram_enabled())
 		trace_gpumig_vram(migf->m->vdev->dev, false, off, len, !data,
 				  data ? crc32_le(~0U, data, len) : 0);
@@ -83,9 +88,9 @@ static int gpumig_rx_zero(void *priv, u64 off, u64 len)
 	struct gpumig_mig *m = migf->m;
 	int ret;
 
-	if (migf->arch_len)
+	if (migf->tail_seen)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
-			"zero range at 0x%llx after the architectural state", off);
+			"zero range at 0x%llx after the device's own state", off);
 	if (trace_gpumig_vram_enabled())
 		trace_gpumig_vram(m->vdev->dev, false, off, len, true, 0);
 	while (len) {
@@ -105,28 +110,76 @@ static int gpumig_rx_zero(void *priv, u64 off, u64 len)
 	return 0;
 }
 
-static int gpumig_rx_arch(void *priv, const void *data, u32 len)
+/* Part @part of the state, kept at its slot until the end section. */
+static int gpumig_rx_keep_part(struct gpumig_mig_file *migf, u32 part, const void *data,
+			       u32 len)
 {
-	struct gpumig_mig_file *migf = priv;
+	const struct gpumig_geometry *g = &migf->m->geo;
 
-	if (migf->arch_len)
+	if (part != migf->arch_parts)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
-			"second architectural state section");
-	if (!len)
-		return gpumig_parser_set_error(&migf->parser, -EINVAL,
-			"empty architectural state section");
-	memcpy(migf->arch, data, len);
-	migf->arch_len = len;
+			"architectural state part %u arrived where part %u was due",
+			part, migf->arch_parts);
+	/* The parser bounds each part by the device's largest. */
+	memcpy(migf->arch + (size_t)part * g->arch_part_max, data, len);
+	migf->arch_len[part] = len;
+	migf->arch_parts++;
+	migf->tail_seen = true;
 	return 0;
 }
 
-static int gpumig_rx_work(void *priv, const void *data, u32 len)
+static int gpumig_rx_arch(void *priv, const void *data, u32 len)
 {
 	struct gpumig_mig_file *migf = priv;
+	u32 nr = migf->m->geo.arch_parts;
 
-	/* In-flight work travels inside the architectural state. */
-	return gpumig_parser_set_error(&migf->parser, -EPROTO,
-		"separate in-flight work section not used by this device");
+	if (migf->arch_parts)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"second architectural state section");
+	if (nr != 1)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"architectural state in one section; this device's is in %u parts", nr);
+	if (!len)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"empty architectural state section");
+	return gpumig_rx_keep_part(migf, 0, data, len);
+}
+
+static int gpumig_rx_arch_part(void *priv, u16 part, u16 nr_parts, const void *data, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+	u32 nr = migf->m->geo.arch_parts;
+
+	if (nr_parts != nr)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"architectural state in %u parts; this device's is in %u",
+			nr_parts, nr);
+	return gpumig_rx_keep_part(migf, part, data, len);
+}
+
+/* A vendor section goes to the device at once, in order, before the state. */
+static int gpumig_rx_vendor(void *priv, u32 index, const void *data, u32 len)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+	int ret;
+
+	if (!m->ops->vendor_restore)
+		return gpumig_parser_set_error(&migf->parser, -EPROTONOSUPPORT,
+			"vendor section %u: this device has none", index);
+	if (migf->arch_parts)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"vendor section %u after the architectural state", index);
+	if (index != migf->next)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"vendor section %u arrived where section %u was due", index, migf->next);
+	migf->tail_seen = true;
+	ret = m->ops->vendor_restore(m->priv, index, data, len);
+	if (ret)
+		return gpumig_parser_set_error(&migf->parser, ret,
+			"the device refused vendor section %u (%d)", index, ret);
+	migf->next++;
+	return 0;
 }
 
 /* Everything arrived and checked out: install the architectural state, last. */
@@ -134,15 +187,28 @@ static int gpumig_rx_end(void *priv)
 {
 	struct gpumig_mig_file *migf = priv;
 	struct gpumig_mig *m = migf->m;
+	const struct gpumig_geometry *g = &m->geo;
+	u32 part;
 	int ret;
 
-	if (!migf->arch_len)
+	if (!migf->arch_parts)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"stream ended without architectural state");
-	ret = m->ops->arch_restore(m->priv, migf->arch, migf->arch_len);
-	if (ret)
-		return gpumig_parser_set_error(&migf->parser, ret,
-			"device refused the architectural state (%d)", ret);
+	if (migf->arch_parts != g->arch_parts)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"stream ended after %u of %u parts of the architectural state",
+			migf->arch_parts, g->arch_parts);
+	for (part = 0; part < g->arch_parts; part++) {
+		ret = m->ops->arch_restore(m->priv, part,
+					   migf->arch + (size_t)part * g->arch_part_max,
+					   migf->arch_len[part]);
+		if (ret)
+			return gpumig_parser_set_error(&migf->parser, ret,
+				g->arch_parts == 1 ?
+				"device refused the architectural state (%d)" :
+				"device refused part %u of the architectural state (%d)",
+				g->arch_parts == 1 ? ret : part, ret);
+	}
 	migf->state = GPUMIG_FILE_RESTORED;
 	return 0;
 }
@@ -174,7 +240,8 @@ static const struct gpumig_parser_ops gpumig_rx_ops = {
 	.vram_placed = gpumig_rx_vram_placed,
 	.zero = gpumig_rx_zero,
 	.arch = gpumig_rx_arch,
-	.work = gpumig_rx_work,
+	.arch_part = gpumig_rx_arch_part,
+	.vendor = gpumig_rx_vendor,
 	.end = gpumig_rx_end,
 	.note = gpumig_rx_note,
 };
@@ -257,7 +324,7 @@ static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 		cond_resched();
 		mutex_lock(&migf->lock);
 		if (!gpumig_file_usable(migf)) {
-			room = place && migf->m->ops->vram_write_iter && !migf->arch_len ?
+			room = place && migf->m->ops->vram_write_iter && !migf->tail_seen ?
 			       gpumig_parser_vram_room(&migf->parser, &off, &crc) : 0;
 			if (room) {
 				n = min(n, room);
@@ -352,24 +419,27 @@ static const struct file_operations gpumig_resume_fops = {
  */
 struct gpumig_mig_file *gpumig_file_new_resuming(struct gpumig_mig *m)
 {
+	const struct gpumig_geometry *g = &m->geo;
 	struct gpumig_parser_limits lim = {
 		.vram_size = m->compat.vram_size,
-		.max_chunk = GPUMIG_BLOCK_SIZE,
-		.max_arch = GPUMIG_ARCH_MAX,
-		.max_work = 0,
+		.max_chunk = gpumig_block_size(m),
+		.max_arch = g->arch_part_max,
+		.max_vendor = g->vendor_max,
 		.max_skip = GPUMIG_MAX_SKIP,
 	};
 	struct gpumig_mig_file *migf;
 	int ret;
 
 	lockdep_assert_held(&m->state_mutex);
-	migf = gpumig_file_alloc(m);
+	migf = gpumig_file_alloc(m, GPUMIG_WRITE_CHUNK);
 	if (!migf)
 		return ERR_PTR(-ENOMEM);
-	migf->arch = kvmalloc(GPUMIG_ARCH_MAX, GFP_KERNEL_ACCOUNT);
+	/* The geometry bounds both (GPUMIG_ARCH_TOTAL_MAX): nothing the stream says. */
+	migf->arch = kvmalloc(array_size(g->arch_parts, g->arch_part_max), GFP_KERNEL_ACCOUNT);
+	migf->arch_len = kcalloc(g->arch_parts, sizeof(*migf->arch_len), GFP_KERNEL_ACCOUNT);
 	gpumig_set_source(m, "");	/* until this stream says */
-	ret = migf->arch ? gpumig_parser_init(&migf->parser, &lim, &gpumig_rx_ops, migf) :
-			   -ENOMEM;
+	ret = migf->arch && migf->arch_len ?
+	      gpumig_parser_init(&migf->parser, &lim, &gpumig_rx_ops, migf) : -ENOMEM;
 	if (ret) {
 		gpumig_file_free(migf);
 		return ERR_PTR(ret);

@@ -42,9 +42,9 @@
  * never exceeds what the stream will carry: a VMM reads at least the
  * initial bytes it was told of.
  */
-static u64 gpumig_vram_bytes(unsigned long nonzero, unsigned long zero)
+static u64 gpumig_vram_bytes(struct gpumig_mig *m, unsigned long nonzero, unsigned long zero)
 {
-	return (u64)nonzero * gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) +
+	return (u64)nonzero * gpumig_vram_section_size(gpumig_block_size(m), false) +
 	       (zero ? gpumig_zero_section_size() : 0);
 }
 
@@ -60,7 +60,7 @@ static bool gpumig_tracks(struct gpumig_mig *m)
 
 static unsigned long gpumig_nr_blocks(struct gpumig_mig *m)
 {
-	return m->compat.vram_size >> GPUMIG_BLOCK_SHIFT;
+	return m->compat.vram_size >> m->geo.block_shift;
 }
 
 /*
@@ -75,10 +75,10 @@ static u64 gpumig_owed_vram_bytes(struct gpumig_mig *m, bool stop, unsigned long
 
 	if (gpumig_tracks(m)) {
 		m->ops->vram_dirty_count(m->priv, &nonzero, &zero);
-		return gpumig_vram_bytes(nonzero, zero);
+		return gpumig_vram_bytes(m, nonzero, zero);
 	}
 	n = gpumig_nr_blocks(m);
-	return stop && from < n ? gpumig_vram_bytes(n - from, 0) : 0;
+	return stop && from < n ? gpumig_vram_bytes(m, n - from, 0) : 0;
 }
 
 /* What every stream of this engine says it is (the release's version). */
@@ -92,12 +92,42 @@ static u64 gpumig_head_bytes(void)
 	       gpumig_blob_section_size(sizeof(gpumig_producer_note) - 1);
 }
 
-/* The architectural state and the end section: the tail of every stream. */
+/*
+ * One part of at most 64 KiB goes as one GPUMIG_SEC_ARCH, as before 1.2;
+ * any other shape as GPUMIG_SEC_ARCH_PART sections.
+ */
+static bool gpumig_arch_whole(struct gpumig_mig *m)
+{
+	return m->geo.arch_parts == 1 && m->geo.arch_part_max <= GPUMIG_ARCH_MAX;
+}
+
+/*
+ * The tail of every stream, what the stop adds after VRAM: the vendor
+ * sections and the architectural state (not the end section).
+ */
 static u64 gpumig_tail_bytes(struct gpumig_mig *m)
 {
-	return gpumig_blob_section_size(m->ops->arch_size(m->priv)) +
-	       gpumig_blob_section_size(sizeof(struct gpumig_wire_end));
+	u64 n = m->ops->arch_size(m->priv);
+	u32 sections = 0;
+
+	if (gpumig_arch_whole(m))
+		n = gpumig_blob_section_size(n);
+	else
+		n += (u64)m->geo.arch_parts * gpumig_arch_part_section_size(0);
+	if (m->ops->vendor_size) {
+		n += m->ops->vendor_size(m->priv, &sections);
+		n += (u64)sections * gpumig_vendor_section_size(0);
+	}
+	return n;
 }
+
+static u64 gpumig_end_bytes(void)
+{
+	return gpumig_blob_section_size(sizeof(struct gpumig_wire_end));
+}
+
+/* A backend that keeps producing vendor sections past this breaks the stream. */
+#define GPUMIG_VENDOR_SECTIONS_MAX	4096
 
 /* ---- saving ----------------------------------------------------------- */
 
@@ -185,6 +215,7 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 {
 	struct gpumig_mig *m = migf->m;
 	void *data = gpumig_vram_payload(migf->buf);
+	u32 bsize = gpumig_block_size(m);
 	long blk, run;
 	bool zero;
 	u64 off;
@@ -204,18 +235,18 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 	if (blk < 0)
 		return blk;
 
-	off = (u64)blk << GPUMIG_BLOCK_SHIFT;
+	off = (u64)blk << m->geo.block_shift;
 	if (!zero) {
-		ret = m->ops->vram_read(m->priv, off, data, GPUMIG_BLOCK_SIZE);
+		ret = m->ops->vram_read(m->priv, off, data, bsize);
 		if (ret)
 			return ret;
-		if (memchr_inv(data, 0, GPUMIG_BLOCK_SIZE)) {
+		if (memchr_inv(data, 0, bsize)) {
 			if (trace_gpumig_vram_enabled())
-				trace_gpumig_vram(m->vdev->dev, true, off, GPUMIG_BLOCK_SIZE,
-						  false, crc32_le(~0U, data, GPUMIG_BLOCK_SIZE));
+				trace_gpumig_vram(m->vdev->dev, true, off, bsize,
+						  false, crc32_le(~0U, data, bsize));
 			migf->cursor = blk + 1;
-			return gpumig_emit_vram(&migf->w, migf->buf, GPUMIG_SECTION_BUF,
-						off, data, GPUMIG_BLOCK_SIZE);
+			return gpumig_emit_vram(&migf->w, migf->buf, migf->buf_size,
+						off, data, bsize);
 		}
 		/*
 		 * Counted as data (the hint said so), sent as a range of its
@@ -224,7 +255,7 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 		 */
 		migf->initial_left -=
 			min_t(u64, migf->initial_left,
-			      gpumig_vram_section_size(GPUMIG_BLOCK_SIZE, false) -
+			      gpumig_vram_section_size(bsize, false) -
 			      gpumig_zero_section_size());
 		run = 1;
 	} else {
@@ -233,11 +264,55 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 			return run;
 	}
 	if (trace_gpumig_vram_enabled())
-		trace_gpumig_vram(m->vdev->dev, true, off, (u64)run << GPUMIG_BLOCK_SHIFT,
+		trace_gpumig_vram(m->vdev->dev, true, off, (u64)run << m->geo.block_shift,
 				  true, 0);
 	migf->cursor = blk + run;
-	return gpumig_emit_zero(&migf->w, migf->buf, GPUMIG_SECTION_BUF, off,
-				(u64)run << GPUMIG_BLOCK_SHIFT);
+	return gpumig_emit_zero(&migf->w, migf->buf, migf->buf_size, off,
+				(u64)run << m->geo.block_shift);
+}
+
+/*
+ * The device is still and its VRAM sent: the next section of the tail,
+ * its vendor sections in order, then each part of its architectural state.
+ * Return: bytes, or -errno.
+ */
+static ssize_t gpumig_produce_tail(struct gpumig_mig_file *migf)
+{
+	struct gpumig_mig *m = migf->m;
+	const struct gpumig_geometry *g = &m->geo;
+	ssize_t n;
+
+	if (!migf->in_arch && m->ops->vendor_save) {
+		if (migf->next >= GPUMIG_VENDOR_SECTIONS_MAX)
+			return -E2BIG;
+		n = m->ops->vendor_save(m->priv, migf->next, migf->tmp, g->vendor_max);
+		if (n >= 0) {
+			if (WARN_ON_ONCE(n > g->vendor_max))
+				return -EOVERFLOW;
+			return gpumig_emit_vendor(&migf->w, migf->buf, migf->buf_size,
+						  migf->next++, migf->tmp, n);
+		}
+		if (n != -ENOENT)
+			return n;
+	}
+	if (!migf->in_arch) {
+		migf->in_arch = true;
+		migf->next = 0;
+	}
+	n = m->ops->arch_save(m->priv, migf->next, migf->tmp, g->arch_part_max);
+	if (n < 0)
+		return n;
+	if (WARN_ON_ONCE(n > g->arch_part_max))
+		return -EOVERFLOW;
+	if (gpumig_arch_whole(m))
+		n = gpumig_emit_blob(&migf->w, migf->buf, migf->buf_size, GPUMIG_SEC_ARCH,
+				     migf->tmp, n);
+	else
+		n = gpumig_emit_arch_part(&migf->w, migf->buf, migf->buf_size, migf->next,
+					  g->arch_parts, migf->tmp, n);
+	if (n >= 0 && ++migf->next == g->arch_parts)
+		migf->state = GPUMIG_FILE_END;
+	return n;
 }
 
 /*
@@ -256,21 +331,22 @@ static int gpumig_produce(struct gpumig_mig_file *migf)
 	switch (migf->state) {
 	case GPUMIG_FILE_PRECOPY:
 	case GPUMIG_FILE_STOPCOPY:
-		n = gpumig_produce_vram(migf);
-		if (n)
-			return gpumig_produced(migf, n);
-		if (migf->state == GPUMIG_FILE_PRECOPY)
-			return -ENOMSG;
-		/* Everything else is still: the architectural state, last. */
-		n = m->ops->arch_save(m->priv, migf->tmp, GPUMIG_ARCH_MAX);
-		if (n >= 0)
-			n = gpumig_emit_blob(&migf->w, migf->buf, GPUMIG_SECTION_BUF,
-					     GPUMIG_SEC_ARCH, migf->tmp, n);
-		if (n >= 0)
-			migf->state = GPUMIG_FILE_END;
+		if (!migf->vram_done) {
+			n = gpumig_produce_vram(migf);
+			if (n)
+				return gpumig_produced(migf, n);
+			if (migf->state == GPUMIG_FILE_PRECOPY)
+				return -ENOMSG;
+			/* Everything else is still: the device's own sections, the state last. */
+			migf->vram_done = true;
+			migf->tail_left = gpumig_tail_bytes(m);
+		}
+		n = gpumig_produce_tail(migf);
+		if (n > 0)
+			migf->tail_left -= min_t(u64, migf->tail_left, n);
 		return gpumig_produced(migf, n);
 	case GPUMIG_FILE_END:
-		n = gpumig_emit_end(&migf->w, migf->buf, GPUMIG_SECTION_BUF);
+		n = gpumig_emit_end(&migf->w, migf->buf, migf->buf_size);
 		if (n >= 0)
 			migf->state = GPUMIG_FILE_COMPLETE;
 		return gpumig_produced(migf, n);
@@ -433,7 +509,6 @@ static __poll_t gpumig_save_poll(struct file *filp, struct poll_table_struct *wa
 	return mask;
 }
 
-
 /*
  * What the file would still produce: the dirty VRAM, the section being
  * read, and, once the device is (or, with @stopped, would be) stopped, the
@@ -448,12 +523,16 @@ static u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped
 	switch (migf->state) {
 	case GPUMIG_FILE_PRECOPY:
 		if (stopped)
-			return n + gpumig_owed_vram_bytes(m, true, 0) + gpumig_tail_bytes(m);
+			return n + gpumig_owed_vram_bytes(m, true, 0) + gpumig_tail_bytes(m) +
+			       gpumig_end_bytes();
 		return n + gpumig_owed_vram_bytes(m, false, 0);
 	case GPUMIG_FILE_STOPCOPY:
-		return n + gpumig_owed_vram_bytes(m, true, migf->cursor) + gpumig_tail_bytes(m);
+		if (migf->vram_done)
+			return n + migf->tail_left + gpumig_end_bytes();
+		return n + gpumig_owed_vram_bytes(m, true, migf->cursor) + gpumig_tail_bytes(m) +
+		       gpumig_end_bytes();
 	case GPUMIG_FILE_END:
-		return n + gpumig_blob_section_size(sizeof(struct gpumig_wire_end));
+		return n + gpumig_end_bytes();
 	case GPUMIG_FILE_COMPLETE:
 		return n;
 	default:
@@ -492,7 +571,8 @@ u64 gpumig_stopcopy_size(struct gpumig_mig *m)
 	lockdep_assert_held(&m->state_mutex);
 	if (m->saving)
 		return gpumig_file_pending(m->saving, true);
-	return gpumig_head_bytes() + gpumig_owed_vram_bytes(m, true, 0) + gpumig_tail_bytes(m);
+	return gpumig_head_bytes() + gpumig_owed_vram_bytes(m, true, 0) + gpumig_tail_bytes(m) +
+	       gpumig_end_bytes();
 }
 
 /* Re-initialisations so far: the front end's and the hardware's count. */
@@ -609,6 +689,22 @@ static const struct file_operations gpumig_save_fops = {
 	.release = gpumig_file_release,
 };
 
+/*
+ * The largest section the device makes (a VRAM block, a part of its
+ * state, a vendor section, the head), and the largest the backend writes
+ * into the scratch buffer.
+ */
+static size_t gpumig_save_buf_size(struct gpumig_mig *m)
+{
+	const struct gpumig_geometry *g = &m->geo;
+	size_t n = gpumig_vram_section_size(gpumig_block_size(m), false);
+
+	n = max(n, gpumig_arch_part_section_size(g->arch_part_max));
+	n = max(n, gpumig_blob_section_size(g->arch_part_max));
+	n = max(n, gpumig_vendor_section_size(g->vendor_max));
+	return max_t(size_t, n, gpumig_head_bytes());
+}
+
 /**
  * gpumig_file_new_saving() - a saving file for PRE_COPY or STOP_COPY
  * @m: device, state mutex held
@@ -627,10 +723,11 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	int ret;
 
 	lockdep_assert_held(&m->state_mutex);
-	migf = gpumig_file_alloc(m);
+	migf = gpumig_file_alloc(m, max(m->geo.arch_part_max, m->geo.vendor_max));
 	if (!migf)
 		return ERR_PTR(-ENOMEM);
-	migf->buf = kvmalloc(GPUMIG_SECTION_BUF, GFP_KERNEL_ACCOUNT);
+	migf->buf_size = gpumig_save_buf_size(m);
+	migf->buf = kvmalloc(migf->buf_size, GFP_KERNEL_ACCOUNT);
 	if (!migf->buf) {
 		gpumig_file_free(migf);
 		return ERR_PTR(-ENOMEM);
@@ -647,9 +744,9 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	/* A re-initialisation before now is part of the first pass. */
 	migf->reconfig_seen = gpumig_reconfig_seq(m);
 	migf->initial_left = gpumig_head_bytes() + gpumig_owed_vram_bytes(m, stop_copy, 0);
-	n = gpumig_emit_header(&migf->w, migf->buf, GPUMIG_SECTION_BUF, &m->compat);
+	n = gpumig_emit_header(&migf->w, migf->buf, migf->buf_size, &m->compat);
 	if (n >= 0) {
-		len = gpumig_emit_blob(&migf->w, migf->buf + n, GPUMIG_SECTION_BUF - n,
+		len = gpumig_emit_blob(&migf->w, migf->buf + n, migf->buf_size - n,
 				       GPUMIG_SEC_NOTE, gpumig_producer_note,
 				       sizeof(gpumig_producer_note) - 1);
 		n = len < 0 ? len : n + len;

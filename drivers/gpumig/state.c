@@ -63,6 +63,7 @@ static void gpumig_reset_locked(struct gpumig_mig *m)
 	lockdep_assert_held(&m->state_mutex);
 	gpumig_disable_files(m);
 	m->quiesced = false;	/* the device's own reset restarted it */
+	m->p2p_stopped = false;
 	m->state = VFIO_DEVICE_STATE_RUNNING;
 	gpumig_view_changed(m);
 }
@@ -155,6 +156,34 @@ static void gpumig_start_device(struct gpumig_mig *m)
 		m->ops->unquiesce(m->priv);
 		m->quiesced = false;
 	}
+	if (m->p2p_stopped) {
+		m->ops->p2p(m->priv, false);
+		m->p2p_stopped = false;
+	}
+}
+
+/*
+ * The P2P states: the backend's own stop of its peer-to-peer DMA where it
+ * has one (@p2p), else the whole device quiesced (see above).
+ */
+static int gpumig_p2p_stop(struct gpumig_mig *m)
+{
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	if (!m->ops->p2p)
+		return gpumig_quiesce_device(m);
+	if (m->p2p_stopped)
+		return 0;
+	ret = m->ops->p2p(m->priv, true);
+	if (ret) {
+		gpumig_set_why(m, "device did not stop its peer-to-peer DMA (%d)", ret);
+		dev_warn(m->vdev->dev, "migration: device did not stop its peer-to-peer DMA (%d)\n",
+			 ret);
+		return ret;
+	}
+	m->p2p_stopped = true;
+	return 0;
 }
 
 static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
@@ -192,7 +221,7 @@ static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state
 	lockdep_assert_held(&m->state_mutex);
 	if ((cur == VFIO_DEVICE_STATE_RUNNING && next == VFIO_DEVICE_STATE_RUNNING_P2P) ||
 	    (cur == VFIO_DEVICE_STATE_PRE_COPY && next == VFIO_DEVICE_STATE_PRE_COPY_P2P)) {
-		ret = gpumig_quiesce_device(m);
+		ret = gpumig_p2p_stop(m);
 		return ret ? ERR_PTR(ret) : NULL;
 	}
 	if ((cur == VFIO_DEVICE_STATE_RUNNING_P2P && next == VFIO_DEVICE_STATE_RUNNING) ||
@@ -205,8 +234,19 @@ static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state
 		ret = gpumig_stop_device(m);
 		return ret ? ERR_PTR(ret) : NULL;
 	}
-	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_RUNNING_P2P)
-		return NULL;	/* stays quiesced: a target only, until RUNNING */
+	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_RUNNING_P2P) {
+		if (!m->ops->p2p)
+			return NULL;	/* stays quiesced: a target only, until RUNNING */
+		/* Runs again, its P2P DMA stopped first. */
+		ret = gpumig_p2p_stop(m);
+		if (ret)
+			return ERR_PTR(ret);
+		if (m->quiesced) {
+			m->ops->unquiesce(m->priv);
+			m->quiesced = false;
+		}
+		return NULL;
+	}
 	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_STOP_COPY)
 		return gpumig_new_saving(m, true);
 	if (cur == VFIO_DEVICE_STATE_PRE_COPY_P2P && next == VFIO_DEVICE_STATE_STOP_COPY) {
@@ -396,6 +436,7 @@ void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why)
 	trace_gpumig_state(m->vdev->dev, m->state, VFIO_DEVICE_STATE_ERROR, err);
 	m->state = VFIO_DEVICE_STATE_ERROR;
 	m->quiesced = false;
+	m->p2p_stopped = false;
 	if (m->quarantined) {
 		gpumig_quarantine_note(m->vdev->dev, why);
 		gpumig_quarantine_get(m->vdev->dev, q, sizeof(q));
@@ -538,6 +579,7 @@ int gpumig_mig_close(struct gpumig_mig *m)
 	}
 	m->state = VFIO_DEVICE_STATE_RUNNING;
 	m->quiesced = false;
+	m->p2p_stopped = false;	/* scrubbed: reset, or quarantined and never run */
 	m->migrated_away = false;
 	gpumig_view_changed(m);
 	gpumig_state_mutex_unlock(m);
@@ -657,9 +699,12 @@ static bool gpumig_ops_valid(const struct gpumig_backend_ops *o)
 {
 	bool log = o->dma_log_start && o->dma_log_stop && o->dma_log_report;
 	bool track = o->vram_track && o->vram_next_dirty && o->vram_dirty_count;
+	bool vendor = o->vendor_size && o->vendor_save && o->vendor_restore;
 
 	/* Each set all or none. */
 	if (!log && (o->dma_log_start || o->dma_log_stop || o->dma_log_report))
+		return false;
+	if (!vendor && (o->vendor_size || o->vendor_save || o->vendor_restore))
 		return false;
 	if (!track && (o->vram_track || o->vram_next_dirty || o->vram_dirty_count ||
 		       o->vram_take_zero_run))
@@ -670,12 +715,51 @@ static bool gpumig_ops_valid(const struct gpumig_backend_ops *o)
 }
 
 /**
+ * gpumig_stream_minor() - the stream minor version a geometry needs
+ * @geo: geometry, defaults filled in
+ *
+ * Return: 1 for the defaults (what every release reads), else 2.
+ */
+u16 gpumig_stream_minor(const struct gpumig_geometry *geo)
+{
+	if (geo->block_shift == GPUMIG_BLOCK_SHIFT && geo->arch_parts == 1 &&
+	    geo->arch_part_max <= GPUMIG_ARCH_MAX && !geo->vendor_max)
+		return 1;
+	return 2;
+}
+
+/* @geo with its defaults filled in, checked against @ops and @compat. */
+static int gpumig_geometry_fill(struct gpumig_geometry *g, const struct gpumig_geometry *geo,
+				const struct gpumig_backend_ops *ops,
+				const struct gpumig_compat *compat)
+{
+	if (geo)
+		*g = *geo;
+	else
+		memset(g, 0, sizeof(*g));
+	g->block_shift = g->block_shift ?: GPUMIG_BLOCK_SHIFT;
+	g->arch_parts = g->arch_parts ?: 1;
+	g->arch_part_max = g->arch_part_max ?: GPUMIG_ARCH_MAX;
+	if (!gpumig_block_shift_valid(g->block_shift) || !compat->vram_size ||
+	    compat->vram_size & (BIT_ULL(g->block_shift) - 1))
+		return -EINVAL;
+	if (g->arch_parts > GPUMIG_ARCH_PARTS_MAX || g->arch_part_max > GPUMIG_ARCH_PART_MAX ||
+	    (u64)g->arch_parts * g->arch_part_max > GPUMIG_ARCH_TOTAL_MAX)
+		return -EINVAL;
+	if (g->vendor_max > GPUMIG_VENDOR_MAX || !g->vendor_max != !ops->vendor_save)
+		return -EINVAL;
+	return 0;
+}
+
+/**
  * gpumig_mig_create() - hand a device's migration to the engine
  * @vdev: the VFIO device, not registered yet
  * @vops: the front end's VFIO callbacks (GPUMIG_DEFINE_VFIO_OPS())
  * @ops: backend
  * @priv: argument of every backend op
- * @compat: the device's compatibility descriptor
+ * @compat: the device's compatibility descriptor (its @block_shift and
+ *	@stream_minor are the engine's to fill, from @geo)
+ * @geo: how the device's migration is cut, or NULL for the defaults
  *
  * Sets @vdev's migration flags (STOP_COPY, P2P, PRE_COPY) and ops.  A
  * device quarantined before (under an earlier binding) starts quarantined.  DMA
@@ -689,12 +773,15 @@ static bool gpumig_ops_valid(const struct gpumig_backend_ops *o)
 struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 				     const struct gpumig_vfio_ops *vops,
 				     const struct gpumig_backend_ops *ops, void *priv,
-				     const struct gpumig_compat *compat)
+				     const struct gpumig_compat *compat,
+				     const struct gpumig_geometry *geo)
 {
+	struct gpumig_geometry g;
 	char why[GPUMIG_MSG_LEN];
 	struct gpumig_mig *m;
 
-	if (WARN_ON(!gpumig_ops_valid(ops)))
+	if (WARN_ON(!gpumig_ops_valid(ops)) ||
+	    WARN_ON(gpumig_geometry_fill(&g, geo, ops, compat)))
 		return ERR_PTR(-EINVAL);
 	/* uncharged: made once when the device is created, not by a user's fd */
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
@@ -704,6 +791,9 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	m->ops = ops;
 	m->priv = priv;
 	m->compat = *compat;
+	m->geo = g;
+	m->compat.block_shift = g.block_shift;
+	m->compat.stream_minor = gpumig_stream_minor(&g);
 	m->log_ops = gpumig_dma_logging_supported() && ops->dma_log_start;
 	m->state = VFIO_DEVICE_STATE_RUNNING;
 	mutex_init(&m->state_mutex);

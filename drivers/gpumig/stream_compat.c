@@ -6,6 +6,7 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <linux/bits.h>
 #include <linux/errno.h>
 #include <linux/export.h>
 #include <linux/kernel.h>
@@ -21,9 +22,10 @@
  * @len: size of @msg
  *
  * The rule is "what the source's guest may rely on is a subset of what the
- * destination offers": the same device family, type, memory size, page size
- * and a state layout the destination understands; at least as many queues;
- * every feature the source has.
+ * destination offers": the same device family, type, memory size, page size,
+ * VRAM block and a state layout the destination understands; at least as
+ * many queues; every feature the source has.  A backend may add its own
+ * rule on top (gpumig_backend_ops.compat_check).
  *
  * Return: 0 when compatible, -EOPNOTSUPP with @msg set otherwise.
  */
@@ -60,6 +62,11 @@ int gpumig_compat_check(const struct gpumig_compat *src,
 			 src->page_size, dst->page_size);
 		return -EOPNOTSUPP;
 	}
+	if (src->block_shift != dst->block_shift) {
+		snprintf(msg, len, "VRAM block mismatch: source %lu KiB, destination %lu KiB",
+			 BIT(src->block_shift) >> 10, BIT(dst->block_shift) >> 10);
+		return -EOPNOTSUPP;
+	}
 	if (src->arch_version > dst->arch_version) {
 		snprintf(msg, len, "state layout version %u is newer than the destination's %u",
 			 src->arch_version, dst->arch_version);
@@ -75,22 +82,28 @@ EXPORT_SYMBOL_GPL(gpumig_compat_check);
  * @buf: output
  * @len: size of @buf
  *
- * This is the form sysfs shows to schedulers.
+ * This is the form sysfs shows to schedulers: stream= is the version the
+ * device writes, and block_size= appears only for a block other than
+ * 64 KiB, so a device of 0.1's geometry prints 0.1's line.
  *
  * Return: characters written, as scnprintf().
  */
 int gpumig_compat_format(const struct gpumig_compat *c, char *buf, size_t len)
 {
-	return scnprintf(buf, len,
-			 "stream=%u.%u backend=%u type=%.32s vram=%llu queues=%u features=0x%llx page_size=%u state_version=%u\n",
-			 GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR, c->backend,
-			 c->type_name, c->vram_size, c->nr_queues, c->features,
-			 c->page_size, c->arch_version);
+	int n;
+
+	n = scnprintf(buf, len,
+		      "stream=%u.%u backend=%u type=%.32s vram=%llu queues=%u features=0x%llx page_size=%u state_version=%u",
+		      GPUMIG_STREAM_MAJOR, c->stream_minor, c->backend,
+		      c->type_name, c->vram_size, c->nr_queues, c->features,
+		      c->page_size, c->arch_version);
+	if (c->block_shift != GPUMIG_BLOCK_SHIFT_DEFAULT)
+		n += scnprintf(buf + n, len - n, " block_size=%lu", BIT(c->block_shift));
+	return n + scnprintf(buf + n, len - n, "\n");
 }
 EXPORT_SYMBOL_GPL(gpumig_compat_format);
 
-void gpumig_compat_to_wire(const struct gpumig_compat *c,
-				  struct gpumig_wire_compat *w)
+void gpumig_compat_to_wire(const struct gpumig_compat *c, struct gpumig_wire_compat *w)
 {
 	memset(w, 0, sizeof(*w));
 	strscpy_pad(w->type_name, c->type_name, sizeof(w->type_name));
@@ -100,10 +113,12 @@ void gpumig_compat_to_wire(const struct gpumig_compat *c,
 	w->features = cpu_to_le64(c->features);
 	w->page_size = cpu_to_le32(c->page_size);
 	w->arch_version = cpu_to_le32(c->arch_version);
+	/* Named from 1.2 on, so that a reader of 1.1 refuses at the header. */
+	if (c->stream_minor >= 2)
+		w->block_shift = cpu_to_le32(c->block_shift);
 }
 
-void gpumig_compat_from_wire(const struct gpumig_wire_compat *w,
-				    struct gpumig_compat *c)
+void gpumig_compat_from_wire(const struct gpumig_wire_compat *w, struct gpumig_compat *c)
 {
 	memset(c, 0, sizeof(*c));
 	memcpy(c->type_name, w->type_name, sizeof(c->type_name) - 1);
@@ -113,4 +128,17 @@ void gpumig_compat_from_wire(const struct gpumig_wire_compat *w,
 	c->features = le64_to_cpu(w->features);
 	c->page_size = le32_to_cpu(w->page_size);
 	c->arch_version = le32_to_cpu(w->arch_version);
+	c->block_shift = le32_to_cpu(w->block_shift) ?: GPUMIG_BLOCK_SHIFT_DEFAULT;
 }
+
+/**
+ * gpumig_block_shift_valid() - can a stream carry VRAM in blocks of 2^@shift?
+ * @shift: log2 of the block
+ *
+ * Return: true for GPUMIG_BLOCK_SHIFT_MIN to GPUMIG_BLOCK_SHIFT_MAX.
+ */
+bool gpumig_block_shift_valid(u32 shift)
+{
+	return shift >= GPUMIG_BLOCK_SHIFT_MIN && shift <= GPUMIG_BLOCK_SHIFT_MAX;
+}
+EXPORT_SYMBOL_GPL(gpumig_block_shift_valid);

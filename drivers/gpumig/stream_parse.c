@@ -82,11 +82,12 @@ int gpumig_parser_init(struct gpumig_parser *p,
 	memset(p, 0, sizeof(*p));
 	if (!lim->max_chunk || lim->max_chunk > GPUMIG_SEC_MAX_PAYLOAD ||
 	    lim->max_arch > GPUMIG_SEC_MAX_PAYLOAD ||
-	    lim->max_work > GPUMIG_SEC_MAX_PAYLOAD)
+	    lim->max_vendor > GPUMIG_SEC_MAX_PAYLOAD)
 		return -EINVAL;
 	size = max(size, sizeof(struct gpumig_wire_vram) + lim->max_chunk);
-	size = max_t(size_t, size, lim->max_arch);
-	size = max_t(size_t, size, lim->max_work);
+	size = max(size, sizeof(struct gpumig_wire_arch_part) + lim->max_arch);
+	if (lim->max_vendor)
+		size = max(size, sizeof(struct gpumig_wire_vendor) + lim->max_vendor);
 	size = max(size, sizeof(struct gpumig_wire_end));
 	size = max_t(size_t, size, GPUMIG_NOTE_MAX);
 
@@ -126,8 +127,10 @@ static const char *gpumig_sec_name(u16 type)
 		return "zero range";
 	case GPUMIG_SEC_ARCH:
 		return "architectural state";
-	case GPUMIG_SEC_WORK:
-		return "in-flight work";
+	case GPUMIG_SEC_ARCH_PART:
+		return "architectural state part";
+	case GPUMIG_SEC_VENDOR:
+		return "vendor";
 	case GPUMIG_SEC_END:
 		return "end";
 	case GPUMIG_SEC_NOTE:
@@ -147,8 +150,10 @@ static u64 gpumig_sec_max_len(const struct gpumig_parser *p, u16 type)
 		return sizeof(struct gpumig_wire_vram) + (u64)p->lim.max_chunk;
 	case GPUMIG_SEC_ARCH:
 		return p->lim.max_arch;
-	case GPUMIG_SEC_WORK:
-		return p->lim.max_work;
+	case GPUMIG_SEC_ARCH_PART:
+		return sizeof(struct gpumig_wire_arch_part) + (u64)p->lim.max_arch;
+	case GPUMIG_SEC_VENDOR:
+		return sizeof(struct gpumig_wire_vendor) + (u64)p->lim.max_vendor;
 	case GPUMIG_SEC_END:
 		return sizeof(struct gpumig_wire_end);
 	case GPUMIG_SEC_ZERO:
@@ -164,7 +169,8 @@ static bool gpumig_sec_known(u16 type)
 	case GPUMIG_SEC_HEADER:
 	case GPUMIG_SEC_VRAM:
 	case GPUMIG_SEC_ARCH:
-	case GPUMIG_SEC_WORK:
+	case GPUMIG_SEC_ARCH_PART:
+	case GPUMIG_SEC_VENDOR:
 	case GPUMIG_SEC_END:
 	case GPUMIG_SEC_ZERO:
 		return true;
@@ -215,6 +221,11 @@ static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
 		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
 			"unknown mandatory section type 0x%04x at offset %llu",
 			p->type, p->sec_start);
+	if ((p->type == GPUMIG_SEC_ARCH_PART && !p->ops->arch_part) ||
+	    (p->type == GPUMIG_SEC_VENDOR && !p->ops->vendor))
+		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
+			"%s sections are not read by this destination (offset %llu)",
+			gpumig_sec_name(p->type), p->sec_start);
 
 	max = gpumig_sec_max_len(p, p->type);
 	if (p->len > max)
@@ -230,6 +241,12 @@ static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
 		return gpumig_parser_set_error(p, -EINVAL,
 			"VRAM section of %u bytes is shorter than its chunk header",
 			p->len);
+	if ((p->type == GPUMIG_SEC_ARCH_PART &&
+	     p->len < sizeof(struct gpumig_wire_arch_part)) ||
+	    (p->type == GPUMIG_SEC_VENDOR && p->len < sizeof(struct gpumig_wire_vendor)))
+		return gpumig_parser_set_error(p, -EINVAL,
+			"%s section of %u bytes is shorter than its own header",
+			gpumig_sec_name(p->type), p->len);
 
 	/* A short note is read when someone listens; any other is skipped. */
 	p->skip = !gpumig_sec_known(p->type) &&
@@ -256,14 +273,21 @@ static int gpumig_parse_header(struct gpumig_parser *p)
 		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
 			"stream version %u.%u is not supported (this destination reads %u.x)",
 			major, minor, GPUMIG_STREAM_MAJOR);
-	if (h.flags || h.compat.reserved)
+	/* Before 1.2 the block's field was reserved. */
+	if (h.flags || h.compat.reserved || (minor < 2 && h.compat.block_shift))
 		return gpumig_parser_set_error(p, -EINVAL,
 			"header has unknown flags or reserved bits set");
+	if (h.compat.block_shift &&
+	    !gpumig_block_shift_valid(le32_to_cpu(h.compat.block_shift)))
+		return gpumig_parser_set_error(p, -EINVAL,
+			"VRAM block of 2^%u bytes is not one a stream can carry",
+			le32_to_cpu(h.compat.block_shift));
 	if (h.compat.type_name[GPUMIG_TYPE_NAME_LEN - 1])
 		return gpumig_parser_set_error(p, -EINVAL,
 			"header type name is not NUL terminated");
 
 	gpumig_compat_from_wire(&h.compat, &c);
+	c.stream_minor = minor;
 	ret = p->ops->header(p->priv, major, minor, &c);
 	if (ret)
 		return gpumig_parser_set_error(p, ret,
@@ -376,6 +400,49 @@ static int gpumig_parse_zero(struct gpumig_parser *p)
 	return 0;
 }
 
+static int gpumig_parse_arch_part(struct gpumig_parser *p)
+{
+	const u32 sh = sizeof(struct gpumig_wire_arch_part);
+	struct gpumig_wire_arch_part a;
+	u16 part, nr;
+	int ret;
+
+	memcpy(&a, p->buf, sizeof(a));
+	part = le16_to_cpu(a.part);
+	nr = le16_to_cpu(a.nr_parts);
+	if (a.flags)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"architectural state part has unknown flags 0x%x",
+			le32_to_cpu(a.flags));
+	if (part >= nr)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"architectural state part %u of %u", part, nr);
+	ret = p->ops->arch_part(p->priv, part, nr, p->buf + sh, p->len - sh);
+	if (ret)
+		return gpumig_parser_set_error(p, ret,
+			"architectural state part %u of %u refused by the destination", part, nr);
+	return 0;
+}
+
+static int gpumig_parse_vendor(struct gpumig_parser *p)
+{
+	const u32 sh = sizeof(struct gpumig_wire_vendor);
+	struct gpumig_wire_vendor v;
+	u32 index;
+	int ret;
+
+	memcpy(&v, p->buf, sizeof(v));
+	index = le32_to_cpu(v.index);
+	if (v.flags)
+		return gpumig_parser_set_error(p, -EINVAL,
+			"vendor section has unknown flags 0x%x", le32_to_cpu(v.flags));
+	ret = p->ops->vendor(p->priv, index, p->buf + sh, p->len - sh);
+	if (ret)
+		return gpumig_parser_set_error(p, ret,
+			"vendor section %u refused by the destination", index);
+	return 0;
+}
+
 static int gpumig_parse_end(struct gpumig_parser *p)
 {
 	struct gpumig_wire_end e;
@@ -410,19 +477,19 @@ static int gpumig_dispatch(struct gpumig_parser *p)
 		return gpumig_parse_vram(p);
 	case GPUMIG_SEC_ZERO:
 		return gpumig_parse_zero(p);
-	case GPUMIG_SEC_ARCH:
-	case GPUMIG_SEC_WORK: {
-		int (*fn)(void *priv, const void *data, u32 len);
-		int ret;
+	case GPUMIG_SEC_ARCH: {
+		int ret = p->ops->arch(p->priv, p->buf, p->len);
 
-		fn = p->type == GPUMIG_SEC_ARCH ? p->ops->arch : p->ops->work;
-		ret = fn(p->priv, p->buf, p->len);
 		if (ret)
 			return gpumig_parser_set_error(p, ret,
 				"%s section refused by the destination",
 				gpumig_sec_name(p->type));
 		return 0;
 	}
+	case GPUMIG_SEC_ARCH_PART:
+		return gpumig_parse_arch_part(p);
+	case GPUMIG_SEC_VENDOR:
+		return gpumig_parse_vendor(p);
 	case GPUMIG_SEC_END:
 		return gpumig_parse_end(p);
 	case GPUMIG_SEC_NOTE:

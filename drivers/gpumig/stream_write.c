@@ -21,6 +21,8 @@ static_assert(sizeof(struct gpumig_wire_header) == 80);
 static_assert(sizeof(struct gpumig_wire_vram) == 16);
 static_assert(sizeof(struct gpumig_wire_end) == 16);
 static_assert(sizeof(struct gpumig_wire_zero) == 16);
+static_assert(sizeof(struct gpumig_wire_arch_part) == 8);
+static_assert(sizeof(struct gpumig_wire_vendor) == 8);
 
 /**
  * gpumig_writer_init() - start a new stream
@@ -109,22 +111,30 @@ static ssize_t gpumig_emit(struct gpumig_writer *w, void *dst, size_t room,
  * @w: writer
  * @dst: output buffer
  * @room: its size
- * @compat: the source's compatibility descriptor
+ * @compat: the source's compatibility descriptor; its @stream_minor is
+ *	the minor the header names (0: this codec's, GPUMIG_STREAM_MINOR)
  *
  * Return: bytes written, -ENOSPC if @room is too small, -EINVAL if a
- * section was already emitted.
+ * section was already emitted or the minor is one this codec cannot write.
  */
 ssize_t gpumig_emit_header(struct gpumig_writer *w, void *dst, size_t room,
 			   const struct gpumig_compat *compat)
 {
+	u16 minor = compat->stream_minor ?: GPUMIG_STREAM_MINOR;
 	struct gpumig_wire_header hdr = {
 		.major = cpu_to_le16(GPUMIG_STREAM_MAJOR),
-		.minor = cpu_to_le16(GPUMIG_STREAM_MINOR),
+		.minor = cpu_to_le16(minor),
 	};
 
-	if (w->seq)
+	struct gpumig_compat c = *compat;
+
+	if (w->seq || minor > GPUMIG_STREAM_MINOR)
 		return -EINVAL;
-	gpumig_compat_to_wire(compat, &hdr.compat);
+	/* Before 1.2 the block lived in reserved bits: only 64 KiB then. */
+	if (minor < 2 && compat->block_shift != GPUMIG_BLOCK_SHIFT_DEFAULT)
+		return -EINVAL;
+	c.stream_minor = minor;
+	gpumig_compat_to_wire(&c, &hdr.compat);
 	return gpumig_emit(w, dst, room, GPUMIG_SEC_HEADER, &hdr, sizeof(hdr),
 			   NULL, 0);
 }
@@ -211,7 +221,7 @@ EXPORT_SYMBOL_GPL(gpumig_emit_zero);
  * @w: writer
  * @dst: output buffer
  * @room: its size
- * @type: GPUMIG_SEC_ARCH, GPUMIG_SEC_WORK or an optional type
+ * @type: GPUMIG_SEC_ARCH or an optional type
  * @data: payload
  * @len: its length
  *
@@ -221,11 +231,83 @@ ssize_t gpumig_emit_blob(struct gpumig_writer *w, void *dst, size_t room,
 			 u16 type, const void *data, u32 len)
 {
 	if (type == GPUMIG_SEC_HEADER || type == GPUMIG_SEC_END ||
-	    type == GPUMIG_SEC_VRAM || type == GPUMIG_SEC_ZERO)
+	    type == GPUMIG_SEC_VRAM || type == GPUMIG_SEC_ZERO ||
+	    type == GPUMIG_SEC_ARCH_PART || type == GPUMIG_SEC_VENDOR)
 		return -EINVAL;
 	return gpumig_emit(w, dst, room, type, data, len, NULL, 0);
 }
 EXPORT_SYMBOL_GPL(gpumig_emit_blob);
+
+/**
+ * gpumig_arch_part_section_size() - bytes a part of the architectural
+ *	state takes in the stream
+ * @len: the part's length
+ *
+ * Return: the section's size including framing.
+ */
+size_t gpumig_arch_part_section_size(u32 len)
+{
+	return sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_arch_part) + len;
+}
+EXPORT_SYMBOL_GPL(gpumig_arch_part_section_size);
+
+/**
+ * gpumig_emit_arch_part() - emit one part of the architectural state (1.2)
+ * @w: writer
+ * @dst: output buffer
+ * @room: its size
+ * @part: which part, 0 to @nr_parts - 1
+ * @nr_parts: how many the device has
+ * @data: the part
+ * @len: its length (may be 0)
+ *
+ * Return: bytes written or a negative errno.
+ */
+ssize_t gpumig_emit_arch_part(struct gpumig_writer *w, void *dst, size_t room,
+			      u16 part, u16 nr_parts, const void *data, u32 len)
+{
+	struct gpumig_wire_arch_part a = {
+		.part = cpu_to_le16(part),
+		.nr_parts = cpu_to_le16(nr_parts),
+	};
+
+	if (part >= nr_parts)
+		return -EINVAL;
+	return gpumig_emit(w, dst, room, GPUMIG_SEC_ARCH_PART, &a, sizeof(a), data, len);
+}
+EXPORT_SYMBOL_GPL(gpumig_emit_arch_part);
+
+/**
+ * gpumig_vendor_section_size() - bytes a vendor section takes in the stream
+ * @len: its payload's length
+ *
+ * Return: the section's size including framing.
+ */
+size_t gpumig_vendor_section_size(u32 len)
+{
+	return sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_vendor) + len;
+}
+EXPORT_SYMBOL_GPL(gpumig_vendor_section_size);
+
+/**
+ * gpumig_emit_vendor() - emit a section of the device's own state (1.2)
+ * @w: writer
+ * @dst: output buffer
+ * @room: its size
+ * @index: which section of the device's, 0, 1, ... in order
+ * @data: its bytes, opaque to gpumig
+ * @len: their length (may be 0)
+ *
+ * Return: bytes written or a negative errno.
+ */
+ssize_t gpumig_emit_vendor(struct gpumig_writer *w, void *dst, size_t room,
+			   u32 index, const void *data, u32 len)
+{
+	struct gpumig_wire_vendor v = { .index = cpu_to_le32(index) };
+
+	return gpumig_emit(w, dst, room, GPUMIG_SEC_VENDOR, &v, sizeof(v), data, len);
+}
+EXPORT_SYMBOL_GPL(gpumig_emit_vendor);
 
 /**
  * gpumig_emit_end() - emit the end section

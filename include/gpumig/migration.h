@@ -57,14 +57,48 @@ struct iova_bitmap;
 struct rb_root_cached;
 
 /*
- * VRAM moves in blocks of this size; it is also the grain of the
- * backend's VRAM dirty tracking, so a backend's block size must equal it
- * (backends check that at build time).
+ * The default VRAM block (struct gpumig_geometry): VRAM moves in blocks
+ * of this size unless the device says otherwise, and it is then also the
+ * grain of the backend's VRAM dirty tracking.
  */
-#define GPUMIG_BLOCK_SHIFT	16
+#define GPUMIG_BLOCK_SHIFT	GPUMIG_BLOCK_SHIFT_DEFAULT
 #define GPUMIG_BLOCK_SIZE	BIT(GPUMIG_BLOCK_SHIFT)
-/* Largest architectural state a backend may save. */
+/* The default and the largest size of the architectural state in one part. */
 #define GPUMIG_ARCH_MAX		(64U * 1024)
+#define GPUMIG_ARCH_PART_MAX	(4U << 20)
+#define GPUMIG_ARCH_PARTS_MAX	64
+/* What a destination buffers of the state, all parts together, at most. */
+#define GPUMIG_ARCH_TOTAL_MAX	(64U << 20)
+/* The largest vendor section. */
+#define GPUMIG_VENDOR_MAX	(4U << 20)
+
+/**
+ * struct gpumig_geometry - how a device's migration is cut, given at creation
+ * @block_shift: log2 of the VRAM block: the stream's chunk and the grain of
+ *	the backend's VRAM dirty tracking (@vram_next_dirty and the counts
+ *	are in these blocks), GPUMIG_BLOCK_SHIFT_MIN to
+ *	GPUMIG_BLOCK_SHIFT_MAX; VRAM is a whole number of them.  0:
+ *	GPUMIG_BLOCK_SHIFT (64 KiB)
+ * @arch_parts: parts the architectural state is saved and restored in,
+ *	1 to GPUMIG_ARCH_PARTS_MAX.  0: 1
+ * @arch_part_max: the largest a part may be, up to GPUMIG_ARCH_PART_MAX
+ *	(and @arch_parts of them up to GPUMIG_ARCH_TOTAL_MAX).  0:
+ *	GPUMIG_ARCH_MAX
+ * @vendor_max: the largest vendor section (@vendor_save), up to
+ *	GPUMIG_VENDOR_MAX; 0 for a backend without them
+ *
+ * A device of the defaults (64 KiB blocks, one part of at most 64 KiB, no
+ * vendor sections) writes stream 1.1, which every release of gpumig
+ * reads; any other geometry needs stream 1.2 (migration/compat says which
+ * a device writes), which releases before 0.2 refuse by name.
+ */
+struct gpumig_geometry {
+	u32 block_shift;
+	u32 arch_parts;
+	u32 arch_part_max;
+	u32 vendor_max;
+};
+
 /* Length of a reason (quarantine, refusal), terminator included. */
 #define GPUMIG_MSG_LEN		GPUMIG_PARSER_MSG_LEN
 
@@ -112,13 +146,32 @@ struct rb_root_cached;
  *	or a negative errno.  Without it the data is copied into the
  *	engine's buffer first and handed to @vram_write, one copy more.
  *	File lock.
- * @arch_size: the length @arch_save would produce now (at most
- *	GPUMIG_ARCH_MAX).  Either lock.
- * @arch_save: write the architectural state (registers, queues, in-flight
- *	work and its progress, page-table root...) to @buf, of @len bytes;
- *	return its length.  The device is quiesced.  File lock.
- * @arch_restore: install architectural state; the device may run after.
+ * @arch_size: the length of every part @arch_save would produce now,
+ *	together.  Either lock.
+ * @arch_save: write part @part (0 to the geometry's @arch_parts - 1) of
+ *	the architectural state (registers, queues, in-flight work and its
+ *	progress, page-table root...) to @buf, of @len bytes (the geometry's
+ *	@arch_part_max); return its length.  The device is quiesced.  File
+ *	lock.
+ * @arch_restore: install part @part of the architectural state: at the end
+ *	of a stream that checked out, every part in order, so a part may rely
+ *	on the ones before it; the device may run after the last.  File
+ *	lock.
+ * @vendor_size: optional, with the next two (all three or none; the
+ *	geometry's @vendor_max says how large a section may be): the bytes
+ *	of the vendor sections the device would produce at the stop now,
+ *	their count in *@sections.  Either lock.
+ * @vendor_save: section @index (0, 1, ...) of the device's own state, which
+ *	gpumig carries unread (firmware context, a PF's per-VF settings), to
+ *	@buf of @len bytes; return its length, or -ENOENT after the last.
+ *	After VRAM, before the architectural state; the device is quiesced.
  *	File lock.
+ * @vendor_restore: take section @index, hostile input the backend checks;
+ *	called as each arrives, in order, before the architectural state.
+ *	File lock.
+ * @compat_check: optional: the backend's own rule on top of the common
+ *	one (gpumig_compat_check()), for a source whose descriptor passed it;
+ *	0, or -EOPNOTSUPP with @why saying what differs.  File lock.
  * @teardown: the tenant is gone and the engine quiesced and invalidated
  *	the device: stop whatever is left (a processor, a pending DMA) and
  *	verify the device is inert with no translation cached.  0, or an
@@ -133,6 +186,11 @@ struct rb_root_cached;
  * @dma_log_report: call @report for every run of pages written in
  *	[@iova, @iova + @len) since the last report, and clear them.  State
  *	mutex.
+ * @p2p: optional: stop (@stop) or restart the device's peer-to-peer DMA
+ *	only, for the P2P states: the device keeps running otherwise.  Without
+ *	it the P2P states quiesce the whole device (a GPU whose page tables
+ *	the tenant writes cannot tell a peer's BAR from memory).  May be
+ *	called on a quiesced device.  State mutex.
  * @guest_resets: how many times the guest has reset the device through
  *	its own registers so far, for hardware that counts them (a VF's
  *	PF does); a change during PRE_COPY is a gpumig_mig_reconfigured().
@@ -158,8 +216,14 @@ struct gpumig_backend_ops {
 	ssize_t (*vram_write_iter)(void *priv, u64 off, struct iov_iter *from, u32 len,
 				   u32 *crc);
 	size_t (*arch_size)(void *priv);
-	ssize_t (*arch_save)(void *priv, void *buf, size_t len);
-	int (*arch_restore)(void *priv, const void *buf, size_t len);
+	ssize_t (*arch_save)(void *priv, u32 part, void *buf, size_t len);
+	int (*arch_restore)(void *priv, u32 part, const void *buf, size_t len);
+	size_t (*vendor_size)(void *priv, u32 *sections);
+	ssize_t (*vendor_save)(void *priv, u32 index, void *buf, size_t len);
+	int (*vendor_restore)(void *priv, u32 index, const void *buf, size_t len);
+	int (*compat_check)(void *priv, const struct gpumig_compat *src, char *why,
+			    size_t len);
+	int (*p2p)(void *priv, bool stop);
 	int (*teardown)(void *priv, char *why, size_t len);
 	int (*scrub)(void *priv);
 	int (*dma_log_start)(void *priv, struct rb_root_cached *ranges,
@@ -265,7 +329,8 @@ struct gpumig_vfio_ops {
 struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 				     const struct gpumig_vfio_ops *vops,
 				     const struct gpumig_backend_ops *ops, void *priv,
-				     const struct gpumig_compat *compat);
+				     const struct gpumig_compat *compat,
+				     const struct gpumig_geometry *geo);
 void gpumig_mig_destroy(struct gpumig_mig *m);
 
 struct file *gpumig_mig_set_state(struct gpumig_mig *m,

@@ -32,6 +32,7 @@
 #include <linux/list.h>
 #include <linux/types.h>
 
+#include <gpumig/migration.h>
 #include <gpumig/stream.h>
 
 struct attribute_group;
@@ -69,9 +70,23 @@ struct gpumig_vf_events {
  * @invalidate: invalidate every translation the VF caches for its tenant
  *	and wait for the device's acknowledgment; -ETIMEDOUT when none comes
  * @paused: whether the device says the VF is paused now
- * @save_state: the paused VF's architectural state into @buf; its length
- * @restore_state: check and install an architectural state (hostile input
- *	until the device checked it)
+ * @save_state: part @part (0 to the VF's @geo.arch_parts - 1) of the
+ *	paused VF's architectural state into @buf; its length
+ * @restore_state: check and install part @part of an architectural state
+ *	(hostile input until the device checked it); every part in order, at
+ *	the end of a stream that checked out
+ * @vendor_size: optional, with the next two (and the VF's @geo.vendor_max):
+ *	the bytes of the vendor sections @vendor_save would produce now, and
+ *	how many in *@sections
+ * @vendor_save: section @index of the VF's own state that only the
+ *	provider reads (firmware context, the PF's per-VF settings); its
+ *	length, -ENOENT after the last.  After VRAM, before the state
+ * @vendor_restore: check and take section @index (hostile input), as it
+ *	arrives, before the state
+ * @compat_check: optional: the provider's own rule for a source whose
+ *	descriptor passed the common one; -EOPNOTSUPP with @why
+ * @p2p: optional: stop (@stop) or restart only the VF's peer-to-peer DMA
+ *	(the uAPI's P2P states); without it those states pause the VF
  * @vram_track: start or stop VRAM dirty tracking at the provider's block
  *	grain (starting marks every block dirty).  Optional, with
  *	@vram_next_dirty and @vram_dirty_count: without them the engine sends
@@ -101,6 +116,10 @@ struct gpumig_vf_events {
  *	what was tracked, not the span asked, and stop on a fatal signal
  * @guest_resets: optional: the resets the VF's user made through the VF's
  *	own registers so far, if the device counts them
+ * @reset_prepare: optional: the VF is about to be reset (an FLR the guest
+ *	or vfio-pci-core asks for); the PF gets ready for it
+ * @reset_done: optional, with @reset_prepare: the VF's reset is over; wait
+ *	(bounded) until the PF has finished its part of it
  */
 struct gpumig_vf_ops {
 	void (*release)(struct gpumig_vf *vf);
@@ -108,8 +127,14 @@ struct gpumig_vf_ops {
 	void (*resume)(struct gpumig_vf *vf);
 	int (*invalidate)(struct gpumig_vf *vf);
 	bool (*paused)(struct gpumig_vf *vf);
-	ssize_t (*save_state)(struct gpumig_vf *vf, void *buf, size_t len);
-	int (*restore_state)(struct gpumig_vf *vf, const void *buf, size_t len);
+	ssize_t (*save_state)(struct gpumig_vf *vf, u32 part, void *buf, size_t len);
+	int (*restore_state)(struct gpumig_vf *vf, u32 part, const void *buf, size_t len);
+	size_t (*vendor_size)(struct gpumig_vf *vf, u32 *sections);
+	ssize_t (*vendor_save)(struct gpumig_vf *vf, u32 index, void *buf, size_t len);
+	int (*vendor_restore)(struct gpumig_vf *vf, u32 index, const void *buf, size_t len);
+	int (*compat_check)(struct gpumig_vf *vf, const struct gpumig_compat *src,
+			    char *why, size_t len);
+	int (*p2p)(struct gpumig_vf *vf, bool stop);
 	int (*vram_track)(struct gpumig_vf *vf, bool on);
 	long (*vram_next_dirty)(struct gpumig_vf *vf, unsigned long from, bool *zero);
 	unsigned long (*vram_take_zero_run)(struct gpumig_vf *vf, unsigned long from,
@@ -129,15 +154,21 @@ struct gpumig_vf_ops {
 	int (*dma_log_report)(struct gpumig_vf *vf, u64 iova, u64 len,
 			      void (*report)(void *ctx, u64 iova, u64 len), void *ctx);
 	u32 (*guest_resets)(struct gpumig_vf *vf);
+	void (*reset_prepare)(struct gpumig_vf *vf);
+	void (*reset_done)(struct gpumig_vf *vf);
 };
 
 /**
  * struct gpumig_vf - a VF a provider serves, as its claimer sees it
  * @ops: its services (fixed)
  * @compat: the descriptor a destination must match: the VF's type name,
- *	VRAM size, backend (a GPUMIG_BACKEND_* wire value the provider
- *	owns), queues, features, page size and state version (fixed)
- * @arch_size: the most bytes @ops->save_state produces (fixed)
+ *	VRAM size, backend (a wire value the provider owns: for a GPU
+ *	vendor's, GPUMIG_BACKEND_VENDOR() of its PCI vendor ID), queues,
+ *	features, page size and state version (fixed)
+ * @geo: how its migration is cut (struct gpumig_geometry: VRAM block,
+ *	state parts, vendor sections); zeroes for the defaults (fixed)
+ * @arch_size: the most bytes @ops->save_state produces, all parts
+ *	together (fixed)
  * @attrs: optional attributes the VF shows while claimed, in a directory
  *	of the provider's name (simgpu's VRAM size, queues, profile); their
  *	show gets the VF's struct device (fixed)
@@ -148,6 +179,7 @@ struct gpumig_vf_ops {
 struct gpumig_vf {
 	const struct gpumig_vf_ops *ops;
 	struct gpumig_compat compat;
+	struct gpumig_geometry geo;
 	u32 arch_size;
 	const struct attribute_group *attrs;
 	struct module *owner;

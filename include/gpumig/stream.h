@@ -28,6 +28,10 @@
  * @features: feature bits
  * @page_size: GPU MMU page size
  * @arch_version: architectural-state layout version
+ * @block_shift: log2 of the VRAM block (chunk and dirty grain); 16 for
+ *	64 KiB, whatever the wire says (0 there)
+ * @stream_minor: the stream minor version the device writes (what its
+ *	geometry needs, gpumig_stream_minor()), or the one a stream names
  */
 struct gpumig_compat {
 	char type_name[GPUMIG_TYPE_NAME_LEN];
@@ -37,11 +41,17 @@ struct gpumig_compat {
 	u64 features;
 	u32 page_size;
 	u32 arch_version;
+	u32 block_shift;
+	u16 stream_minor;
 };
+
+/* The block a descriptor of stream 1.1 or earlier implies: 64 KiB. */
+#define GPUMIG_BLOCK_SHIFT_DEFAULT	16
 
 int gpumig_compat_check(const struct gpumig_compat *src,
 			const struct gpumig_compat *dst, char *msg, size_t len);
 int gpumig_compat_format(const struct gpumig_compat *c, char *buf, size_t len);
+bool gpumig_block_shift_valid(u32 shift);
 
 /**
  * struct gpumig_writer - state of a stream being produced
@@ -63,6 +73,12 @@ size_t gpumig_blob_section_size(u32 len);
 void *gpumig_vram_payload(void *dst);
 ssize_t gpumig_emit_header(struct gpumig_writer *w, void *dst, size_t room,
 			   const struct gpumig_compat *compat);
+size_t gpumig_arch_part_section_size(u32 len);
+size_t gpumig_vendor_section_size(u32 len);
+ssize_t gpumig_emit_arch_part(struct gpumig_writer *w, void *dst, size_t room,
+			      u16 part, u16 nr_parts, const void *data, u32 len);
+ssize_t gpumig_emit_vendor(struct gpumig_writer *w, void *dst, size_t room,
+			   u32 index, const void *data, u32 len);
 ssize_t gpumig_emit_vram(struct gpumig_writer *w, void *dst, size_t room,
 			 u64 offset, const void *data, u32 len);
 ssize_t gpumig_emit_zero(struct gpumig_writer *w, void *dst, size_t room,
@@ -75,15 +91,15 @@ ssize_t gpumig_emit_end(struct gpumig_writer *w, void *dst, size_t room);
  * struct gpumig_parser_limits - what the destination can accept
  * @vram_size: device memory; every VRAM chunk must lie inside it
  * @max_chunk: largest VRAM chunk data the destination buffers
- * @max_arch: largest architectural-state section
- * @max_work: largest in-flight-work section
+ * @max_arch: largest architectural-state section or part
+ * @max_vendor: largest vendor section (0: the destination takes none)
  * @max_skip: largest unknown optional section that will be skipped
  */
 struct gpumig_parser_limits {
 	u64 vram_size;
 	u32 max_chunk;
 	u32 max_arch;
-	u32 max_work;
+	u32 max_vendor;
 	u32 max_skip;
 };
 
@@ -99,8 +115,11 @@ struct gpumig_parser_limits {
  *	Without it nothing is placed: every chunk goes through @vram.
  * @zero: a range of VRAM that reads zero (stream 1.1); without it such a
  *	section fails the stream
- * @arch: architectural state
- * @work: in-flight work
+ * @arch: architectural state, in one section (GPUMIG_SEC_ARCH)
+ * @arch_part: optional: part @part of @nr_parts of the architectural
+ *	state (stream 1.2); without it such a section fails the stream
+ * @vendor: optional: vendor section @index (stream 1.2); without it such
+ *	a section fails the stream
  * @end: the stream is complete and every check passed
  * @note: optional; a note section of at most GPUMIG_NOTE_MAX bytes (not
  *	NUL terminated).  Notes never fail a stream: longer ones are
@@ -117,7 +136,8 @@ struct gpumig_parser_ops {
 	int (*vram_placed)(void *priv, u64 offset, u32 len, u32 crc);
 	int (*zero)(void *priv, u64 offset, u64 len);
 	int (*arch)(void *priv, const void *data, u32 len);
-	int (*work)(void *priv, const void *data, u32 len);
+	int (*arch_part)(void *priv, u16 part, u16 nr_parts, const void *data, u32 len);
+	int (*vendor)(void *priv, u32 index, const void *data, u32 len);
 	int (*end)(void *priv);
 	void (*note)(void *priv, const char *text, u32 len);
 };

@@ -526,6 +526,40 @@ gvp_bind() {
 		[ "$(cat "/sys/bus/pci/devices/$1/simgpu/profile")" = "$2" ]
 }
 
+# geometry_vf SRC DST GEOMETRY WHAT: with simgpu-pf's test_geometry, the
+# two VFs migrate as a device of another shape would: the descriptor says
+# WHAT (the stream version, the block), a kernel in flight finishes on DST
+# with the right results, and with "vendor" the PF's scheduling settings of
+# SRC (a vendor section) are DST's after.  Both VFs get their own geometry
+# back after.
+geometry_vf() {
+	local src=$1 dst=$2 geo=$3 what=$4 p=/sys/module/simgpu_pf/parameters/test_geometry
+	local ds=/sys/kernel/debug/simgpu-pf/$1 dd=/sys/kernel/debug/simgpu-pf/$2 rc=0 v
+
+	echo "$geo" >"$p" || return 1
+	for v in "$src" "$dst"; do
+		vf_unbind "$v" && vf_bind "$v" "$GVP" || rc=1
+	done
+	for v in "$src" "$dst"; do
+		grep -q "$what" "/sys/bus/pci/devices/$v/migration/compat" || rc=1
+	done
+	# The source preempts (a kernel stays in flight at the stop), DST not.
+	echo 37 >"$ds/kernel_step_us" && echo 0 >"$dd/preempt" || rc=1
+	[ $rc = 0 ] && timeout 600 "$tooldir/simgpu-client" -s migrate -n "geometry_${geo//[=,]/_}" \
+		-d "$dst" "$src" >"$out/client-geometry-${geo//[=,]/_}.ktap" || rc=1
+	if [ $rc = 0 ] && [[ $geo == *vendor* ]]; then
+		[ "$(cat "$dd/preempt") $(cat "$dd/kernel_step_us")" = "1 37" ] || rc=1
+	fi
+	echo >"$p"
+	for v in "$src" "$dst"; do
+		echo 1 >"/sys/kernel/debug/simgpu-pf/$v/preempt"
+		echo 0 >"/sys/kernel/debug/simgpu-pf/$v/kernel_step_us"
+		vf_unbind "$v" && vf_bind "$v" "$GVP" || rc=1
+		grep -q "^stream=1.1 " "/sys/bus/pci/devices/$v/migration/compat" || rc=1
+	done
+	return $rc
+}
+
 # A function whose reset methods are all disabled is not reset at release:
 # the VF is quarantined, says so, refuses a tenant, and is usable again
 # once its reset works and an operator lifted the quarantine.
@@ -738,6 +772,11 @@ pci_suite() {
 	echo "vm: client migration scenarios on VFs exited $?"
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
+	# Other geometries on real VFs (simgpu-pf's test_geometry), 64M each.
+	check "geometry: the state in 3 parts and a vendor section (stream 1.2): migrates, settings follow" \
+		geometry_vf "$vf0" "$vf2" "parts=3,vendor" "^stream=1.2 .*state_version=1\$"
+	check "geometry: 256 KiB blocks, no VRAM dirty tracking (stream 1.2): migrates" \
+		geometry_vf "$vf2" "$vf0" "block=256,untracked" " block_size=262144\$"
 	check "migration/ files: readable by all, a reader in a loop costs the device one refresh a period" \
 		metrics_cached "$vf1"
 	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
@@ -840,11 +879,13 @@ rel_mdev() {
 	rel_unload && return $rc
 }
 
-# rel_vf SET DIR SCENARIO FILE NAME: the same on VF 0 (64M) of the first
-# PF, on gpumig-vfio-pci under SET.
+# rel_vf SET DIR SCENARIO FILE NAME [GEOMETRY]: the same on VF 0 (64M) of
+# the first PF, on gpumig-vfio-pci under SET (with simgpu-pf's
+# test_geometry GEOMETRY).
 rel_vf() {
 	local pf vf rc
 	rel_load "$1" "$2" || return 1
+	[ -z "${6:-}" ] || echo "$6" >/sys/module/simgpu_pf/parameters/test_geometry || return 1
 	pf=$(pf_addrs | sed -n 1p)
 	[ -n "$pf" ] && echo 64M >"/sys/bus/pci/devices/$pf/simgpu/vf0_profile" &&
 		echo 1 >"/sys/bus/pci/devices/$pf/sriov_numvfs" || return 1
@@ -883,6 +924,19 @@ releases_suite() {
 				check "releases: $cur restores $ver's stream ($kind)" \
 					rel_$kind ours "" golden_restore "$old" \
 					"rel_${cur//./_}_restores_${ver//./_}_$kind"
+			# A geometry only stream 1.2 carries: the older release
+			# refuses it at its header (1.2 names the VRAM block in
+			# what was reserved), before the source would stop.
+			if [ "$kind" = vf ]; then
+				local geo=$out/rel-$cur-geo.bin
+				check "releases: $cur writes a stream 1.2 (state in parts, a vendor section)" \
+					rel_vf ours "" golden_save "$geo" "rel_${cur//./_}_save_geo" "parts=3,vendor" &&
+					GOLDEN_WHY="header has unknown flags or reserved bits set" check \
+						"releases: $ver refuses it at the header: reserved bits set" \
+						rel_vf old "$dir" golden_refused "$geo" \
+						"rel_${ver//./_}_refuses_${cur//./_}_geo"
+				rm -f "$geo"
+			fi
 			if [ -n "$gd" ] && [ -s "$old" ]; then
 				local t=simgpu-64M
 				[ "$kind" = vf ] && t=simgpu-vf-64M
@@ -1210,13 +1264,18 @@ soak)
 	# kernel's memory before and after.
 	n=$(cat "$out/soak-qemu-migrations")
 	if [ "$n" -gt 0 ]; then
-		mem_line() { awk '/^(Slab|MemAvailable):/ { printf "%s %s KiB ", $1, $2 }' /proc/meminfo; }
-		sync; echo 3 > /proc/sys/vm/drop_caches
+		# As the client's soak measures: each cache shrunk first, which
+		# also empties KASAN's quarantine of it, so Slab counts live
+		# objects (without, 50 migrations "grew" it by 95 %).
+		mem_line() {
+			sync; echo 3 > /proc/sys/vm/drop_caches
+			for c in /sys/kernel/slab/*/shrink; do echo 1 >"$c"; done 2>/dev/null
+			awk '/^(Slab|MemAvailable):/ { printf "%s %s KiB ", $1, $2 }' /proc/meminfo
+		}
 		echo "before: $(mem_line)" >"$out/soak-qemu.txt"
 		check "QEMU soak: $n ping-pong migrations, guest verifying (soak-qemu/qemu.ktap)" \
 			timeout $((600 + 30 * n)) python3 "$(dirname "$0")/qemu_mig.py" \
 			--guest "$tooldir/gpumig-guest.elf" --out "$out/soak-qemu" --pingpong "$n"
-		sync; echo 3 > /proc/sys/vm/drop_caches
 		echo "after: $(mem_line)" >>"$out/soak-qemu.txt"
 	fi
 	check "unload simgpu" rmmod simgpu

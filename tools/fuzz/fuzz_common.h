@@ -8,7 +8,7 @@
 #define FZ_VRAM_SIZE	(1024 * 1024)
 #define FZ_CHUNK	(64 * 1024)
 #define FZ_ARCH		4096
-#define FZ_WORK		4096
+#define FZ_VENDOR	4096
 
 static inline void fz_compat(struct gpumig_compat *c)
 {
@@ -20,13 +20,14 @@ static inline void fz_compat(struct gpumig_compat *c)
 	c->features = 0x3;
 	c->page_size = 4096;
 	c->arch_version = 1;
+	c->block_shift = GPUMIG_BLOCK_SHIFT_DEFAULT;
 }
 
 static const struct gpumig_parser_limits fz_limits = {
 	.vram_size = FZ_VRAM_SIZE,
 	.max_chunk = FZ_CHUNK,
 	.max_arch = FZ_ARCH,
-	.max_work = FZ_WORK,
+	.max_vendor = FZ_VENDOR,
 	.max_skip = 65536,
 };
 

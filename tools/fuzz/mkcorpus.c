@@ -66,7 +66,8 @@ int main(int argc, char **argv)
 	EMIT(gpumig_emit_zero(&w, out + len, sizeof(out) - len, 131072, FZ_VRAM_SIZE - 131072));
 	EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_NOTE, "note", 4));
 	EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_ARCH, data, 200));
-	EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_WORK, data, 64));
+	EMIT(gpumig_emit_vendor(&w, out + len, sizeof(out) - len, 0, data, 64));
+	EMIT(gpumig_emit_arch_part(&w, out + len, sizeof(out) - len, 1, 3, data, 48));
 	EMIT(gpumig_emit_end(&w, out + len, sizeof(out) - len));
 	put(argv[1], "every-section", len);
 	out[1] = 0x80;

@@ -33,7 +33,8 @@ struct fz_dst {
 	struct gpumig_parser p;
 	u8 *vram;
 	u8 arch[FZ_ARCH];
-	u8 work[FZ_WORK];
+	u8 part[FZ_ARCH];
+	u8 vendor[FZ_VENDOR];
 	u32 digest;
 	unsigned int calls;
 	bool ended;
@@ -119,11 +120,22 @@ static int fz_arch(void *priv, const void *data, u32 len)
 	return fz_blob(d, d->arch, sizeof(d->arch), data, len);
 }
 
-static int fz_work(void *priv, const void *data, u32 len)
+static int fz_arch_part(void *priv, u16 part, u16 nr_parts, const void *data, u32 len)
 {
 	struct fz_dst *d = priv;
 
-	return fz_blob(d, d->work, sizeof(d->work), data, len);
+	if (part >= nr_parts)
+		abort();	/* the parser let a bad part through */
+	d->digest = fz_mix(d->digest, part << 16 | nr_parts);
+	return fz_blob(d, d->part, sizeof(d->part), data, len);
+}
+
+static int fz_vendor(void *priv, u32 index, const void *data, u32 len)
+{
+	struct fz_dst *d = priv;
+
+	d->digest = fz_mix(d->digest, index);
+	return fz_blob(d, d->vendor, sizeof(d->vendor), data, len);
 }
 
 static int fz_end(void *priv)
@@ -147,14 +159,14 @@ static void fz_note(void *priv, const char *text, u32 len)
 
 static const struct gpumig_parser_ops fz_ops = {
 	.header = fz_header, .vram = fz_vram, .zero = fz_zero, .arch = fz_arch,
-	.work = fz_work, .end = fz_end, .note = fz_note,
+	.arch_part = fz_arch_part, .vendor = fz_vendor, .end = fz_end, .note = fz_note,
 };
 
 /* The split run's: the same, and VRAM data may be placed. */
 static const struct gpumig_parser_ops fz_place_ops = {
 	.header = fz_header, .vram = fz_vram, .vram_placed = fz_vram_placed,
-	.zero = fz_zero, .arch = fz_arch, .work = fz_work, .end = fz_end,
-	.note = fz_note,
+	.zero = fz_zero, .arch = fz_arch, .arch_part = fz_arch_part, .vendor = fz_vendor,
+	.end = fz_end, .note = fz_note,
 };
 
 struct fz_result {

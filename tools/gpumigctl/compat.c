@@ -46,6 +46,13 @@ static int parse(const char *line, struct gpumig_compat *c, unsigned int *major)
 		return -1;
 	memcpy(c->type_name, t, n);
 	*major = v[0];
+	/* Only a device whose VRAM block is not 64 KiB names it. */
+	c->block_shift = GPUMIG_BLOCK_SHIFT_DEFAULT;
+	if (field(line, "block_size", 10, &v[7])) {
+		if (!v[7] || v[7] & (v[7] - 1))
+			return -1;
+		c->block_shift = __builtin_ctzll(v[7]);
+	}
 	c->backend = v[1];
 	c->vram_size = v[2];
 	c->nr_queues = v[3];

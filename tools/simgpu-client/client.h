@@ -83,6 +83,7 @@ int t_hostile(struct gpu *g);
 int t_golden_save(struct gpu *g);
 int t_golden_load(struct gpu *g);
 int t_golden_restore(struct gpu *g);
+int t_golden_refused(struct gpu *g);
 
 int migrate_trip(struct gpu *from, struct gpu *to, int n);
 void guest_follow(struct gpu *dst, const struct gpu *src, const uint8_t *mem);

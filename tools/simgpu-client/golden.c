@@ -270,6 +270,39 @@ int t_golden_restore(struct gpu *g)
 	return golden_load(g, false);
 }
 
+/*
+ * A stream this device must refuse (an older release given a stream of a
+ * newer format, run.sh's releases_suite): refused, saying GOLDEN_WHY, and
+ * the device does not run it.
+ */
+int t_golden_refused(struct gpu *g)
+{
+	const char *path = golden_path(), *why = getenv("GOLDEN_WHY");
+	struct blob s = { 0 };
+	int werr, ret;
+	FILE *f;
+	long sz;
+
+	CHECK(path && why && *why, "GOLDEN_STREAM and GOLDEN_WHY must be set");
+	f = fopen(path, "r");
+	CHECK(f, "cannot read %s", path);
+	fseek(f, 0, SEEK_END);
+	sz = ftell(f);
+	rewind(f);
+	s.p = malloc(sz > 0 ? sz : 1);
+	s.len = sz > 0 ? sz : 0;
+	if (!s.p || fread(s.p, 1, s.len, f) != s.len) {
+		fclose(f);
+		free(s.p);
+		return fail("cannot read %s", path);
+	}
+	fclose(f);
+	ret = restore(g, s.p, s.len, &werr);
+	free(s.p);
+	CHECK(ret, "the stream was accepted");
+	return refused_with(g, "the stream", why);
+}
+
 static int golden_load(struct gpu *g, bool edited)
 {
 	const char *path = golden_path();

@@ -7,12 +7,19 @@
  * device keeps the VRAM blocks still to send, and the device's 4 KiB
  * DMA-log page, whose cut pages a report keeps dirty.
  *
+ * A test geometry (the test_geometry parameter) serves a VF as a device
+ * of another shape would be served: its state in parts, the PF's per-VF
+ * scheduling settings as a vendor section, no VRAM dirty tracking, a
+ * larger VRAM block.  It is how make check migrates a real VF with a
+ * geometry other than simgpu's own.
+ *
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/bitmap.h>
 #include <linux/crc32.h>
 #include <linux/interval_tree.h>
 #include <linux/io.h>
+#include <linux/moduleparam.h>
 #include <linux/pci.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -30,6 +37,33 @@
 #define SIMGPU_MIG_INVAL_MS	1000	/* acknowledgment bound */
 #define SIMGPU_MIG_LOG_PAGE	SIMGPU_PF_LOG_PAGE_SIZE	/* the device's DMA-log grain */
 #define SIMGPU_MIG_LOG_CHUNK	(256UL * 1024)	/* pages per report request */
+#define SIMGPU_MIG_PARTS_MAX	8		/* test geometry: state parts */
+#define SIMGPU_MIG_BLOCK_MAX_SHIFT	21	/* test geometry: largest block */
+
+static char test_geometry[64];
+module_param_string(test_geometry, test_geometry, sizeof(test_geometry), 0644);
+MODULE_PARM_DESC(test_geometry,
+		 "for tests: how VFs claimed from now on migrate: a comma list of parts=N (the state in N parts), vendor (the VF's scheduling settings in a vendor section), untracked (no VRAM dirty tracking), block=KiB (64 times a power of two, untracked only); empty: the device's own");
+
+/**
+ * struct simgpu_mig_vendor - the vendor section: the PF's scheduling
+ *	settings of the VF, which its guest's work depends on (test geometry)
+ * @magic: SIMGPU_MIG_VENDOR_MAGIC
+ * @version: SIMGPU_MIG_VENDOR_VERSION
+ * @profile: the VF's profile name, NUL padded
+ * @preempt: SIMGPU_PF_KNOB_PREEMPT
+ * @kernel_step_us: SIMGPU_PF_KNOB_KERNEL_STEP_US
+ */
+struct simgpu_mig_vendor {
+	__le32 magic;
+	__le32 version;
+	char profile[16];
+	__le32 preempt;
+	__le32 kernel_step_us;
+} __packed;
+
+#define SIMGPU_MIG_VENDOR_MAGIC		0x56475053	/* "SPGV" */
+#define SIMGPU_MIG_VENDOR_VERSION	1
 
 /**
  * struct simgpu_mig - one claimed VF, as the provider serves it
@@ -49,6 +83,12 @@
  * @log_nr: how many
  * @log_carry: 4 KiB pages (by IOVA >> 12) the device cleared in a report
  *	that asked for only part of them: still dirty
+ * @ops: the services this VF gets: simgpu_mig_ops, less or more as its
+ *	geometry says (fixed)
+ * @untracked: test geometry: no VRAM dirty tracking (fixed)
+ * @arch: test geometry with parts: the whole state, cut or put together
+ *	(the engine's file lock: one save or restore at a time)
+ * @arch_len: bytes of @arch saved, or restored so far
  */
 struct simgpu_mig {
 	struct gpumig_vf gvf;
@@ -67,6 +107,11 @@ struct simgpu_mig {
 	struct simgpu_pf_iova_range *log_ranges;
 	unsigned int log_nr;
 	struct xarray log_carry;
+
+	struct gpumig_vf_ops ops;
+	bool untracked;
+	u8 *arch;
+	size_t arch_len;
 };
 
 static struct simgpu_mig *to_mig(struct gpumig_vf *gvf)
@@ -100,14 +145,108 @@ static bool simgpu_mig_paused(struct gpumig_vf *gvf)
 	return simgpu_pf_vf_state(to_mig(gvf)->vf) & SIMGPU_PF_VF_STATE_PAUSED;
 }
 
-static ssize_t simgpu_mig_save_state(struct gpumig_vf *gvf, void *buf, size_t len)
+/* Part @part of @n bytes cut in @parts: its start. */
+static size_t simgpu_mig_cut(size_t n, u32 part, u32 parts)
 {
-	return simgpu_pf_vf_save_state(to_mig(gvf)->vf, buf, len);
+	return n * part / parts;
 }
 
-static int simgpu_mig_restore_state(struct gpumig_vf *gvf, const void *buf, size_t len)
+/*
+ * The device's state is one blob; a geometry of several parts cuts it at
+ * the save of part 0 and hands out the rest from there.
+ */
+static ssize_t simgpu_mig_save_state(struct gpumig_vf *gvf, u32 part, void *buf, size_t len)
 {
-	return simgpu_pf_vf_restore_state(to_mig(gvf)->vf, buf, len);
+	struct simgpu_mig *s = to_mig(gvf);
+	u32 parts = gvf->geo.arch_parts;
+	ssize_t n;
+	size_t a, b;
+
+	if (!s->arch)
+		return simgpu_pf_vf_save_state(s->vf, buf, len);
+	if (part >= parts)
+		return -EINVAL;
+	if (!part) {
+		n = simgpu_pf_vf_save_state(s->vf, s->arch, s->info.arch_size);
+		if (n < 0)
+			return n;
+		s->arch_len = n;
+	}
+	a = simgpu_mig_cut(s->arch_len, part, parts);
+	b = simgpu_mig_cut(s->arch_len, part + 1, parts);
+	if (b - a > len)
+		return -ENOSPC;
+	memcpy(buf, s->arch + a, b - a);
+	return b - a;
+}
+
+/* Parts arrive in order; the last one has the device check the whole. */
+static int simgpu_mig_restore_state(struct gpumig_vf *gvf, u32 part, const void *buf,
+				    size_t len)
+{
+	struct simgpu_mig *s = to_mig(gvf);
+	u32 parts = gvf->geo.arch_parts;
+
+	if (!s->arch)
+		return simgpu_pf_vf_restore_state(s->vf, buf, len);
+	if (!part)
+		s->arch_len = 0;
+	if (part >= parts || len > s->info.arch_size - s->arch_len)
+		return -EINVAL;
+	memcpy(s->arch + s->arch_len, buf, len);
+	s->arch_len += len;
+	if (part < parts - 1)
+		return 0;
+	return simgpu_pf_vf_restore_state(s->vf, s->arch, s->arch_len);
+}
+
+/* ---- the vendor section (test geometry) ----------------------------------- */
+
+static size_t simgpu_mig_vendor_size(struct gpumig_vf *gvf, u32 *sections)
+{
+	*sections = 1;
+	return sizeof(struct simgpu_mig_vendor);
+}
+
+static ssize_t simgpu_mig_vendor_save(struct gpumig_vf *gvf, u32 index, void *buf, size_t len)
+{
+	struct simgpu_mig *s = to_mig(gvf);
+	struct simgpu_mig_vendor v = {
+		.magic = cpu_to_le32(SIMGPU_MIG_VENDOR_MAGIC),
+		.version = cpu_to_le32(SIMGPU_MIG_VENDOR_VERSION),
+	};
+
+	if (index)
+		return -ENOENT;
+	if (len < sizeof(v))
+		return -ENOSPC;
+	strscpy_pad(v.profile, s->info.name, sizeof(v.profile));
+	v.preempt = cpu_to_le32(simgpu_pf_vf_knob(s->vf, SIMGPU_PF_KNOB_PREEMPT));
+	v.kernel_step_us = cpu_to_le32(simgpu_pf_vf_knob(s->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US));
+	memcpy(buf, &v, sizeof(v));
+	return sizeof(v);
+}
+
+/* Hostile input: only a section of this layout, for this profile, is taken. */
+static int simgpu_mig_vendor_restore(struct gpumig_vf *gvf, u32 index, const void *buf,
+				     size_t len)
+{
+	struct simgpu_mig *s = to_mig(gvf);
+	struct simgpu_mig_vendor v;
+
+	if (index || len != sizeof(v))
+		return -EINVAL;
+	memcpy(&v, buf, sizeof(v));
+	if (le32_to_cpu(v.magic) != SIMGPU_MIG_VENDOR_MAGIC ||
+	    le32_to_cpu(v.version) != SIMGPU_MIG_VENDOR_VERSION ||
+	    v.profile[sizeof(v.profile) - 1] ||
+	    strncmp(v.profile, s->info.name, sizeof(v.profile)) ||
+	    le32_to_cpu(v.preempt) > 1)
+		return -EINVAL;
+	simgpu_pf_vf_set_knob(s->vf, SIMGPU_PF_KNOB_PREEMPT, le32_to_cpu(v.preempt));
+	simgpu_pf_vf_set_knob(s->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US,
+			      le32_to_cpu(v.kernel_step_us));
+	return 0;
 }
 
 static u32 simgpu_mig_guest_resets(struct gpumig_vf *gvf)
@@ -271,7 +410,7 @@ static int simgpu_mig_vram_read(struct gpumig_vf *gvf, u64 off, void *buf, u32 l
 	struct simgpu_mig *s = to_mig(gvf);
 
 	/* The engine reads whole blocks it took from vram_next_dirty. */
-	if (simgpu_mig_counted(s) && !((off | len) & (GPUMIG_BLOCK_SIZE - 1)))
+	if (simgpu_mig_counted(s) && !s->untracked && !((off | len) & (GPUMIG_BLOCK_SIZE - 1)))
 		return simgpu_pf_vf_vram_read_take(s->vf, off, buf, len);
 	return simgpu_pf_vf_vram_read(s->vf, off, buf, len);
 }
@@ -542,6 +681,7 @@ static void simgpu_mig_free(struct simgpu_mig *s)
 	simgpu_mig_log_free(s);
 	bitmap_free(s->vdirty);
 	bitmap_free(s->populated);
+	kfree(s->arch);
 	mutex_destroy(&s->vram_lock);
 	kfree(s);
 }
@@ -617,6 +757,90 @@ static const char *simgpu_mig_unfit(const struct simgpu_pf_vf_info *i)
 	return NULL;
 }
 
+/*
+ * The test geometry a VF claimed now gets (test_geometry): 0, or
+ * -EINVAL for a parameter that does not parse, with @why.
+ */
+static int simgpu_mig_test_geometry(struct simgpu_mig *s, char *why, size_t len)
+{
+	struct gpumig_geometry *g = &s->gvf.geo;
+	char buf[sizeof(test_geometry)], *p = buf, *tok;
+	unsigned int v;
+	int ret = 0;
+
+	kernel_param_lock(THIS_MODULE);
+	strscpy(buf, test_geometry);
+	kernel_param_unlock(THIS_MODULE);
+	strim(buf);
+	while (!ret && (tok = strsep(&p, ","))) {
+		if (!*tok)
+			continue;
+		if (!strcmp(tok, "untracked")) {
+			s->untracked = true;
+		} else if (!strcmp(tok, "vendor")) {
+			g->vendor_max = sizeof(struct simgpu_mig_vendor);
+		} else if (sscanf(tok, "parts=%u", &v) == 1) {
+			if (v < 1 || v > SIMGPU_MIG_PARTS_MAX)
+				ret = -EINVAL;
+			g->arch_parts = v;
+		} else if (sscanf(tok, "block=%u", &v) == 1) {
+			v *= SZ_1K;
+			if (!is_power_of_2(v) || v < GPUMIG_BLOCK_SIZE ||
+			    ilog2(v) > SIMGPU_MIG_BLOCK_MAX_SHIFT)
+				ret = -EINVAL;
+			else
+				g->block_shift = ilog2(v);
+		} else {
+			ret = -EINVAL;
+		}
+	}
+	if (!ret && g->block_shift && g->block_shift != GPUMIG_BLOCK_SHIFT && !s->untracked)
+		ret = -EINVAL;	/* the device tracks 64 KiB blocks only */
+	if (!ret && g->block_shift && s->info.vram_size & (BIT_ULL(g->block_shift) - 1))
+		ret = -EINVAL;
+	if (ret)
+		snprintf(why, len, "simgpu-pf's test_geometry \"%s\" is not one it serves", buf);
+	return ret;
+}
+
+/* The services a VF gets: all of simgpu_mig_ops, or as its geometry says. */
+static int simgpu_mig_geometry(struct simgpu_mig *s, char *why, size_t len)
+{
+	struct gpumig_geometry *g = &s->gvf.geo;
+	struct gpumig_vf_ops *o = &s->ops;
+	int ret;
+
+	*o = simgpu_mig_ops;
+	s->gvf.ops = o;
+	ret = simgpu_mig_test_geometry(s, why, len);
+	if (ret)
+		return ret;
+	if (s->untracked) {
+		o->vram_track = NULL;
+		o->vram_next_dirty = NULL;
+		o->vram_take_zero_run = NULL;
+		o->vram_dirty_count = NULL;
+	}
+	if (g->vendor_max) {
+		o->vendor_size = simgpu_mig_vendor_size;
+		o->vendor_save = simgpu_mig_vendor_save;
+		o->vendor_restore = simgpu_mig_vendor_restore;
+	}
+	if (g->arch_parts > 1) {
+		g->arch_part_max = DIV_ROUND_UP(s->info.arch_size, g->arch_parts);
+		/* uncharged: made once at bind, not by a user's fd */
+		s->arch = kmalloc(s->info.arch_size, GFP_KERNEL);
+		if (!s->arch)
+			return -ENOMEM;
+	}
+	if (g->arch_parts || g->vendor_max || s->untracked || g->block_shift)
+		pci_info(s->pdev, "test geometry: %u state parts, %svendor section, VRAM %s in %lu KiB blocks\n",
+			 g->arch_parts ?: 1, g->vendor_max ? "a " : "no ",
+			 s->untracked ? "untracked" : "tracked",
+			 BIT(g->block_shift ?: GPUMIG_BLOCK_SHIFT) >> 10);
+	return 0;
+}
+
 /* simgpu_pf_vf_get()'s errors, as the operator reads them. */
 static const char *simgpu_mig_claim_why(int err)
 {
@@ -675,7 +899,9 @@ static struct gpumig_vf *simgpu_mig_claim(struct pci_dev *pdev, const struct gpu
 	if (!s->vdirty || !s->populated)
 		goto err;
 
-	s->gvf.ops = &simgpu_mig_ops;
+	ret = simgpu_mig_geometry(s, why, len);
+	if (ret)
+		goto err;
 	s->gvf.arch_size = s->info.arch_size;
 	s->gvf.attrs = &simgpu_pf_vf_group;
 	c = &s->gvf.compat;

@@ -142,14 +142,15 @@ static size_t simgpu_be_arch_size(void *priv)
 	return simgpu_arch_size();
 }
 
-static ssize_t simgpu_be_arch_save(void *priv, void *buf, size_t len)
+/* One part: the geometry's default. */
+static ssize_t simgpu_be_arch_save(void *priv, u32 part, void *buf, size_t len)
 {
 	struct simgpu_dev *sdev = priv;
 
 	return simgpu_arch_save(&sdev->core, buf, len);
 }
 
-static int simgpu_be_arch_restore(void *priv, const void *buf, size_t len)
+static int simgpu_be_arch_restore(void *priv, u32 part, const void *buf, size_t len)
 {
 	struct simgpu_dev *sdev = priv;
 

@@ -141,7 +141,7 @@ static int simgpu_init_dev(struct vfio_device *vdev)
 		goto err_core;
 	simgpu_type_compat(type, &compat);
 	sdev->mig = gpumig_mig_create(vdev, &simgpu_vfio_ops, &simgpu_backend_ops, sdev,
-				      &compat);
+				      &compat, NULL);
 	if (IS_ERR(sdev->mig)) {
 		ret = PTR_ERR(sdev->mig);
 		goto err_dirty;

@@ -17,7 +17,7 @@
 
 #define GPUMIG_SEC_MAGIC		0x474d5047	/* "GPMG" on the wire */
 #define GPUMIG_STREAM_MAJOR		1
-#define GPUMIG_STREAM_MINOR		1
+#define GPUMIG_STREAM_MINOR		2
 
 /* No destination buffers more than this of one section. */
 #define GPUMIG_SEC_MAX_PAYLOAD		(16U << 20)
@@ -28,8 +28,10 @@
 #define GPUMIG_SEC_HEADER		0x0001	/* first: version, descriptor */
 #define GPUMIG_SEC_VRAM			0x0002	/* one chunk of device memory */
 #define GPUMIG_SEC_ARCH			0x0003	/* architectural state */
-#define GPUMIG_SEC_WORK			0x0004	/* in-flight work (unused) */
+#define GPUMIG_SEC_WORK			0x0004	/* reserved: never produced, always refused */
 #define GPUMIG_SEC_ZERO			0x0005	/* a range of device memory reads zero (1.1) */
+#define GPUMIG_SEC_ARCH_PART		0x0006	/* one part of the architectural state (1.2) */
+#define GPUMIG_SEC_VENDOR		0x0007	/* a device's own opaque state (1.2) */
 #define GPUMIG_SEC_END			0x000f	/* last: counts and stream CRC */
 #define GPUMIG_SEC_NOTE			(GPUMIG_SEC_OPTIONAL | 0x0001)
 
@@ -75,6 +77,12 @@ struct gpumig_sec_hdr {
  * @features: feature bits the source's guest may rely on
  * @page_size: GPU MMU page size
  * @arch_version: version of the backend's architectural-state layout
+ * @block_shift: log2 of the device's VRAM block, which is both the
+ *	chunk the stream carries VRAM in and the grain of its dirty
+ *	tracking, GPUMIG_BLOCK_SHIFT_MIN to GPUMIG_BLOCK_SHIFT_MAX.  Stream
+ *	1.2: every 1.2 stream names it (a reader of 1.1, for which it is
+ *	part of @reserved, refuses such a stream at its header); zero in a
+ *	stream of a lower minor, which means 16 (64 KiB)
  * @reserved: must be zero
  */
 struct gpumig_wire_compat {
@@ -85,12 +93,23 @@ struct gpumig_wire_compat {
 	__le64 features;
 	__le32 page_size;
 	__le32 arch_version;
-	__le64 reserved;
+	__le32 block_shift;
+	__le32 reserved;
 } __attribute__((packed));
 
+#define GPUMIG_BLOCK_SHIFT_MIN		12	/* 4 KiB */
+#define GPUMIG_BLOCK_SHIFT_MAX		23	/* 8 MiB: a chunk fits GPUMIG_SEC_MAX_PAYLOAD */
+
+/*
+ * Backend IDs name a device family on the wire: a destination takes only
+ * its own family's state.  IDs below 0x10000 are gpumig's; a GPU vendor's
+ * provider uses its PCI vendor ID in the upper 16 bits and numbers its
+ * families in the lower 16 ((0x8086 << 16) | 1, say), so that a new
+ * family needs no number from anyone.
+ */
 #define GPUMIG_BACKEND_SIMGPU		1	/* simgpu mdev */
 #define GPUMIG_BACKEND_PCI		2	/* simgpu-pci VF */
-#define GPUMIG_BACKEND_FAKE		0xf0	/* KUnit */
+#define GPUMIG_BACKEND_VENDOR(pci_vendor, n)	((__u32)(pci_vendor) << 16 | (__u16)(n))
 
 /**
  * struct gpumig_wire_header - payload of GPUMIG_SEC_HEADER (80 bytes)
@@ -107,7 +126,10 @@ struct gpumig_wire_header {
 } __attribute__((packed));
 
 #define GPUMIG_VRAM_ZERO		0x1	/* chunk is all zeroes; no data */
-/* gpumig's engine sends VRAM in chunks of this size (a reader may accept others). */
+/*
+ * gpumig's engine sends VRAM in chunks of the device's block: this size
+ * unless the descriptor's block_shift says otherwise.
+ */
 #define GPUMIG_VRAM_CHUNK		65536
 
 /**
@@ -134,6 +156,35 @@ struct gpumig_wire_vram {
 struct gpumig_wire_zero {
 	__le64 offset;
 	__le64 len;
+} __attribute__((packed));
+
+/**
+ * struct gpumig_wire_arch_part - payload of GPUMIG_SEC_ARCH_PART, then the
+ *	part's bytes (8 bytes).  Stream 1.2: a device whose architectural
+ *	state is in several parts, or larger than 64 KiB, sends each part,
+ *	0 to @nr_parts - 1 in order, instead of one GPUMIG_SEC_ARCH.
+ * @part: which part
+ * @nr_parts: how many the device has (the same in every part)
+ * @flags: must be zero
+ */
+struct gpumig_wire_arch_part {
+	__le16 part;
+	__le16 nr_parts;
+	__le32 flags;
+} __attribute__((packed));
+
+/**
+ * struct gpumig_wire_vendor - payload of GPUMIG_SEC_VENDOR, then the
+ *	section's bytes (8 bytes).  Stream 1.2: state that the device's own
+ *	driver produces and consumes and gpumig carries unread (firmware
+ *	context, a PF's per-VF configuration), sent after VRAM and before the
+ *	architectural state, @index 0, 1, ... in order.
+ * @index: which section of the device's
+ * @flags: must be zero
+ */
+struct gpumig_wire_vendor {
+	__le32 index;
+	__le32 flags;
 } __attribute__((packed));
 
 /**

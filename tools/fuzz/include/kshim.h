@@ -52,6 +52,7 @@ typedef unsigned long long __le64;
 #define max_t(t, a, b)	max((t)(a), (t)(b))
 #define check_add_overflow(a, b, d)	__builtin_add_overflow(a, b, d)
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define BIT(n)		(1UL << (n))
 
 static inline void *kvmalloc(size_t n, int gfp)
 {

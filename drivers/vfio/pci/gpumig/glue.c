@@ -75,14 +75,40 @@ static size_t gvp_arch_size(void *priv)
 	return gvp_vf(priv)->arch_size;
 }
 
-static ssize_t gvp_arch_save(void *priv, void *buf, size_t len)
+static ssize_t gvp_arch_save(void *priv, u32 part, void *buf, size_t len)
 {
-	return gvp_vf(priv)->ops->save_state(gvp_vf(priv), buf, len);
+	return gvp_vf(priv)->ops->save_state(gvp_vf(priv), part, buf, len);
 }
 
-static int gvp_arch_restore(void *priv, const void *buf, size_t len)
+static int gvp_arch_restore(void *priv, u32 part, const void *buf, size_t len)
 {
-	return gvp_vf(priv)->ops->restore_state(gvp_vf(priv), buf, len);
+	return gvp_vf(priv)->ops->restore_state(gvp_vf(priv), part, buf, len);
+}
+
+static size_t gvp_vendor_size(void *priv, u32 *sections)
+{
+	return gvp_vf(priv)->ops->vendor_size(gvp_vf(priv), sections);
+}
+
+static ssize_t gvp_vendor_save(void *priv, u32 index, void *buf, size_t len)
+{
+	return gvp_vf(priv)->ops->vendor_save(gvp_vf(priv), index, buf, len);
+}
+
+static int gvp_vendor_restore(void *priv, u32 index, const void *buf, size_t len)
+{
+	return gvp_vf(priv)->ops->vendor_restore(gvp_vf(priv), index, buf, len);
+}
+
+static int gvp_compat_check(void *priv, const struct gpumig_compat *src, char *why,
+			    size_t len)
+{
+	return gvp_vf(priv)->ops->compat_check(gvp_vf(priv), src, why, len);
+}
+
+static int gvp_p2p(void *priv, bool stop)
+{
+	return gvp_vf(priv)->ops->p2p(gvp_vf(priv), stop);
 }
 
 static u32 gvp_guest_resets(void *priv)
@@ -184,6 +210,15 @@ void gvp_glue_init(struct gvp_glue *gl)
 	}
 	if (o->guest_resets)
 		b->guest_resets = gvp_guest_resets;
+	if (o->vendor_save) {
+		b->vendor_size = gvp_vendor_size;
+		b->vendor_save = gvp_vendor_save;
+		b->vendor_restore = gvp_vendor_restore;
+	}
+	if (o->compat_check)
+		b->compat_check = gvp_compat_check;
+	if (o->p2p)
+		b->p2p = gvp_p2p;
 }
 EXPORT_SYMBOL_IF_KUNIT(gvp_glue_init);
 

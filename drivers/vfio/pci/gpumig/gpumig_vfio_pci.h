@@ -72,6 +72,7 @@ static inline struct gvp_dev *to_gvp(struct vfio_device *vdev)
 
 /* vfio_dev.c */
 extern const struct vfio_device_ops gvp_vfio_ops;
+void gvp_reset_prepare(struct gvp_dev *g);
 void gvp_reset_done(struct gvp_dev *g);
 int gvp_unquarantine(struct gvp_dev *g);
 

@@ -60,12 +60,18 @@ static void gvp_remove(struct pci_dev *pdev)
 	vfio_put_device(&g->core.vdev);
 }
 
+static void gvp_reset_prepare_cb(struct pci_dev *pdev)
+{
+	gvp_reset_prepare(pdev_to_gvp(pdev));
+}
+
 static void gvp_reset_done_cb(struct pci_dev *pdev)
 {
 	gvp_reset_done(pdev_to_gvp(pdev));
 }
 
 static const struct pci_error_handlers gvp_err_handlers = {
+	.reset_prepare = gvp_reset_prepare_cb,
 	.reset_done = gvp_reset_done_cb,
 	.error_detected = vfio_pci_core_aer_err_detected,
 };

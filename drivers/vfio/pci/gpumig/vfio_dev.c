@@ -97,7 +97,7 @@ static int gvp_migration_init(struct gvp_dev *g)
 			goto err_release;
 	}
 	m = gpumig_mig_create(&g->core.vdev, &gvp_mig_vfio_ops, &g->glue.ops, &g->glue,
-			      &vf->compat);
+			      &vf->compat, &vf->geo);
 	if (IS_ERR(m)) {
 		ret = PTR_ERR(m);
 		goto err_attrs;
@@ -215,8 +215,27 @@ static void gvp_close_device(struct vfio_device *vdev)
  */
 void gvp_reset_done(struct gvp_dev *g)
 {
+	struct gpumig_vf *vf = g->glue.vf;
+
+	if (vf && vf->ops->reset_done)
+		vf->ops->reset_done(vf);
 	if (g->mig)
 		gpumig_mig_reset(g->mig);
+}
+
+/**
+ * gvp_reset_prepare() - the PCI core is about to reset the function
+ * @g: function
+ *
+ * The provider gets its PF ready for the VF's reset (the PF's part of an
+ * FLR, as xe's flr_prepare); gvp_reset_done() waits for it to finish.
+ */
+void gvp_reset_prepare(struct gvp_dev *g)
+{
+	struct gpumig_vf *vf = g->glue.vf;
+
+	if (vf && vf->ops->reset_prepare)
+		vf->ops->reset_prepare(vf);
 }
 
 /**
