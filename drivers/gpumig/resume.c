@@ -202,12 +202,13 @@ static int gpumig_rx_end(void *priv)
 		ret = m->ops->arch_restore(m->priv, part,
 					   migf->arch + (size_t)part * g->arch_part_max,
 					   migf->arch_len[part]);
+		if (ret && g->arch_parts == 1)
+			return gpumig_parser_set_error(&migf->parser, ret,
+				"device refused the architectural state (%d)", ret);
 		if (ret)
 			return gpumig_parser_set_error(&migf->parser, ret,
-				g->arch_parts == 1 ?
-				"device refused the architectural state (%d)" :
 				"device refused part %u of the architectural state (%d)",
-				g->arch_parts == 1 ? ret : part, ret);
+				part, ret);
 	}
 	migf->state = GPUMIG_FILE_RESTORED;
 	return 0;
