@@ -131,7 +131,8 @@ EXPORT_SYMBOL_GPL(gpumig_quarantine_note);
  *
  * Return: 0, or -EINVAL when it was not quarantined.
  */
-int gpumig_quarantine_clear(struct device *dev)
+/* Take @dev's record off the list: the caller frees it, or NULL. */
+static struct gpumig_qrec *gpumig_qrec_take(struct device *dev)
 {
 	struct gpumig_qrec *q;
 
@@ -140,10 +141,22 @@ int gpumig_quarantine_clear(struct device *dev)
 	if (q)
 		list_del(&q->node);
 	mutex_unlock(&gpumig_qlock);
-	if (!q)
-		return -EINVAL;
+	return q;
+}
+
+static void gpumig_qrec_free(struct gpumig_qrec *q)
+{
 	put_device(q->dev);
 	kfree(q);
+}
+
+int gpumig_quarantine_clear(struct device *dev)
+{
+	struct gpumig_qrec *q = gpumig_qrec_take(dev);
+
+	if (!q)
+		return -EINVAL;
+	gpumig_qrec_free(q);
 	return 0;
 }
 EXPORT_SYMBOL_GPL(gpumig_quarantine_clear);
@@ -159,19 +172,13 @@ EXPORT_SYMBOL_GPL(gpumig_quarantine_clear);
  */
 void gpumig_quarantine_gone(struct device *dev, const char *how)
 {
-	struct gpumig_qrec *q;
+	struct gpumig_qrec *q = gpumig_qrec_take(dev);
 
-	mutex_lock(&gpumig_qlock);
-	q = gpumig_qrec_find(dev);
-	if (q)
-		list_del(&q->node);
-	mutex_unlock(&gpumig_qlock);
 	if (!q)
 		return;
 	dev_warn(dev, "%s while quarantined: %s\n", how, q->why);
 	trace_gpumig_quarantine_end(dev, how, q->why);
-	put_device(q->dev);
-	kfree(q);
+	gpumig_qrec_free(q);
 }
 EXPORT_SYMBOL_GPL(gpumig_quarantine_gone);
 
@@ -201,7 +208,6 @@ void gpumig_quarantine_exit(void)
 	list_for_each_entry_safe(q, t, &gpumig_qrecs, node) {
 		dev_warn(q->dev, "gpumig unloaded while quarantined: %s\n", q->why);
 		list_del(&q->node);
-		put_device(q->dev);
-		kfree(q);
+		gpumig_qrec_free(q);
 	}
 }

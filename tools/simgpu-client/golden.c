@@ -270,6 +270,30 @@ int t_golden_restore(struct gpu *g)
 	return golden_load(g, false);
 }
 
+/* The whole file @path into @b (freed by the caller): 0, or -1. */
+static int read_stream(const char *path, struct blob *b)
+{
+	FILE *f = fopen(path, "r");
+	long sz;
+
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	sz = ftell(f);
+	rewind(f);
+	b->len = sz > 0 ? sz : 0;
+	b->cap = b->len;
+	b->p = malloc(b->len ? b->len : 1);
+	if (!b->p || fread(b->p, 1, b->len, f) != b->len) {
+		fclose(f);
+		free(b->p);
+		b->p = NULL;
+		return -1;
+	}
+	fclose(f);
+	return 0;
+}
+
 /*
  * A stream this device must refuse (an older release given a stream of a
  * newer format, run.sh's releases_suite): refused, saying GOLDEN_WHY, and
@@ -280,23 +304,9 @@ int t_golden_refused(struct gpu *g)
 	const char *path = golden_path(), *why = getenv("GOLDEN_WHY");
 	struct blob s = { 0 };
 	int werr, ret;
-	FILE *f;
-	long sz;
 
 	CHECK(path && why && *why, "GOLDEN_STREAM and GOLDEN_WHY must be set");
-	f = fopen(path, "r");
-	CHECK(f, "cannot read %s", path);
-	fseek(f, 0, SEEK_END);
-	sz = ftell(f);
-	rewind(f);
-	s.p = malloc(sz > 0 ? sz : 1);
-	s.len = sz > 0 ? sz : 0;
-	if (!s.p || fread(s.p, 1, s.len, f) != s.len) {
-		fclose(f);
-		free(s.p);
-		return fail("cannot read %s", path);
-	}
-	fclose(f);
+	CHECK(read_stream(path, &s) == 0, "cannot read %s", path);
 	ret = restore(g, s.p, s.len, &werr);
 	free(s.p);
 	CHECK(ret, "the stream was accepted");
@@ -311,23 +321,9 @@ static int golden_load(struct gpu *g, bool edited)
 	struct image a, b;
 	int werr, ret;
 	size_t i;
-	FILE *f;
-	long sz;
 
 	CHECK(path, "GOLDEN_STREAM is not set");
-	f = fopen(path, "r");
-	CHECK(f, "cannot read %s", path);
-	fseek(f, 0, SEEK_END);
-	sz = ftell(f);
-	rewind(f);
-	gold.p = malloc(sz > 0 ? sz : 1);
-	gold.len = sz > 0 ? sz : 0;
-	gold.cap = gold.len;
-	if (!gold.p || fread(gold.p, 1, gold.len, f) != gold.len) {
-		fclose(f);
-		return fail("cannot read %s", path);
-	}
-	fclose(f);
+	CHECK(read_stream(path, &gold) == 0, "cannot read %s", path);
 	CHECK(walk(&gold, NULL, NULL) > 3, "%s is not a gpumig stream", path);
 
 	/* The golden stream loads, and the device then holds its VRAM. */
