@@ -235,6 +235,8 @@ struct gpumig_mig {
 /* state.c */
 void gpumig_state_mutex_lock(struct gpumig_mig *m);
 void gpumig_state_mutex_unlock(struct gpumig_mig *m);
+void gpumig_disable_files(struct gpumig_mig *m);
+void gpumig_reset_locked(struct gpumig_mig *m);
 
 /* reason.c */
 __printf(2, 3) void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...);
@@ -258,7 +260,7 @@ static inline u64 gpumig_block_size(const struct gpumig_mig *m)
 	return BIT_ULL(m->geo.block_shift);
 }
 
-/* state.c: the stream version a geometry needs */
+/* device.c: the stream version a geometry needs */
 u16 gpumig_stream_minor(const struct gpumig_geometry *geo);
 
 /* file.c: what both kinds of data file share */

@@ -222,3 +222,42 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 }
 EXPORT_SYMBOL_GPL(gpumig_metric_attr_show);
 
+/* ---- the descriptor and what the device offers ------------------------- */
+
+/**
+ * gpumig_mig_compat() - the device's compatibility descriptor
+ * @m: device
+ *
+ * Return: the descriptor; fixed for the device's life.
+ */
+const struct gpumig_compat *gpumig_mig_compat(struct gpumig_mig *m)
+{
+	return &m->compat;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_compat);
+
+/**
+ * gpumig_mig_compat_show() - the sysfs "migration/compat" line
+ * @m: device
+ * @buf: sysfs buffer
+ *
+ * Return: bytes written.
+ */
+ssize_t gpumig_mig_compat_show(struct gpumig_mig *m, char *buf)
+{
+	return gpumig_compat_format(&m->compat, buf, PAGE_SIZE);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_compat_show);
+
+/**
+ * gpumig_mig_dirty_tracking() - does the device track guest memory it writes?
+ * @m: device
+ *
+ * Return: true when VFIO DMA logging is offered: the kernel can carry the
+ * reports (CONFIG_IOMMUFD_DRIVER) and the backend tracks.
+ */
+bool gpumig_mig_dirty_tracking(struct gpumig_mig *m)
+{
+	return m->log_ops;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_dirty_tracking);
