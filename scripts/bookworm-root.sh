@@ -7,7 +7,7 @@
 # exact version the host's test kernel is), DKMS, udev, systemd's
 # modules-load and mdevctl.  The distro VM installs the gpumig-dkms
 # package into it with apt, runs its boot-time steps, migrates and
-# removes the package again (scripts/guest/run.sh, package_suite), in a
+# removes the package again (scripts/guest/suite-package.sh), in a
 # throw-away overlay: the test VMs' own root is the host's, read-only.
 # Made with mmdebstrap, cached outside the repository keyed by its inputs.
 #

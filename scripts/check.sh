@@ -379,7 +379,7 @@ releases_build() {
 # suites, migrations to and from older releases, the package lane.
 distro_vm() {
 	# The package lane's inputs: gpumig-dkms built with dh-dkms, and a
-	# Debian root for it to be installed into (run.sh, package_suite).
+	# Debian root for it to be installed into (scripts/guest/suite-package.sh).
 	mkdir -p "$RES/distro"
 	releases_build "$RES/distro"
 	t0=$(date +%s)

@@ -4,7 +4,7 @@
 # Print the path of a Debian bookworm root filesystem holding libvirt 11.3
 # and QEMU 10.0 from bookworm-backports (the pair Debian ships for
 # bookworm), mdevctl and iproute2: what a GPU host that libvirt manages
-# runs.  The two-host lane (scripts/guest/run.sh, libvirt_suite) runs
+# runs.  The two-host lane (scripts/guest/libvirt.sh) runs
 # libvirt's daemons and virsh from it with chroot in each of its two VMs;
 # installing libvirt 11.3 on the host itself would upgrade its systemd.
 # Made with mmdebstrap, cached outside the repository keyed by its inputs.

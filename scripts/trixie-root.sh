@@ -4,7 +4,7 @@
 # Print the path of a Debian trixie root filesystem holding QEMU 11.1 from
 # trixie-backports (and python3 for the QEMU harness), made with
 # mmdebstrap and cached outside the repository keyed by its inputs.  The
-# test VMs run QEMU 11.1 from it with chroot (scripts/guest/run.sh,
+# test VMs run QEMU 11.1 from it with chroot (scripts/guest/lib.sh,
 # qemu11_lane), since trixie's QEMU needs trixie's libraries and the host
 # is bookworm: nothing of it is installed on the host.
 #

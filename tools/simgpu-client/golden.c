@@ -261,7 +261,7 @@ int t_golden_load(struct gpu *g)
 }
 
 /*
- * Another release's stream (scripts/guest/run.sh, releases_suite): it
+ * Another release's stream (scripts/guest/suite-releases.sh): it
  * loads and the device then holds its VRAM; what the edited copies test
  * is this release's own rule, not the other's.
  */
@@ -296,7 +296,7 @@ static int read_stream(const char *path, struct blob *b)
 
 /*
  * A stream this device must refuse (an older release given a stream of a
- * newer format, run.sh's releases_suite): refused, saying GOLDEN_WHY, and
+ * newer format, scripts/guest/suite-releases.sh): refused, saying GOLDEN_WHY, and
  * the device does not run it.
  */
 int t_golden_refused(struct gpu *g)

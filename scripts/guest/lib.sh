@@ -1,0 +1,292 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The guest suites' library: KTAP reporting, loading the VFIO stack and
+# the KUnit modules, and the helpers more than one suite uses (VFs and
+# their drivers, the QEMU lanes, golden streams).
+# Sourced by run.sh (which says what each mode runs).
+
+# simgpu-pci: the PF driver, VF profiles, SR-IOV on and off, the PF's
+# services from the kernel (KUnit on an unbound VF), a VF on plain
+# vfio-pci, then gpumig-vfio-pci: the client's migration scenarios on VFs,
+# QEMU end to end, a PF assigned plainly, gpumigctl, and the PF's driver
+# unbound mid-migration.
+PFDRV=/sys/bus/pci/drivers/simgpu-pf
+GVP=gpumig-vfio-pci
+
+# The VFIO stack simgpu needs: type1 container and mediated devices.
+vfio_stack() {
+	local m b
+
+	if [ -z "$kdir" ]; then
+		modprobe -a vfio_iommu_type1 mdev vfio-pci
+		return
+	fi
+	for m in virt/lib/irqbypass drivers/iommu/iommufd/iommufd drivers/vfio/vfio \
+		 drivers/vfio/vfio_iommu_type1 drivers/vfio/mdev/mdev \
+		 drivers/vfio/pci/vfio-pci-core drivers/vfio/pci/vfio-pci; do
+		[ -f "$kdir/$m.ko" ] || continue
+		b=$(basename $m)
+		grep -q "^${b//-/_} " /proc/modules || insmod "$kdir/$m.ko" || return 1
+	done
+}
+
+ok() {
+	n=$((n + 1))
+	echo "    ok $n $*" >>"$ktap"
+	echo "vm: ok $* [${SECONDS} s]"
+}
+
+not_ok() {
+	n=$((n + 1))
+	echo "    not ok $n $*" >>"$ktap"
+	echo "vm: NOT OK $* [${SECONDS} s]"
+}
+
+# check DESC CMD...: run CMD, report it; the status says whether it passed.
+check() {
+	local desc=$1
+	shift
+	if "$@" >>"$out/guest.log" 2>&1; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		return 1
+	fi
+}
+
+# Each KUnit module runs its suite when loaded; its results are copied
+# before it is unloaded (its debugfs directory goes with it).
+kunit_suites() {
+	local k d
+
+	mkdir -p "$out/kunit"
+	for k in $KUNIT_MODULES; do
+		check "KUnit: load $k (runs its suite)" insmod "$moddir/$k.ko" || continue
+		for d in /sys/kernel/debug/kunit/*/; do
+			[ -f "$d/results" ] && cp "$d/results" "$out/kunit/$(basename "$d").ktap"
+		done
+		check "KUnit: unload $k" rmmod "$k"
+	done
+}
+
+# QEMU realizes vfio-pci on the mdev and its guest sees a 3D controller
+# with our IDs and a 64 KiB BAR0 (the CPUs never run: -S).
+qemu_assign() {
+	local log=$out/qemu-assign.txt
+
+	printf 'info pci\nquit\n' | timeout 180 qemu-system-x86_64 -machine q35 \
+		-accel tcg -m 128 -S -nodefaults -display none -monitor stdio \
+		-device vfio-pci,sysfsdev=/sys/bus/mdev/devices/$1 >"$log" 2>&1
+	grep -q "3D controller: PCI device 1234:5347" "$log" &&
+		grep -A3 "1234:5347" "$log" | grep -q "BAR0: 32 bit memory"
+}
+
+# unload_refused DEV MODULE...: while a VMM (QEMU, stopped before its
+# first instruction) holds DEV open, unloading any of MODULE is refused and
+# breaks nothing; DEV works for the next user.
+unload_refused() {
+	local dev=$1 pid m i held=""
+	shift
+	qemu-system-x86_64 -machine q35 -accel tcg -m 128 -S -nodefaults -display none \
+		-monitor none -device vfio-pci,sysfsdev="$dev" >"$out/qemu-unload.txt" 2>&1 &
+	pid=$!
+	for i in $(seq 300); do
+		ls -l /proc/$pid/fd 2>/dev/null | grep -Eq 'vfio-device|/dev/vfio/devices/' && {
+			held=1
+			break
+		}
+		sleep 0.2
+	done
+	[ -n "$held" ] || { echo "QEMU never opened $dev"; kill $pid; return 1; }
+	for m in "$@"; do
+		if rmmod "$m" 2>/dev/null; then
+			echo "rmmod $m succeeded while $dev was open"
+			kill $pid
+			return 1
+		fi
+	done
+	kill $pid
+	wait $pid 2>/dev/null
+	return 0
+}
+
+# in_order FILE REGEX...: each REGEX matches a line of FILE after the line
+# the one before it matched.
+in_order() {
+	local f=$1
+	shift
+	awk -v n=$# 'BEGIN { for (i = 1; i < ARGC; i++) re[i] = ARGV[i]; ARGC = 1; i = 1 }
+		i <= n && $0 ~ re[i] { i++ }
+		END { if (i <= n) { print "no trace line after the earlier ones matches: " re[i]; exit 1 } }' \
+		"$@" <"$f"
+}
+
+# compat_check SRC SAME OTHER WHY: gpumigctl check-compat says SAME may
+# take SRC's stream (exit 0) and OTHER may not, for the kernel's reason.
+compat_check() {
+	local c="$tooldir/gpumigctl"
+	"$c" check-compat "$1" "$2" | grep -qx compatible &&
+		{ "$c" check-compat "$1" "$3"; [ $? -eq 1 ]; } &&
+		"$c" check-compat "$1" "$3" | grep -qF "incompatible: $4" &&
+		"$c" --json check-compat "$(cat "$(gpumig_sysdir "$1")/migration/compat")" "$2" |
+			grep -q '"compatible": true'
+}
+
+gpumig_sysdir() {
+	if [ -e "/sys/bus/mdev/devices/$1" ]; then
+		echo "/sys/bus/mdev/devices/$1"
+	else
+		echo "/sys/bus/pci/devices/$1"
+	fi
+}
+
+# watch_check DEV: two samples, each a JSON line with the device's state.
+watch_check() {
+	[ "$("$tooldir/gpumigctl" --json watch "$1" --interval 100 --count 2 |
+		grep -c "\"device\": \"$1\", \"state\": \"RUNNING\", \"remaining_bytes\": 0")" -eq 2 ]
+}
+
+# golden_load DEV: every golden stream of tools/golden for DEV's type
+# (*-simgpu-64M.stream.gz for a simgpu-64M mdev, *-simgpu-vf-64M for a
+# 64M VF) into DEV: it loads, the device holds its VRAM and names the
+# stream's producer, and edited copies of it (newer major, newer state
+# version) are refused with a message.  One KTAP file per stream.
+golden_load() {
+	local dev=$1 t f name sys=/sys/bus/mdev/devices/$1
+	[ -e "$sys" ] || sys=/sys/bus/pci/devices/$dev
+	t=$(grep -o 'type=[^ ]*' "$sys/migration/compat" 2>/dev/null | cut -d= -f2)
+	[ -n "$t" ] || { check "golden streams: the type of $dev" false; return; }
+	for f in "$(dirname "$0")"/../../tools/golden/*-"$t".stream.gz; do
+		[ -e "$f" ] || continue
+		name=$(basename "$f" .stream.gz)
+		gunzip -c "$f" >"$out/golden.bin" || { check "$name: unpack" false; continue; }
+		GOLDEN_STREAM=$out/golden.bin timeout 300 "$tooldir/simgpu-client" -s golden_load \
+			-n "golden_${name//[-.]/_}" "$dev" >"$out/client-golden-$name.ktap" 2>>"$out/guest.log"
+		rm -f "$out/golden.bin"
+	done
+}
+
+# The client's migration scenarios that run in one VM only (make check's
+# budget): on the debug kernel (KASAN, kmemleak) the soak, one batch of 20
+# migrations with a kernel in flight (make soak runs 1,000 on mdevs and
+# VFs); on Debian's kernel, where they cost a fifth, the 20 round trips
+# of pingpong and the VMM killed inside a long resume write.
+mig_extra() {
+	if [ "$mode" = distro ]; then echo kill_resume,pingpong,; else echo soak,; fi
+}
+
+# Whether the QEMU 10.0 end-to-end suites run in this boot: everywhere
+# but in the debug VM that has QEMU 11.1's root.  There QEMU 11.1 runs
+# them (with REINIT, on the same kernel paths: DMA logging, PRECOPY_INFO,
+# P2P), and QEMU 10.0's run in the distro VM; both on the debug kernel
+# took about ten minutes, which put a warm make check over its 40.
+qemu10_here() {
+	[ "$mode" != debug ] || [ ! -s "$out/qemu11-root" ]
+}
+
+# QEMU 10 ping-pongs in make check: two on Debian's kernel, four on the
+# debug kernel where it runs them (no trixie root; make soak runs fifty).
+pingpongs() {
+	if [ "$mode" = distro ]; then echo 2; else echo 4; fi
+}
+
+# --reinit for qemu_mig.py where the kernel has
+# VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2 (7.3's uAPI), else nothing.
+reinit_arg() {
+	grep -qs VFIO_PRECOPY_INFO_REINIT "$kdir/include/uapi/linux/vfio.h" && echo --reinit
+	return 0
+}
+
+# overlay_root LOWER MNT [DIR...]: the root filesystem LOWER made writable
+# by an overlay on a tmpfs at MNT, with /dev, /proc, /sys, /tmp, the run's
+# directories and each DIR bound at their own paths, so a program run in
+# it with chroot sees what the harness gives it.  Prints the root (made
+# once per boot).
+overlay_root() {
+	local lower=$1 m=$2 d
+	shift 2
+	if [ ! -d $m/merged/usr ]; then
+		mkdir -p $m && mount -t tmpfs tmpfs $m &&
+			mkdir -p $m/upper $m/work $m/merged &&
+			mount -t overlay overlay \
+				-o "lowerdir=$lower,upperdir=$m/upper,workdir=$m/work" $m/merged ||
+			return 1
+		for d in /dev /proc /sys /tmp "$out" "$tooldir" "$@"; do
+			mkdir -p "$m/merged$d" && mount --rbind "$d" "$m/merged$d" || return 1
+		done
+	fi
+	echo $m/merged
+}
+
+# qemu11_root: QEMU 11.1's trixie root (scripts/trixie-root.sh) as an
+# overlay_root.  Prints the root; fails without one.
+qemu11_root() {
+	[ -s "$out/qemu11-root" ] || return 1
+	overlay_root "$(cat "$out/qemu11-root")" /run/gpumig-trixie
+}
+
+# qemu11_lane NAME OUT [qemu_mig.py args]: the QEMU end-to-end suite again
+# with QEMU 11.1 (and its system-wide remaining bytes), three ping-pongs.
+qemu11_lane() {
+	local name=$1 dir=$2 root
+	shift 2
+	[ -s "$out/qemu11-root" ] || return 0
+	root=$(qemu11_root) || { check "QEMU 11.1's trixie root mounted in the VM" false; return; }
+	vram_trace on
+	check "$name" timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
+		--qemu "chroot $root qemu-system-x86_64" --pingpong 2 \
+		--guest "$tooldir/gpumig-guest.elf" --out "$dir" "$@"
+	vram_trace off "$dir"
+}
+
+# vram_trace on | off DIR: the engine's state and VRAM-chunk events
+# (gpumig_vram: offset, zero or data, CRC) while a QEMU suite runs, kept in
+# DIR/trace.txt when the suite failed: where the destination's guest reads
+# other VRAM than the source's had, they say which side changed it.
+vram_trace() {
+	local t=/sys/kernel/tracing
+	[ -d $t/events ] || mount -t tracefs nodev $t 2>/dev/null
+	[ -d $t/events/gpumig ] || return 0
+	if [ "$1" = on ]; then
+		echo 0 > $t/tracing_on
+		echo > $t/trace
+		echo 32768 > $t/buffer_size_kb
+		echo 1 > $t/events/gpumig/gpumig_vram/enable
+		echo 1 > $t/events/gpumig/gpumig_state/enable
+		echo 1 > $t/tracing_on
+		return 0
+	fi
+	echo 0 > $t/tracing_on
+	echo 0 > $t/events/gpumig/enable
+	grep -qs '^ *not ok' "$2/qemu.ktap" && cat $t/trace >"$2/trace.txt"
+	echo > $t/trace
+	echo 1408 > $t/buffer_size_kb
+	return 0
+}
+
+# The simgpu PFs, by address.
+pf_addrs() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x5350 ] && basename "$d"
+	done
+}
+
+vf_addr() {
+	basename "$(readlink -f "/sys/bus/pci/devices/$1/virtfn$2")"
+}
+
+vf_bind() {
+	echo "$2" >"/sys/bus/pci/devices/$1/driver_override" &&
+		echo "$1" >/sys/bus/pci/drivers_probe &&
+		[ "$(basename "$(readlink "/sys/bus/pci/devices/$1/driver")")" = "$2" ]
+}
+
+vf_unbind() {
+	echo >"/sys/bus/pci/devices/$1/driver_override"
+	echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind"
+}
+
+mig_status() {
+	cat "/sys/bus/pci/devices/$1/migration/status"
+}

@@ -1,0 +1,355 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The PCI suite: simgpu-pci's PF and VFs, simgpu-pf, vfio-pci and
+# gpumig-vfio-pci, other geometries, quarantine, PF resets, QEMU on VFs.
+# Sourced by run.sh (which says what each mode runs).
+
+# The modules of the PCI suite: built ones by path, or the DKMS install.
+loadmod=insmod
+moddir_pf=$moddir/simgpu-pf.ko
+moddir_gpumig=$moddir/gpumig.ko
+moddir_gvp=$moddir/gpumig-vfio-pci.ko
+[ -n "$kdir" ] || {
+	loadmod="modprobe"
+	moddir_pf=simgpu_pf moddir_gpumig=gpumig moddir_gvp=gpumig_vfio_pci
+}
+
+# Each VF is a simgpu (1234:5347) in an IOMMU group of its own.
+vfs_check() {
+	local pf=$1 n=$2 i vf g
+	local -A groups=()
+
+	[ "$(ls -d /sys/bus/pci/devices/$pf/virtfn* | wc -l)" -eq "$n" ] || return 1
+	for ((i = 0; i < n; i++)); do
+		vf=$(vf_addr "$pf" $i)
+		[ "$(cat /sys/bus/pci/devices/$vf/vendor):$(cat /sys/bus/pci/devices/$vf/device)" = \
+		  "0x1234:0x5347" ] || return 1
+		g=$(basename "$(readlink /sys/bus/pci/devices/$vf/iommu_group)")
+		[ -n "$g" ] && [ -z "${groups[$g]:-}" ] || return 1
+		groups[$g]=1
+		[ "$(ls /sys/bus/pci/devices/$vf/iommu_group/devices | wc -l)" -eq 1 ] || return 1
+		[ -d "/sys/kernel/debug/simgpu-pf/$vf" ] || return 1
+	done
+}
+
+# A VF on gpumig-vfio-pci says it migrates and describes its profile.
+gvp_bind() {
+	vf_bind "$1" "$GVP" &&
+		mig_status "$1" | grep -q "^migratable state=2 dirty_tracking=$3 " &&
+		grep -q "backend=2 type=simgpu-vf-$2 " "/sys/bus/pci/devices/$1/migration/compat" &&
+		[ "$(cat "/sys/bus/pci/devices/$1/simgpu/profile")" = "$2" ]
+}
+
+# geometry_vf SRC DST GEOMETRY WHAT: with simgpu-pf's test_geometry, the
+# two VFs migrate as a device of another shape would: the descriptor says
+# WHAT (the stream version, the block), a kernel in flight finishes on DST
+# with the right results, and with "vendor" the PF's scheduling settings of
+# SRC (a vendor section) are DST's after.  Both VFs get their own geometry
+# back after.
+geometry_vf() {
+	local src=$1 dst=$2 geo=$3 what=$4 p=/sys/module/simgpu_pf/parameters/test_geometry
+	local ds=/sys/kernel/debug/simgpu-pf/$1 dd=/sys/kernel/debug/simgpu-pf/$2 rc=0 v
+
+	echo "$geo" >"$p" || return 1
+	for v in "$src" "$dst"; do
+		vf_unbind "$v" && vf_bind "$v" "$GVP" || rc=1
+	done
+	for v in "$src" "$dst"; do
+		grep -q "$what" "/sys/bus/pci/devices/$v/migration/compat" || rc=1
+	done
+	# The source preempts (a kernel stays in flight at the stop), DST not.
+	echo 37 >"$ds/kernel_step_us" && echo 0 >"$dd/preempt" || rc=1
+	[ $rc = 0 ] && timeout 600 "$tooldir/simgpu-client" -s migrate -n "geometry_${geo//[=,]/_}" \
+		-d "$dst" "$src" >"$out/client-geometry-${geo//[=,]/_}.ktap" || rc=1
+	if [ $rc = 0 ] && [[ $geo == *vendor* ]]; then
+		[ "$(cat "$dd/preempt") $(cat "$dd/kernel_step_us")" = "1 37" ] || rc=1
+	fi
+	echo >"$p"
+	for v in "$src" "$dst"; do
+		echo 1 >"/sys/kernel/debug/simgpu-pf/$v/preempt"
+		echo 0 >"/sys/kernel/debug/simgpu-pf/$v/kernel_step_us"
+		vf_unbind "$v" && vf_bind "$v" "$GVP" || rc=1
+		grep -q "^stream=1.1 " "/sys/bus/pci/devices/$v/migration/compat" || rc=1
+	done
+	return $rc
+}
+
+# A function whose reset methods are all disabled is not reset at release:
+# the VF is quarantined, says so, refuses a tenant, and is usable again
+# once its reset works and an operator lifted the quarantine.
+flr_quarantine() {
+	local vf=$1 rm=/sys/bus/pci/devices/$1/reset_method
+
+	echo "" >"$rm" || return 1
+	"$tooldir/simgpu-client" -s info -n flr_off "$vf" >/dev/null 2>&1
+	mig_status "$vf" | grep -q "^quarantined: the function was not reset" || return 1
+	! "$tooldir/simgpu-client" -s info -n flr_refused "$vf" >/dev/null 2>&1 || return 1
+	echo default >"$rm" &&
+		"$tooldir/gpumigctl" unquarantine "$vf" &&
+		mig_status "$vf" | grep -q "^migratable" &&
+		"$tooldir/simgpu-client" -s info -n flr_back "$vf" >/dev/null 2>&1
+}
+
+# A quarantine outlives an unbind and a bind of gpumig-vfio-pci (what
+# libvirt's managed hostdev does at every domain stop and start): the VF
+# comes back quarantined with its reason, refuses a tenant, and only the
+# operator releases it.  A reset of its PF meanwhile loses the VRAM kept
+# for inspection, and the quarantine says so.
+quarantine_rebind() {
+	local vf=$1 pf=$2 rm=/sys/bus/pci/devices/$1/reset_method
+
+	echo "" >"$rm" || return 1
+	"$tooldir/simgpu-client" -s info -n q_rebind_flr_off "$vf" >/dev/null 2>&1
+	mig_status "$vf" | grep -q "^quarantined: the function was not reset" || return 1
+	vf_unbind "$vf" && vf_bind "$vf" "$GVP" || return 1
+	if ! mig_status "$vf" | grep -q "^quarantined: the function was not reset"; then
+		echo "rebound, the VF says: $(mig_status "$vf")"
+		return 1
+	fi
+	! "$tooldir/simgpu-client" -s info -n q_rebind_refused "$vf" >/dev/null 2>&1 || return 1
+	echo 1 >"/sys/bus/pci/devices/$pf/reset" || return 1
+	if ! mig_status "$vf" | grep -q "^quarantined: the function was not reset.*; then its PF was reset: the VF.s state and VRAM were lost"; then
+		echo "after the PF's reset, the VF says: $(mig_status "$vf")"
+		return 1
+	fi
+	echo default >"$rm" &&
+		"$tooldir/gpumigctl" unquarantine "$vf" &&
+		mig_status "$vf" | grep -q "^migratable" &&
+		"$tooldir/simgpu-client" -s info -n q_rebind_back "$vf" >/dev/null 2>&1
+}
+
+# migration/ files are readable by everyone (monitoring agents do not run
+# as root), and a reader in a loop cannot make the device work once per
+# read: what a read shows is cached, refreshed at most once a period (and
+# when the migration itself moves).  An unprivileged reader takes 3,000
+# reads of the files that cost a PF command each; the VF's mailbox may
+# have seen one refresh per 20 ms of it, and a little more.
+metrics_cached() {
+	local vf=$1 dir=/sys/bus/pci/devices/$1/migration st=/sys/kernel/debug/simgpu-pf/$1/stats
+	local c0 c1 ms
+
+	c0=$(awk '$1 == "mailbox_commands" { print $2 }' "$st")
+	[ -n "$c0" ] || { echo "no mailbox_commands in $st"; return 1; }
+	ms=$(setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c "
+import time
+t = time.monotonic()
+for i in range(1000):
+    for f in ('stopcopy_estimate_bytes', 'remaining_bytes', 'state'):
+        with open('$dir/' + f) as h:
+            h.read()
+print(int((time.monotonic() - t) * 1000))") || { echo "an unprivileged reader cannot read $dir"; return 1; }
+	c1=$(awk '$1 == "mailbox_commands" { print $2 }' "$st")
+	echo "3000 reads in $ms ms: $((c1 - c0)) PF commands"
+	[ $((c1 - c0)) -le $((ms / 20 + 5)) ]
+}
+
+pf_rebind() {
+	echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind" && vf_bind "$1" "$2"
+}
+
+# A PF bound to gpumig-vfio-pci: assignable (QEMU's guest sees it), no
+# migration (QEMU refuses enable-migration=on, gpumigctl's probe finds
+# none), says so, and inert (bus mastering off, not quarantined) after
+# each tenant left.
+pf_plain() {
+	local pf=$1 cmd log=$out/qemu-assign-pf.txt
+
+	mig_status "$pf" | grep -qx "not migratable: physical function" &&
+		[ ! -e "/sys/bus/pci/devices/$pf/migration/compat" ] || return 1
+	printf 'info pci\nquit\n' | timeout 180 qemu-system-x86_64 -machine q35 -accel tcg \
+		-m 128 -S -nodefaults -display none -monitor stdio \
+		-device vfio-pci,host="$pf" >"$log" 2>&1 &&
+		grep -q "PCI device 1234:5350" "$log" || return 1
+	printf 'quit\n' | timeout 180 qemu-system-x86_64 -machine q35 -accel tcg \
+		-m 128 -S -nodefaults -display none -monitor stdio \
+		-device vfio-pci,host="$pf",enable-migration=on >>"$log" 2>&1
+	[ $? -eq 1 ] && grep -q "VFIO migration is not supported in kernel" "$log" || return 1
+	"$tooldir/gpumigctl" probe "$pf"
+	[ $? -eq 1 ] || return 1
+	cmd=$(od -An -tx2 -j4 -N2 "/sys/bus/pci/devices/$pf/config" | tr -d ' ')
+	[ $((0x$cmd & 4)) -eq 0 ] &&
+		mig_status "$pf" | grep -qx "not migratable: physical function"
+}
+
+# SR-IOV disabled while a VF is being bound to gpumig-vfio-pci: the PF's
+# driver finds nothing bound and, with sriov_delay_ms holding that window
+# open, the bind starts and asks the PF for the VF's services.  Both must
+# end (the VF goes with SR-IOV), neither may hang.
+sriov_bind_race() {
+	local pf=$1 vf dbg=/sys/kernel/debug/simgpu-pf/$1 d b t
+	echo 1 >"/sys/bus/pci/devices/$pf/sriov_numvfs" || return 1
+	vf=$(vf_addr "$pf" 0)
+	echo "$GVP" >"/sys/bus/pci/devices/$vf/driver_override" || return 1
+	echo 3000 >"$dbg/sriov_delay_ms" || return 1
+	echo 0 >"/sys/bus/pci/devices/$pf/sriov_numvfs" &
+	d=$!
+	sleep 1
+	echo "$vf" >/sys/bus/pci/drivers_probe &
+	b=$!
+	for t in $(seq 60); do
+		if ! kill -0 $d 2>/dev/null && ! kill -0 $b 2>/dev/null; then
+			break
+		fi
+		sleep 1
+	done
+	echo 0 >"$dbg/sriov_delay_ms"
+	if kill -0 $d 2>/dev/null || kill -0 $b 2>/dev/null; then
+		echo "SR-IOV disable or the VF's bind still blocked after 60 s"
+		return 1
+	fi
+	wait $d || { echo "SR-IOV disable failed"; return 1; }
+	[ ! -e "/sys/bus/pci/devices/$vf" ] && [ "$(cat "/sys/bus/pci/devices/$pf/sriov_numvfs")" = 0 ]
+}
+
+# The Nova entries for a host with VFs and a PF bound.
+nova_check() {
+	local out=$1 vf
+	shift
+	"$tooldir/gpumigctl" nova-config >"$out" || return 1
+	for vf in "$@"; do
+		grep -q "device_spec = {\"address\": \"$vf\", .*\"resource_class\": \"CUSTOM_SIMGPU_VF_[0-9]*M\", \"live_migratable\": \"yes\"}" "$out" ||
+			return 1
+	done
+	grep -q "device_spec = {\"address\": \"$pf2\", \"vendor_id\": \"1234\", \"product_id\": \"5350\", \"live_migratable\": \"no\"}" "$out" &&
+		grep -q '"device_type": "type-PF", "live_migratable": "no"}' "$out" &&
+		grep -q '"name": "simgpu-vf-256M", .*"device_type": "type-VF", .*"live_migratable": "yes"}' "$out" &&
+		! grep '"type-PF"' "$out" | grep -q '"yes"'
+}
+
+pci_suite() {
+	local pf pf2 sys vf0 vf1 vf2 vf3 tracking=device
+
+	check "VFIO type1 and vfio-pci available" vfio_stack
+	check "load gpumig, simgpu-pf (its provider registers) and gpumig-vfio-pci" \
+		sh -c "$loadmod $moddir_gpumig && $loadmod $moddir_pf && $loadmod $moddir_gvp &&
+		       dmesg | grep -q 'gpumig: simgpu-pf serves VFs'"
+	set -- $(pf_addrs)
+	pf=${1:-} pf2=${2:-}
+	check "two simgpu PFs probed ($pf, $pf2)" sh -c "[ -e $PFDRV/$pf ] && [ -e $PFDRV/$pf2 ]"
+	check "a PF whose device offers fewer VFs than its capability: sriov_totalvfs says so, more refused" \
+		sh -c "[ \$(cat /sys/bus/pci/devices/$pf2/sriov_totalvfs) = 0 ] &&
+		       ! echo 1 > /sys/bus/pci/devices/$pf2/sriov_numvfs 2>/dev/null &&
+		       [ \$(cat /sys/bus/pci/devices/$pf2/sriov_numvfs) = 0 ]"
+	sys=/sys/bus/pci/devices/$pf/simgpu
+	check "the PF offers the profiles its aperture holds" \
+		sh -c "[ \"\$(cat $sys/profiles)\" = '64M 256M' ]"
+	check "a profile the PF does not offer is refused" \
+		sh -c "! echo 1G > $sys/vf1_profile && [ \$(cat $sys/vf1_profile) = 64M ]"
+	check "choose VF profiles before SR-IOV: 64M, 256M, 64M, 256M" \
+		sh -c "echo 256M > $sys/vf1_profile && echo 256M > $sys/vf3_profile &&
+		       [ \$(cat $sys/vf1_profile) = 256M ]"
+	check "enable 4 VFs" sh -c "echo 4 > /sys/bus/pci/devices/$pf/sriov_numvfs"
+	check "4 simgpu VFs, each in its own IOMMU group, with knobs" vfs_check "$pf" 4
+	check "profiles are fixed while VFs are enabled" \
+		sh -c "! echo 64M > $sys/vf1_profile 2>/dev/null"
+	vf0=$(vf_addr "$pf" 0)
+	vf1=$(vf_addr "$pf" 1)
+	vf2=$(vf_addr "$pf" 2)
+	vf3=$(vf_addr "$pf" 3)
+	# The PF's services, from the kernel, on the first unbound VF, and
+	# gpumig-vfio-pci's glue over a fake provider (KUnit: the debug
+	# kernel only).
+	[ -n "$kdir" ] && KUNIT_MODULES="simgpu_pf_kunit gpumig_vfio_pci_kunit" kunit_suites
+	check "nothing binds gpumig-vfio-pci by itself (driver_override only)" \
+		sh -c "[ ! -e /sys/bus/pci/devices/$vf0/driver ]"
+
+	# Plain vfio-pci: the device scenarios; migration is refused.
+	check "bind VF 0 (64M) to vfio-pci" vf_bind "$vf0" vfio-pci
+	timeout 900 "$tooldir/simgpu-client" -n simgpu_vf_vfio_pci "$vf0" \
+		>"$out/client-vf-vfio-pci.ktap" 2>>"$out/guest.log"
+	echo "vm: client on VF 0 (vfio-pci) exited $?"
+	check "SR-IOV cannot be disabled while a VF is bound" \
+		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null && [ -e /sys/bus/pci/devices/$vf0 ]"
+	vf_unbind "$vf0"
+
+	# gpumig-vfio-pci on every VF.
+	grep -q "CONFIG_IOMMUFD_DRIVER=y" "${kdir:-/nonexistent}/.config" 2>/dev/null || tracking=none
+	for v in "$vf0:64M" "$vf1:256M" "$vf2:64M" "$vf3:256M"; do
+		check "bind ${v%:*} to $GVP: migratable, simgpu-vf-${v##*:}, dirty tracking $tracking" \
+			gvp_bind "${v%:*}" "${v##*:}" "$tracking"
+	done
+	check "SR-IOV cannot be disabled while VFs are claimed" \
+		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null"
+	# The golden streams of earlier releases load into a VF of their type
+	# (tools/golden/README); with OUT/golden-save, first write one.
+	if [ -s "$out/golden-save" ]; then
+		GOLDEN_STREAM=$(cat "$out/golden-save") "$tooldir/simgpu-client" -s golden_save \
+			-n golden_save_vf "$vf0" >"$out/client-golden-save-vf.ktap" 2>>"$out/guest.log"
+	fi
+	golden_load "$vf0"
+	timeout 900 "$tooldir/simgpu-client" -n gvp_vf_256M "$vf1" \
+		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
+	echo "vm: client on VF 1 ($GVP) exited $?"
+	SOAK_MIGRATIONS=20 timeout 1800 "$tooldir/simgpu-client" \
+		-s "migrate,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,$(mig_extra)race,quarantine,fault_sweep" \
+		-n gvp_migration -d "$vf3" "$vf1" >"$out/client-gvp-migration.ktap" 2>>"$out/guest.log"
+	echo "vm: client migration scenarios on VFs exited $?"
+	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
+		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
+	# Other geometries on real VFs (simgpu-pf's test_geometry), 64M each.
+	check "geometry: the state in 3 parts and a vendor section (stream 1.2): migrates, settings follow" \
+		geometry_vf "$vf0" "$vf2" "parts=3,vendor" "^stream=1.2 .*state_version=1\$"
+	check "geometry: 256 KiB blocks, no VRAM dirty tracking (stream 1.2): migrates" \
+		geometry_vf "$vf2" "$vf0" "block=256,untracked" " block_size=262144\$"
+	check "migration/ files: readable by all, a reader in a loop costs the device one refresh a period" \
+		metrics_cached "$vf1"
+	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
+	check "a quarantine outlives a rebind of $GVP and says when a PF reset lost its VRAM" \
+		quarantine_rebind "$vf2" "$pf"
+	# One ping-pong on VFs (two on mdevs): each VF migration under nested
+	# emulation takes about ten times an mdev's (make check's budget).
+	if qemu10_here; then
+		vram_trace on
+		check "QEMU end to end on VFs: every check passed (qemu-pci/qemu.ktap)" \
+			timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" --pingpong 1 \
+			--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
+			--pci "256M=$vf1,$vf3" "64M=$vf0"
+		vram_trace off "$out/qemu-pci"
+	fi
+	qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
+		"$out/qemu11-pci" $(reinit_arg) --pingpong 1 --pci "256M=$vf1,$vf3" "64M=$vf0"
+
+	check "$GVP, simgpu-pf and gpumig cannot be unloaded while QEMU holds a VF" \
+		unload_refused "/sys/bus/pci/devices/$vf0" gpumig_vfio_pci simgpu_pf gpumig
+
+	# A PF assigned plainly.
+	check "bind the second PF ($pf2) to $GVP" pf_rebind "$pf2" "$GVP"
+	check "the PF: assignable, no migration, says so, inert after release" pf_plain "$pf2"
+	check "gpumigctl lists the VFs and the PF" sh -c \
+		"[ \$('$tooldir/gpumigctl' list | grep -c '^0000:.*$GVP') -eq 5 ]"
+	check "gpumigctl check-compat on VFs: same profile compatible, 64M refused for a 256M source" \
+		compat_check "$vf1" "$vf3" "$vf0" "type mismatch: source simgpu-vf-256M, destination simgpu-vf-64M"
+	check "gpumigctl watch on a VF" watch_check "$vf1"
+	check "gpumigctl nova-config: live_migratable for VFs only, never the PF" \
+		nova_check "$out/nova.conf" "$vf0" "$vf1" "$vf2" "$vf3"
+
+	# The PF is reset while VF 1 pre-copies: loud, and the VF works after.
+	timeout 300 "$tooldir/simgpu-client" -s pf_reset -n gvp_pf_reset "$vf1" \
+		>"$out/client-gvp-pf-reset.ktap" 2>>"$out/guest.log"
+	echo "vm: client pf_reset on VF 1 exited $?"
+
+	# The PF's driver goes away while VF 1 migrates.
+	timeout 300 "$tooldir/simgpu-client" -s pf_gone -n gvp_pf_gone "$vf1" \
+		>"$out/client-gvp-pf-gone.ktap" 2>>"$out/guest.log"
+	check "every VF went with its PF's driver" sh -c "[ ! -e /sys/bus/pci/devices/$vf0 ] &&
+		[ ! -e /sys/bus/pci/devices/$vf3 ]"
+	check "the VF said its migration was aborted because the PF's driver went" sh -c \
+		"dmesg | grep -q '$GVP $vf1: the PF.s driver was removed: the migration in flight was aborted'"
+	check "the PF binds to simgpu-pf again and enables VFs" sh -c \
+		"echo $pf > $PFDRV/bind && echo 2 > /sys/bus/pci/devices/$pf/sriov_numvfs &&
+		 echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs"
+	check "SR-IOV disabled while a VF binds to $GVP: both end, nothing hangs" \
+		sriov_bind_race "$pf"
+	check "the second PF back to simgpu-pf" sh -c \
+		"echo > /sys/bus/pci/devices/$pf2/driver_override && echo $pf2 > /sys/bus/pci/drivers/$GVP/unbind &&
+		 echo $pf2 > $PFDRV/bind"
+	check "unload gpumig-vfio-pci, simgpu-pf, gpumig" rmmod gpumig_vfio_pci simgpu_pf gpumig
+}
+
+pci_if_present() {
+	if [ -n "$(pf_addrs)" ]; then
+		pci_suite
+	else
+		check "simgpu-pci hardware present (the VM runs on the project's QEMU)" false
+	fi
+}
