@@ -18,7 +18,7 @@ TARBALL=$SRC/qemu_${QEMU_VER}+ds.orig.tar.xz
 DEV=$GPUMIG_TOP/qemu/simgpu
 # What the device is made of: laid out in hw/misc/simgpu.
 DEV_FILES=(
-	"$DEV/meson.build" "$DEV/simgpu-pci.c" "$DEV/simgpu-model.h" "$DEV/model-glue.c"
+	"$DEV/meson.build" "$DEV/simgpu-pf.c" "$DEV/simgpu-vf.c" "$DEV/simgpu-pci.h" "$DEV/simgpu-model.h" "$DEV/model-glue.c"
 	"$DEV"/shim/*.h "$DEV"/shim/linux/*.h "$DEV"/shim/kunit/*.h
 	"$GPUMIG_TOP/qemu/Kconfig.simgpu" "$GPUMIG_TOP/scripts/qemu.sh"
 	"$GPUMIG_TOP/drivers/gpu/simgpu/core.c" "$GPUMIG_TOP/drivers/gpu/simgpu/mmu.c"
@@ -56,7 +56,7 @@ install_device() {
 
 	rm -rf "$d"
 	mkdir -p "$d/model" "$d/abi" "$d/shim/uapi/linux"
-	cp "$DEV/meson.build" "$DEV/simgpu-pci.c" "$DEV/simgpu-model.h" "$DEV/model-glue.c" "$d/"
+	cp "$DEV/meson.build" "$DEV/simgpu-pf.c" "$DEV/simgpu-vf.c" "$DEV/simgpu-pci.h" "$DEV/simgpu-model.h" "$DEV/model-glue.c" "$d/"
 	cp -r "$DEV/shim/." "$d/shim/"
 	cp "$GPUMIG_TOP"/drivers/gpu/simgpu/{core.c,mmu.c,arch.c,simgpu.h} "$d/model/"
 	cp "$GPUMIG_TOP"/include/uapi/linux/{simgpu.h,simgpu_pf.h} "$d/abi/"
