@@ -135,7 +135,7 @@ static const struct scenario {
 	{ "golden_save", t_golden_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
 	{ "golden_load", t_golden_load, NEEDS_MIGRATION },	/* GOLDEN_STREAM: loads it */
 	{ "golden_restore", t_golden_restore, NEEDS_MIGRATION },	/* ... unedited */
-	{ "golden_refused", t_golden_refused, NEEDS_MIGRATION },	/* ... refused: GOLDEN_WHY */
+	{ "golden_refused", t_golden_refused, NEEDS_MIGRATION },	/* GOLDEN_WHY */
 };
 
 #define NR_SCENARIOS ARRAY_SIZE(scenarios)
