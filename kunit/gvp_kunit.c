@@ -786,6 +786,33 @@ static void glue_geometry_refusals(struct kunit *test)
 }
 
 /*
+ * A geometry that needs stream 1.2, capped at 1.1 by the operator: the
+ * migration is refused as it starts, with a reason, the VF still runs,
+ * and it migrates once the cap allows.
+ */
+static void glue_geometry_capped(struct kunit *test)
+{
+	struct fake_vf *f = fv_new(test, "gvp-cap", FV_GEO);
+	struct gpumig_mig_status st;
+	struct file *filp;
+
+	KUNIT_EXPECT_EQ(test, gpumig_mig_set_stream_max(f->mig, 1), 0);
+	filp = gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(filp), -EOPNOTSUPP);
+	gpumig_mig_status(f->mig, &st);
+	KUNIT_EXPECT_STREQ(test, st.why, "this device needs stream 1.2; migration/stream_max is 1.1");
+	KUNIT_EXPECT_EQ(test, st.state, VFIO_DEVICE_STATE_RUNNING);
+	KUNIT_EXPECT_FALSE(test, f->paused);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(fv_compat_line(test, f), "stream=1.2 "));
+	KUNIT_EXPECT_EQ(test, gpumig_mig_set_stream_max(f->mig, 2), 0);
+	filp = fv_go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_EXPECT_NOT_NULL(test, filp);
+	if (filp)
+		fput(filp);
+	fv_go(test, f, VFIO_DEVICE_STATE_RUNNING);
+}
+
+/*
  * 128 KiB blocks without tracking: the head alone before the stop, then
  * the three blocks read whole and the one 100,000-byte part (larger than
  * a stream 1.1 state may be, so as a part).
@@ -862,6 +889,7 @@ static struct kunit_case gvp_glue_cases[] = {
 	KUNIT_CASE(glue_untracked_migration),
 	KUNIT_CASE(glue_geometry_migration),
 	KUNIT_CASE(glue_geometry_refusals),
+	KUNIT_CASE(glue_geometry_capped),
 	KUNIT_CASE(glue_big_block_untracked),
 	KUNIT_CASE(glue_teardown_quarantines),
 	{}

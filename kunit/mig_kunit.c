@@ -505,6 +505,81 @@ static void mig_full_migration(struct kunit *test)
 }
 
 /*
+ * An operator's cap on the stream version: under 1.0 the device writes a
+ * 1.0 header and a zero chunk per zero block (no ranges), exactly what
+ * MIG_DATA_SIZE said, and the stream restores; the cap is refused during
+ * a migration and for a version the engine cannot write; the descriptor
+ * says what the device writes.
+ */
+static void mig_stream_cap(struct kunit *test)
+{
+	struct fake_dev *src = fake_new(test, 4), *dst = fake_new(test, 4);
+	u8 *stream = vzalloc(2 * F_VRAM);
+	char *line = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+	struct gpumig_wire_header h;
+	size_t off, zero_chunks = 0, ranges = 0;
+	struct file *sf, *rf;
+	unsigned long est;
+	ssize_t n, n2;
+	loff_t pos = 0;
+	int last;
+
+	KUNIT_ASSERT_NOT_NULL(test, stream);
+	KUNIT_ASSERT_NOT_NULL(test, line);
+	KUNIT_EXPECT_EQ(test, gpumig_mig_stream_max(src->mig), (u16)GPUMIG_STREAM_MINOR);
+	gpumig_mig_compat_show(src->mig, line);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(line, "stream=1.1 "), "%s", line);
+	KUNIT_EXPECT_EQ(test, gpumig_mig_set_stream_max(src->mig, GPUMIG_STREAM_MINOR + 1),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, gpumig_mig_set_stream_max(src->mig, 0), 0);
+	gpumig_mig_compat_show(src->mig, line);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(line, "stream=1.0 "), "%s", line);
+
+	memset(src->vram, 0x11, GPUMIG_BLOCK_SIZE);		/* block 0; 1-7 zero */
+	sf = go(test, src, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	KUNIT_EXPECT_EQ(test, gpumig_mig_set_stream_max(src->mig, 1), -EBUSY);
+	n = drain(sf, stream, 2 * F_VRAM, &last);
+	memset(src->vram + 6 * GPUMIG_BLOCK_SIZE, 0x66, 10);
+	set_bit(6, &src->dirty);
+	set_bit(7, &src->dirty);				/* zero, dirty again */
+	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_PRE_COPY_P2P));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_data_size(src->mig, &est));
+	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP_COPY));
+	n2 = drain(sf, stream + n, 2 * F_VRAM - n, &last);
+	KUNIT_EXPECT_EQ(test, last, 0);
+	KUNIT_EXPECT_EQ(test, (unsigned long)n2, est);
+	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP));
+	memcpy(&h, stream + sizeof(struct gpumig_sec_hdr), sizeof(h));
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.minor), 0);
+	for (off = 0; off + sizeof(struct gpumig_sec_hdr) <= n + n2;) {
+		const struct gpumig_sec_hdr *sh = (const void *)(stream + off);
+		const struct gpumig_wire_vram *v = (const void *)(sh + 1);
+
+		if (le16_to_cpu(sh->type) == GPUMIG_SEC_ZERO)
+			ranges++;
+		if (le16_to_cpu(sh->type) == GPUMIG_SEC_VRAM &&
+		    le32_to_cpu(v->flags) & GPUMIG_VRAM_ZERO)
+			zero_chunks++;
+		off += sizeof(*sh) + le32_to_cpu(sh->len);
+	}
+	KUNIT_EXPECT_EQ(test, ranges, (size_t)0);
+	KUNIT_EXPECT_EQ(test, zero_chunks, (size_t)(F_BLOCKS - 1 + 1));	/* 1-7, then 7 */
+
+	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+	rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+	KUNIT_ASSERT_NOT_NULL(test, rf);
+	KUNIT_EXPECT_EQ(test, kernel_write(rf, stream, n + n2, &pos), n + n2);
+	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+	KUNIT_EXPECT_EQ(test, 0, memcmp(dst->vram, src->vram, F_VRAM));
+	/* The cap may change again once the migration is over. */
+	KUNIT_EXPECT_EQ(test, gpumig_mig_set_stream_max(src->mig, GPUMIG_STREAM_MINOR), 0);
+	fput(sf);
+	fput(rf);
+	vfree(stream);
+}
+
+/*
  * QEMU switches over as soon as what is pending fits its downtime limit,
  * possibly before it read any pre-copy data, or halfway through a
  * section: STOP_COPY then goes on from wherever the reader stopped, and
@@ -1445,6 +1520,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_fail_error_state),
 	KUNIT_CASE(mig_full_migration),
 	KUNIT_CASE(mig_early_switchover),
+	KUNIT_CASE(mig_stream_cap),
 	KUNIT_CASE(mig_zero_runs_whole),
 	KUNIT_CASE(mig_resume_placed),
 	KUNIT_CASE(mig_stop_failures_keep_running),

@@ -347,6 +347,62 @@ u16 gpumig_stream_minor(const struct gpumig_geometry *geo)
 	return 2;
 }
 
+/**
+ * gpumig_stream_written() - the stream minor the device writes now
+ * @m: device, state mutex held or the result used as a hint
+ *
+ * A geometry that needs 1.2 writes 1.2 (or nothing: the saving file is
+ * refused under a lower cap); the default one writes 1.1, or 1.0 under
+ * that cap (zero runs as a zero chunk per block, which 1.0 readers take).
+ *
+ * Return: the minor.
+ */
+u16 gpumig_stream_written(const struct gpumig_mig *m)
+{
+	return m->stream_need >= 2 ? m->stream_need : min_t(u16, m->stream_max, 1);
+}
+
+/**
+ * gpumig_mig_set_stream_max() - cap the stream version the device writes
+ * @m: device
+ * @minor: the newest minor of major GPUMIG_STREAM_MAJOR it may write
+ *
+ * For a pool of hosts running several releases: a device capped at what
+ * the oldest destination reads migrates to it (migration/stream_max).
+ * Only while no saving file exists; the cap lasts for the binding.
+ *
+ * Return: 0, -EINVAL for a minor this engine cannot write, -EBUSY while a
+ * migration is under way.
+ */
+int gpumig_mig_set_stream_max(struct gpumig_mig *m, u16 minor)
+{
+	int ret = 0;
+
+	if (minor > GPUMIG_STREAM_MINOR)
+		return -EINVAL;
+	gpumig_state_mutex_lock(m);
+	if (m->saving)
+		ret = -EBUSY;
+	else
+		m->stream_max = minor;
+	gpumig_view_changed(m);
+	gpumig_state_mutex_unlock(m);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_set_stream_max);
+
+/**
+ * gpumig_mig_stream_max() - the cap of gpumig_mig_set_stream_max()
+ * @m: device
+ *
+ * Return: the minor.
+ */
+u16 gpumig_mig_stream_max(struct gpumig_mig *m)
+{
+	return READ_ONCE(m->stream_max);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_stream_max);
+
 /* @geo with its defaults filled in, checked against @ops and @compat. */
 static int gpumig_geometry_fill(struct gpumig_geometry *g, const struct gpumig_geometry *geo,
 				const struct gpumig_backend_ops *ops,
@@ -412,7 +468,9 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	m->compat = *compat;
 	m->geo = g;
 	m->compat.block_shift = g.block_shift;
-	m->compat.stream_minor = gpumig_stream_minor(&g);
+	m->stream_need = gpumig_stream_minor(&g);
+	m->stream_max = GPUMIG_STREAM_MINOR;
+	m->compat.stream_minor = gpumig_stream_written(m);
 	m->log_ops = gpumig_dma_logging_supported() && ops->dma_log_start;
 	m->state = VFIO_DEVICE_STATE_RUNNING;
 	mutex_init(&m->state_mutex);

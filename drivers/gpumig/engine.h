@@ -168,6 +168,10 @@ struct gpumig_view {
  * @priv: backend data, the argument of every op (fixed)
  * @compat: this device's compatibility descriptor (fixed)
  * @geo: its geometry, defaults filled in (fixed)
+ * @stream_need: the stream minor its geometry needs (fixed)
+ * @stream_max: the newest minor the operator lets it write
+ *	(migration/stream_max); under @state_mutex, changed only while no
+ *	saving file exists
  * @log_ops: the VFIO core was given DMA-logging ops (fixed)
  * @state_mutex: guards @state, @saving, @resuming, @quiesced,
  *	@migrated_away, @quarantined
@@ -202,6 +206,8 @@ struct gpumig_mig {
 	void *priv;
 	struct gpumig_compat compat;
 	struct gpumig_geometry geo;
+	u16 stream_need;
+	u16 stream_max;
 	bool log_ops;
 
 	struct mutex state_mutex;	/* see above */
@@ -260,8 +266,9 @@ static inline u64 gpumig_block_size(const struct gpumig_mig *m)
 	return BIT_ULL(m->geo.block_shift);
 }
 
-/* device.c: the stream version a geometry needs */
+/* device.c: the stream version a geometry needs, and what the device writes */
 u16 gpumig_stream_minor(const struct gpumig_geometry *geo);
+u16 gpumig_stream_written(const struct gpumig_mig *m);
 
 /* file.c: what both kinds of data file share */
 struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m, size_t tmp_size);

@@ -222,6 +222,61 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 }
 EXPORT_SYMBOL_GPL(gpumig_metric_attr_show);
 
+/* The device behind a settings file of the front end's migration/ group. */
+static struct gpumig_mig *gpumig_setting_mig(struct device *dev, struct device_attribute *attr)
+{
+	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
+
+	return ma->set->to_mig(dev);
+}
+
+/**
+ * gpumig_stream_max_show() - migration/stream_max: "1.2", say
+ * @dev: the front end's device
+ * @attr: the set's stream_max
+ * @buf: sysfs buffer
+ *
+ * Return: bytes written, or -ENODEV for a function that does not migrate.
+ */
+ssize_t gpumig_stream_max_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct gpumig_mig *m = gpumig_setting_mig(dev, attr);
+
+	if (!m)
+		return -ENODEV;
+	return sysfs_emit(buf, "%u.%u\n", GPUMIG_STREAM_MAJOR, gpumig_mig_stream_max(m));
+}
+EXPORT_SYMBOL_GPL(gpumig_stream_max_show);
+
+/**
+ * gpumig_stream_max_store() - cap the stream version: "1.0", "1.1", "1.2"
+ * @dev: the front end's device
+ * @attr: the set's stream_max
+ * @buf: what was written
+ * @count: its length
+ *
+ * Return: @count; -EINVAL for another value, -EBUSY during a migration,
+ * -ENODEV for a function that does not migrate.
+ */
+ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *attr,
+				const char *buf, size_t count)
+{
+	struct gpumig_mig *m = gpumig_setting_mig(dev, attr);
+	unsigned int major, minor;
+	int n = 0, ret;
+
+	if (!m)
+		return -ENODEV;
+	/* "1.N", a newline after it at most */
+	if (sscanf(buf, "%u.%u%n", &major, &minor, &n) != 2 ||
+	    (buf[n] && strcmp(buf + n, "\n")) ||
+	    major != GPUMIG_STREAM_MAJOR || minor > GPUMIG_STREAM_MINOR)
+		return -EINVAL;
+	ret = gpumig_mig_set_stream_max(m, minor);
+	return ret ? ret : count;
+}
+EXPORT_SYMBOL_GPL(gpumig_stream_max_store);
+
 /* ---- the descriptor and what the device offers ------------------------- */
 
 /**
@@ -245,7 +300,10 @@ EXPORT_SYMBOL_GPL(gpumig_mig_compat);
  */
 ssize_t gpumig_mig_compat_show(struct gpumig_mig *m, char *buf)
 {
-	return gpumig_compat_format(&m->compat, buf, PAGE_SIZE);
+	struct gpumig_compat c = m->compat;
+
+	c.stream_minor = gpumig_stream_written(m);
+	return gpumig_compat_format(&c, buf, PAGE_SIZE);
 }
 EXPORT_SYMBOL_GPL(gpumig_mig_compat_show);
 

@@ -44,8 +44,12 @@
  */
 static u64 gpumig_vram_bytes(struct gpumig_mig *m, unsigned long nonzero, unsigned long zero)
 {
-	return (u64)nonzero * gpumig_vram_section_size(gpumig_block_size(m), false) +
-	       (zero ? gpumig_zero_section_size() : 0);
+	u64 n = (u64)nonzero * gpumig_vram_section_size(gpumig_block_size(m), false);
+
+	/* Stream 1.0 has no ranges: a zero chunk per block. */
+	if (!gpumig_stream_written(m))
+		return n + (u64)zero * gpumig_vram_section_size(gpumig_block_size(m), true);
+	return n + (zero ? gpumig_zero_section_size() : 0);
 }
 
 /*
@@ -259,7 +263,8 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 			      gpumig_zero_section_size());
 		run = 1;
 	} else {
-		run = gpumig_zero_run(migf, blk);
+		/* Stream 1.0: one block at a time, a zero chunk each. */
+		run = gpumig_stream_written(m) ? gpumig_zero_run(migf, blk) : 1;
 		if (run < 0)
 			return run;
 	}
@@ -267,6 +272,10 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 		trace_gpumig_vram(m->vdev->dev, true, off, (u64)run << m->geo.block_shift,
 				  true, 0);
 	migf->cursor = blk + run;
+	/* Stream 1.0 (the operator's cap) has no ranges: a zero chunk. */
+	if (!gpumig_stream_written(m))
+		return gpumig_emit_vram(&migf->w, migf->buf, migf->buf_size, off, NULL,
+					gpumig_block_size(m));
 	return gpumig_emit_zero(&migf->w, migf->buf, migf->buf_size, off,
 				(u64)run << m->geo.block_shift);
 }
@@ -718,6 +727,7 @@ static size_t gpumig_save_buf_size(struct gpumig_mig *m)
  */
 struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_copy)
 {
+	struct gpumig_compat compat;
 	struct gpumig_mig_file *migf;
 	ssize_t n, len;
 	int ret;
@@ -744,7 +754,9 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	/* A re-initialisation before now is part of the first pass. */
 	migf->reconfig_seen = gpumig_reconfig_seq(m);
 	migf->initial_left = gpumig_head_bytes() + gpumig_owed_vram_bytes(m, stop_copy, 0);
-	n = gpumig_emit_header(&migf->w, migf->buf, migf->buf_size, &m->compat);
+	compat = m->compat;
+	compat.stream_minor = gpumig_stream_written(m);
+	n = gpumig_emit_header(&migf->w, migf->buf, migf->buf_size, &compat);
 	if (n >= 0) {
 		len = gpumig_emit_blob(&migf->w, migf->buf + n, migf->buf_size - n,
 				       GPUMIG_SEC_NOTE, gpumig_producer_note,

@@ -186,7 +186,19 @@ static int gpumig_p2p_stop(struct gpumig_mig *m)
 
 static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 {
-	struct gpumig_mig_file *migf = gpumig_file_new_saving(m, stop_copy);
+	struct gpumig_mig_file *migf;
+
+	/* A cap the device cannot honour: refused before anything moves. */
+	if (m->stream_need > m->stream_max) {
+		gpumig_set_why(m, "this device needs stream %u.%u; migration/stream_max is %u.%u",
+			       GPUMIG_STREAM_MAJOR, m->stream_need, GPUMIG_STREAM_MAJOR,
+			       m->stream_max);
+		dev_warn(m->vdev->dev, "migration refused: it needs stream %u.%u, capped at %u.%u\n",
+			 GPUMIG_STREAM_MAJOR, m->stream_need, GPUMIG_STREAM_MAJOR,
+			 m->stream_max);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	migf = gpumig_file_new_saving(m, stop_copy);
 
 	if (IS_ERR(migf))
 		return ERR_CAST(migf);

@@ -112,7 +112,7 @@ static ssize_t gpumig_emit(struct gpumig_writer *w, void *dst, size_t room,
  * @dst: output buffer
  * @room: its size
  * @compat: the source's compatibility descriptor; its @stream_minor is
- *	the minor the header names (0: this codec's, GPUMIG_STREAM_MINOR)
+ *	the minor the header names, 0 to GPUMIG_STREAM_MINOR
  *
  * Return: bytes written, -ENOSPC if @room is too small, -EINVAL if a
  * section was already emitted or the minor is one this codec cannot write.
@@ -120,7 +120,7 @@ static ssize_t gpumig_emit(struct gpumig_writer *w, void *dst, size_t room,
 ssize_t gpumig_emit_header(struct gpumig_writer *w, void *dst, size_t room,
 			   const struct gpumig_compat *compat)
 {
-	u16 minor = compat->stream_minor ?: GPUMIG_STREAM_MINOR;
+	u16 minor = compat->stream_minor;
 	struct gpumig_wire_header hdr = {
 		.major = cpu_to_le16(GPUMIG_STREAM_MAJOR),
 		.minor = cpu_to_le16(minor),

@@ -351,6 +351,8 @@ void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why);
 void gpumig_mig_vram_dirtied(struct gpumig_mig *m);
 void gpumig_mig_reconfigured(struct gpumig_mig *m);
 int gpumig_mig_unquarantine(struct gpumig_mig *m);
+int gpumig_mig_set_stream_max(struct gpumig_mig *m, u16 minor);
+u16 gpumig_mig_stream_max(struct gpumig_mig *m);
 int gpumig_sysfs_confirm(const char *buf);
 
 int gpumig_quarantine_set(struct device *dev, const char *why);
@@ -405,17 +407,22 @@ struct gpumig_metric_attr {
 };
 
 /**
- * struct gpumig_metric_set - a front end's metric files
+ * struct gpumig_metric_set - a front end's metric files and settings
  * @to_mig: the front end's device -> engine state (NULL: not migratable)
  * @m: the files, in the order of enum gpumig_metric
+ * @stream_max: the setting migration/stream_max (root may write it)
  */
 struct gpumig_metric_set {
 	struct gpumig_mig *(*to_mig)(struct device *dev);
 	struct gpumig_metric_attr m[GPUMIG_NR_METRICS];
+	struct gpumig_metric_attr stream_max;
 };
 
 ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *attr,
 				char *buf);
+ssize_t gpumig_stream_max_show(struct device *dev, struct device_attribute *attr, char *buf);
+ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *attr,
+				const char *buf, size_t count);
 
 #define GPUMIG_METRIC(_set, _name)						\
 	{ .attr = __ATTR(_name, 0444, gpumig_metric_attr_show, NULL),		\
@@ -429,7 +436,8 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
  * @...: the front end's own attributes of the group (status, compat,
  *	unquarantine), listed first
  *
- * The metric files are the engine's, the same for every front end.
+ * The metric files and the setting stream_max are the engine's, the same
+ * for every front end.
  */
 #define GPUMIG_DEFINE_MIGRATION_ATTRS(_p, _to_mig, ...)				\
 	static struct gpumig_metric_set _p##_metrics = {			\
@@ -448,6 +456,9 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 		GPUMIG_METRIC(_p##_metrics, last_error),					\
 		GPUMIG_METRIC(_p##_metrics, migratable),					\
 		},								\
+		.stream_max = { .attr = __ATTR(stream_max, 0644, gpumig_stream_max_show,	\
+					       gpumig_stream_max_store),		\
+				.set = &(_p##_metrics) },				\
 	};									\
 	static struct attribute *_p##_mig_attrs[] = {				\
 		__VA_ARGS__,							\
@@ -457,6 +468,7 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 		&_p##_metrics.m[6].attr.attr, &_p##_metrics.m[7].attr.attr,	\
 		&_p##_metrics.m[8].attr.attr, &_p##_metrics.m[9].attr.attr,	\
 		&_p##_metrics.m[10].attr.attr, &_p##_metrics.m[11].attr.attr,	\
+		&_p##_metrics.stream_max.attr.attr,				\
 		NULL								\
 	}
 

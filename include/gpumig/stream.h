@@ -31,7 +31,8 @@
  * @block_shift: log2 of the VRAM block (chunk and dirty grain); 16 for
  *	64 KiB, whatever the wire says (0 there)
  * @stream_minor: the stream minor version the device writes (what its
- *	geometry needs, gpumig_stream_minor()), or the one a stream names
+ *	geometry needs, within its migration/stream_max), or the one a
+ *	stream names
  */
 struct gpumig_compat {
 	char type_name[GPUMIG_TYPE_NAME_LEN];

@@ -74,6 +74,24 @@ geometry_vf() {
 	return $rc
 }
 
+# stream_cap_vf SRC DST: migration/stream_max takes 1.0 to 1.2 and nothing
+# else; under 1.0 SRC says so in its descriptor and a kernel in flight
+# migrates to DST in a stream 1.0 (zero chunks, no ranges); back to 1.2.
+stream_cap_vf() {
+	local f=/sys/bus/pci/devices/$1/migration/stream_max c=/sys/bus/pci/devices/$1/migration/compat
+	local v rc=0
+
+	[ "$(cat "$f")" = 1.2 ] || return 1
+	for v in 2.0 1.3 "1.0 x" 1; do
+		! echo "$v" >"$f" 2>/dev/null || rc=1
+	done
+	echo 1.0 >"$f" && [ "$(cat "$f")" = 1.0 ] && grep -q "^stream=1.0 " "$c" || rc=1
+	[ $rc = 0 ] && timeout 600 "$tooldir/simgpu-client" -s migrate -n stream_1_0 \
+		-d "$2" "$1" >"$out/client-stream-1-0.ktap" || rc=1
+	echo 1.2 >"$f" && grep -q "^stream=1.1 " "$c" || rc=1
+	return $rc
+}
+
 # A function whose reset methods are all disabled is not reset at release:
 # the VF is quarantined, says so, refuses a tenant, and is usable again
 # once its reset works and an operator lifted the quarantine.
@@ -291,6 +309,8 @@ pci_suite() {
 		geometry_vf "$vf0" "$vf2" "parts=3,vendor" "^stream=1.2 .*state_version=1\$"
 	check "geometry: 256 KiB blocks, no VRAM dirty tracking (stream 1.2): migrates" \
 		geometry_vf "$vf2" "$vf0" "block=256,untracked" " block_size=262144\$"
+	check "migration/stream_max: 1.0 to 1.2 only; capped at 1.0 a VF migrates in stream 1.0" \
+		stream_cap_vf "$vf0" "$vf2"
 	check "migration/ files: readable by all, a reader in a loop costs the device one refresh a period" \
 		metrics_cached "$vf1"
 	check "a VF that was not reset at release is quarantined, then lifted" flr_quarantine "$vf2"
