@@ -800,7 +800,8 @@ static void glue_geometry_capped(struct kunit *test)
 	filp = gpumig_mig_set_state(f->mig, VFIO_DEVICE_STATE_PRE_COPY);
 	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(filp), -EOPNOTSUPP);
 	gpumig_mig_status(f->mig, &st);
-	KUNIT_EXPECT_STREQ(test, st.why, "this device needs stream 1.2; migration/stream_max is 1.1");
+	KUNIT_EXPECT_STREQ(test, st.why,
+			   "this device needs stream 1.2; migration/stream_max is 1.1");
 	KUNIT_EXPECT_EQ(test, st.state, VFIO_DEVICE_STATE_RUNNING);
 	KUNIT_EXPECT_FALSE(test, f->paused);
 	KUNIT_EXPECT_NOT_NULL(test, strstr(fv_compat_line(test, f), "stream=1.2 "));
