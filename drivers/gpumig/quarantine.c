@@ -125,12 +125,6 @@ void gpumig_quarantine_note(struct device *dev, const char *what)
 }
 EXPORT_SYMBOL_GPL(gpumig_quarantine_note);
 
-/**
- * gpumig_quarantine_clear() - the operator released a device
- * @dev: the device
- *
- * Return: 0, or -EINVAL when it was not quarantined.
- */
 /* Take @dev's record off the list: the caller frees it, or NULL. */
 static struct gpumig_qrec *gpumig_qrec_take(struct device *dev)
 {
@@ -150,6 +144,12 @@ static void gpumig_qrec_free(struct gpumig_qrec *q)
 	kfree(q);
 }
 
+/**
+ * gpumig_quarantine_clear() - the operator released a device
+ * @dev: the device
+ *
+ * Return: 0, or -EINVAL when it was not quarantined.
+ */
 int gpumig_quarantine_clear(struct device *dev)
 {
 	struct gpumig_qrec *q = gpumig_qrec_take(dev);
