@@ -708,12 +708,17 @@ static void glue_geometry_migration(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dst->restored, 3U);
 	KUNIT_EXPECT_EQ(test, memcmp(dst->vram, src->vram, FV_VRAM), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(dst->arch, src->arch, src->arch_total), 0);
-	/* Runs again with its P2P DMA stopped first, then P2P too. */
+	/*
+	 * Runs again with its P2P DMA still stopped (since its way to STOP
+	 * through RUNNING_P2P), then P2P too.
+	 */
+	KUNIT_EXPECT_TRUE(test, dst->p2p_stopped);
 	memset(dst->log, 0, sizeof(dst->log));
 	KUNIT_EXPECT_NULL(test, fv_go(test, dst, VFIO_DEVICE_STATE_RUNNING_P2P));
-	KUNIT_EXPECT_STREQ(test, dst->log, "YU");
+	KUNIT_EXPECT_STREQ(test, dst->log, "U");
+	KUNIT_EXPECT_TRUE(test, dst->p2p_stopped);
 	KUNIT_EXPECT_NULL(test, fv_go(test, dst, VFIO_DEVICE_STATE_RUNNING));
-	KUNIT_EXPECT_STREQ(test, dst->log, "YUy");
+	KUNIT_EXPECT_STREQ(test, dst->log, "Uy");
 	KUNIT_EXPECT_FALSE(test, dst->p2p_stopped);
 	fput(rf);
 	fput(sf);
