@@ -13,6 +13,7 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
+#include <gpumig/compat.h>
 #include <gpumig/dirty.h>
 
 #define PG	4096ULL
@@ -364,5 +365,6 @@ static struct kunit_suite dirty_suite = {
 
 kunit_test_suites(&dirty_suite);
 
+GPUMIG_IMPORT_KUNIT_NS();
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("KUnit suite gpumig_dirty: the DMA-logging dirty tracker");

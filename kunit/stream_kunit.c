@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
+#include <gpumig/compat.h>
 #include <gpumig/stream.h>
 
 #define T_VRAM_SIZE	(1024 * 1024)
@@ -1288,5 +1289,6 @@ static struct kunit_suite stream_suite = {
 
 kunit_test_suites(&stream_suite);
 
+GPUMIG_IMPORT_KUNIT_NS();
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("KUnit suite gpumig_stream: the migration stream codec");

@@ -5,6 +5,7 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <kunit/visibility.h>
 #include <linux/bitmap.h>
 #include <linux/bitops.h>
 #include <linux/export.h>
@@ -140,7 +141,7 @@ bool gpumig_dirty_active(struct gpumig_dirty *d)
 {
 	return READ_ONCE(d->active);
 }
-EXPORT_SYMBOL_GPL(gpumig_dirty_active);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_dirty_active);
 
 /**
  * gpumig_dirty_set_budget() - most bitmap memory the next start may take
@@ -153,7 +154,7 @@ void gpumig_dirty_set_budget(struct gpumig_dirty *d, size_t bytes)
 	d->budget = bytes;
 	mutex_unlock(&d->lock);
 }
-EXPORT_SYMBOL_GPL(gpumig_dirty_set_budget);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_dirty_set_budget);
 
 /**
  * gpumig_dirty_bitmap_bytes() - bitmap memory for a range of @npages pages
@@ -171,7 +172,7 @@ u64 gpumig_dirty_bitmap_bytes(u64 npages)
 		return U64_MAX;
 	return (w0 + w1 + w2) * sizeof(unsigned long);
 }
-EXPORT_SYMBOL_GPL(gpumig_dirty_bitmap_bytes);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_dirty_bitmap_bytes);
 
 /**
  * gpumig_dirty_start() - start logging (vfio_log_ops.log_start)

@@ -255,6 +255,7 @@ void gpumig_view_changed(struct gpumig_mig *m);
 void gpumig_view_get(struct gpumig_mig *m, struct gpumig_view *v);
 
 /* quarantine.c */
+void gpumig_quarantine_note(struct device *dev, const char *what);
 int gpumig_quarantine_init(void);
 void gpumig_quarantine_exit(void);
 

@@ -13,6 +13,7 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <kunit/visibility.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
 #include <linux/module.h>
@@ -152,7 +153,7 @@ const char *gpumig_state_name(u32 state)
 	return state < ARRAY_SIZE(gpumig_state_names) && gpumig_state_names[state] ?
 	       gpumig_state_names[state] : "?";
 }
-EXPORT_SYMBOL_GPL(gpumig_state_name);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_state_name);
 
 /**
  * gpumig_metric_attr_show() - the show of every metric file

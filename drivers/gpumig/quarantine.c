@@ -123,7 +123,6 @@ void gpumig_quarantine_note(struct device *dev, const char *what)
 	}
 	mutex_unlock(&gpumig_qlock);
 }
-EXPORT_SYMBOL_GPL(gpumig_quarantine_note);
 
 /* Take @dev's record off the list: the caller frees it, or NULL. */
 static struct gpumig_qrec *gpumig_qrec_take(struct device *dev)

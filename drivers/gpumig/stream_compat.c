@@ -12,6 +12,8 @@
 #include <linux/kernel.h>
 #include <linux/string.h>
 
+#include <kunit/visibility.h>
+
 #include "stream_priv.h"
 
 /**
@@ -74,7 +76,7 @@ int gpumig_compat_check(const struct gpumig_compat *src,
 	}
 	return 0;
 }
-EXPORT_SYMBOL_GPL(gpumig_compat_check);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_compat_check);
 
 /**
  * gpumig_compat_format() - print a descriptor as one "key=value" line
@@ -141,4 +143,4 @@ bool gpumig_block_shift_valid(u32 shift)
 {
 	return shift >= GPUMIG_BLOCK_SHIFT_MIN && shift <= GPUMIG_BLOCK_SHIFT_MAX;
 }
-EXPORT_SYMBOL_GPL(gpumig_block_shift_valid);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_block_shift_valid);

@@ -9,6 +9,8 @@
 #include <linux/export.h>
 #include <linux/kernel.h>
 
+#include <kunit/visibility.h>
+
 #include "stream_priv.h"
 
 /* crc32_le()'s polynomial, bit-reflected. */
@@ -64,4 +66,4 @@ u32 gpumig_crc_extend(u32 crc, u32 pcrc, size_t len)
 {
 	return pcrc ^ gpumig_crc_shift(crc ^ ~0U, len);
 }
-EXPORT_SYMBOL_GPL(gpumig_crc_extend);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_crc_extend);

@@ -27,6 +27,8 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
+#include <kunit/visibility.h>
+
 #include "stream_priv.h"
 
 static __printf(3, 0) int gpumig_parser_verror(struct gpumig_parser *p, int err,
@@ -60,7 +62,7 @@ int gpumig_parser_set_error(struct gpumig_parser *p, int err,
 	va_end(args);
 	return err;
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_set_error);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_set_error);
 
 /**
  * gpumig_parser_init() - prepare to read a stream
@@ -102,7 +104,7 @@ int gpumig_parser_init(struct gpumig_parser *p,
 	p->stream_crc = ~0U;
 	return 0;
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_init);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_init);
 
 /**
  * gpumig_parser_destroy() - free what gpumig_parser_init() allocated
@@ -114,7 +116,7 @@ void gpumig_parser_destroy(struct gpumig_parser *p)
 	p->buf = NULL;
 	p->buf_size = 0;
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_destroy);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_destroy);
 
 static const char *gpumig_sec_name(u16 type)
 {
@@ -589,7 +591,7 @@ ssize_t gpumig_parser_feed(struct gpumig_parser *p, const void *data,
 	}
 	return len;
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_feed);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_feed);
 
 /**
  * gpumig_parser_room() - where the next payload bytes may be put directly
@@ -619,7 +621,7 @@ size_t gpumig_parser_room(struct gpumig_parser *p, void **dst)
 		return ch - p->fill;
 	return p->len - p->fill;
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_room);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_room);
 
 /**
  * gpumig_parser_hdr_left() - bytes of a section header still to come
@@ -634,7 +636,7 @@ size_t gpumig_parser_hdr_left(const struct gpumig_parser *p)
 {
 	return p->state == GPUMIG_PARSE_HDR ? sizeof(p->hdr) - p->hdr_fill : 0;
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_hdr_left);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_hdr_left);
 
 /* @n more payload bytes arrived, their CRC counted: the section may be whole. */
 static ssize_t gpumig_parser_took(struct gpumig_parser *p, size_t n)
@@ -668,7 +670,7 @@ ssize_t gpumig_parser_commit(struct gpumig_parser *p, size_t n)
 	p->crc = gpumig_crc(p->crc, p->buf + p->fill, n);
 	return gpumig_parser_took(p, n);
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_commit);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_commit);
 
 /*
  * The next bytes are data of a VRAM chunk whose header checked out, and
@@ -716,7 +718,7 @@ size_t gpumig_parser_vram_room(struct gpumig_parser *p, u64 *offset, u32 *crc)
 	*crc = p->crc;
 	return p->len - p->fill;
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_vram_room);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_vram_room);
 
 /**
  * gpumig_parser_vram_commit() - @n data bytes were placed in VRAM
@@ -740,7 +742,7 @@ ssize_t gpumig_parser_vram_commit(struct gpumig_parser *p, size_t n, u32 crc)
 	p->placed += n;
 	return gpumig_parser_took(p, n);
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_vram_commit);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_vram_commit);
 
 /**
  * gpumig_parser_finish() - the writer has no more data
@@ -770,4 +772,4 @@ int gpumig_parser_finish(struct gpumig_parser *p)
 			p->len);
 	}
 }
-EXPORT_SYMBOL_GPL(gpumig_parser_finish);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_parser_finish);

@@ -12,6 +12,8 @@
 #include <linux/kernel.h>
 #include <linux/string.h>
 
+#include <kunit/visibility.h>
+
 #include "stream_priv.h"
 
 /* The wire layouts are an ABI: a change of size is a new stream version. */
@@ -34,7 +36,7 @@ void gpumig_writer_init(struct gpumig_writer *w)
 	w->bytes = 0;
 	w->crc = ~0U;
 }
-EXPORT_SYMBOL_GPL(gpumig_writer_init);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_writer_init);
 
 /**
  * gpumig_vram_section_size() - bytes a VRAM chunk takes in the stream
@@ -48,7 +50,7 @@ size_t gpumig_vram_section_size(u32 len, bool zero)
 	return sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_vram) +
 	       (zero ? 0 : len);
 }
-EXPORT_SYMBOL_GPL(gpumig_vram_section_size);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_vram_section_size);
 
 /**
  * gpumig_blob_section_size() - bytes an arch/work section takes
@@ -60,7 +62,7 @@ size_t gpumig_blob_section_size(u32 len)
 {
 	return sizeof(struct gpumig_sec_hdr) + len;
 }
-EXPORT_SYMBOL_GPL(gpumig_blob_section_size);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_blob_section_size);
 
 /*
  * Emit one section whose payload is the concatenation of @p1 and @p2
@@ -138,7 +140,7 @@ ssize_t gpumig_emit_header(struct gpumig_writer *w, void *dst, size_t room,
 	return gpumig_emit(w, dst, room, GPUMIG_SEC_HEADER, &hdr, sizeof(hdr),
 			   NULL, 0);
 }
-EXPORT_SYMBOL_GPL(gpumig_emit_header);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_emit_header);
 
 /**
  * gpumig_vram_payload() - where a VRAM chunk's data goes in a section
@@ -153,7 +155,7 @@ void *gpumig_vram_payload(void *dst)
 {
 	return (u8 *)dst + sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_vram);
 }
-EXPORT_SYMBOL_GPL(gpumig_vram_payload);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_vram_payload);
 
 /**
  * gpumig_emit_vram() - emit one chunk of device memory
@@ -179,7 +181,7 @@ ssize_t gpumig_emit_vram(struct gpumig_writer *w, void *dst, size_t room,
 	return gpumig_emit(w, dst, room, GPUMIG_SEC_VRAM, &v, sizeof(v),
 			   data, data ? len : 0);
 }
-EXPORT_SYMBOL_GPL(gpumig_emit_vram);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_emit_vram);
 
 /**
  * gpumig_zero_section_size() - bytes a zero range takes in the stream
@@ -190,7 +192,7 @@ size_t gpumig_zero_section_size(void)
 {
 	return sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_zero);
 }
-EXPORT_SYMBOL_GPL(gpumig_zero_section_size);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_zero_section_size);
 
 /**
  * gpumig_emit_zero() - emit a range of device memory that reads zero
@@ -214,7 +216,7 @@ ssize_t gpumig_emit_zero(struct gpumig_writer *w, void *dst, size_t room,
 		return -EINVAL;
 	return gpumig_emit(w, dst, room, GPUMIG_SEC_ZERO, &z, sizeof(z), NULL, 0);
 }
-EXPORT_SYMBOL_GPL(gpumig_emit_zero);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_emit_zero);
 
 /**
  * gpumig_emit_blob() - emit an opaque section (arch state, work, note)
@@ -236,7 +238,7 @@ ssize_t gpumig_emit_blob(struct gpumig_writer *w, void *dst, size_t room,
 		return -EINVAL;
 	return gpumig_emit(w, dst, room, type, data, len, NULL, 0);
 }
-EXPORT_SYMBOL_GPL(gpumig_emit_blob);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_emit_blob);
 
 /**
  * gpumig_arch_part_section_size() - bytes a part of the architectural
@@ -249,7 +251,7 @@ size_t gpumig_arch_part_section_size(u32 len)
 {
 	return sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_arch_part) + len;
 }
-EXPORT_SYMBOL_GPL(gpumig_arch_part_section_size);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_arch_part_section_size);
 
 /**
  * gpumig_emit_arch_part() - emit one part of the architectural state (1.2)
@@ -275,7 +277,7 @@ ssize_t gpumig_emit_arch_part(struct gpumig_writer *w, void *dst, size_t room,
 		return -EINVAL;
 	return gpumig_emit(w, dst, room, GPUMIG_SEC_ARCH_PART, &a, sizeof(a), data, len);
 }
-EXPORT_SYMBOL_GPL(gpumig_emit_arch_part);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_emit_arch_part);
 
 /**
  * gpumig_vendor_section_size() - bytes a vendor section takes in the stream
@@ -287,7 +289,7 @@ size_t gpumig_vendor_section_size(u32 len)
 {
 	return sizeof(struct gpumig_sec_hdr) + sizeof(struct gpumig_wire_vendor) + len;
 }
-EXPORT_SYMBOL_GPL(gpumig_vendor_section_size);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_vendor_section_size);
 
 /**
  * gpumig_emit_vendor() - emit a section of the device's own state (1.2)
@@ -307,7 +309,7 @@ ssize_t gpumig_emit_vendor(struct gpumig_writer *w, void *dst, size_t room,
 
 	return gpumig_emit(w, dst, room, GPUMIG_SEC_VENDOR, &v, sizeof(v), data, len);
 }
-EXPORT_SYMBOL_GPL(gpumig_emit_vendor);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_emit_vendor);
 
 /**
  * gpumig_emit_end() - emit the end section
@@ -327,4 +329,4 @@ ssize_t gpumig_emit_end(struct gpumig_writer *w, void *dst, size_t room)
 
 	return gpumig_emit(w, dst, room, GPUMIG_SEC_END, &e, sizeof(e), NULL, 0);
 }
-EXPORT_SYMBOL_GPL(gpumig_emit_end);
+EXPORT_SYMBOL_IF_KUNIT(gpumig_emit_end);

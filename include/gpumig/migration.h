@@ -357,7 +357,6 @@ int gpumig_sysfs_confirm(const char *buf);
 
 int gpumig_quarantine_set(struct device *dev, const char *why);
 bool gpumig_quarantine_get(struct device *dev, char *why, size_t len);
-void gpumig_quarantine_note(struct device *dev, const char *what);
 int gpumig_quarantine_clear(struct device *dev);
 void gpumig_quarantine_gone(struct device *dev, const char *how);
 const char *gpumig_state_name(u32 state);
