@@ -334,16 +334,17 @@ static bool gpumig_ops_valid(const struct gpumig_backend_ops *o)
 }
 
 /**
- * gpumig_stream_minor() - the stream minor version a geometry needs
+ * gpumig_stream_minor() - the oldest stream minor that carries a geometry
  * @geo: geometry, defaults filled in
  *
- * Return: 1 for the defaults (what every release reads), else 2.
+ * Return: 0 for the defaults (every version carries them; the device
+ * writes 1.1 unless capped, gpumig_stream_written()), else 2.
  */
 u16 gpumig_stream_minor(const struct gpumig_geometry *geo)
 {
 	if (geo->block_shift == GPUMIG_BLOCK_SHIFT && geo->arch_parts == 1 &&
 	    geo->arch_part_max <= GPUMIG_ARCH_MAX && !geo->vendor_max)
-		return 1;
+		return 0;
 	return 2;
 }
 
