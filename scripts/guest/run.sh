@@ -125,7 +125,11 @@ distro)
 		     modinfo -n \$m | grep -q /updates/dkms/ || exit 1; done"
 	simgpu_suite
 	check "unload simgpu" rmmod simgpu
-	check "unload gpumig" rmmod gpumig
+	# udev may have loaded the DKMS simgpu-pf for the PF at boot: a user of gpumig
+	check "unload gpumig (after simgpu-pf, which udev may have loaded for the PF)" sh -c \
+		"for m in gpumig_vfio_pci simgpu_pf; do
+		     [ ! -d /sys/module/\$m ] || rmmod \$m || exit 1; done
+		 rmmod gpumig || { lsmod | grep -E 'gpumig|simgpu'; exit 1; }"
 	pci_if_present
 	releases_suite
 	package_suite

@@ -312,9 +312,11 @@ static int find_gpu(void)
 	return -1;
 }
 
+/* Return: 0, 1 when the device was reset again meanwhile, -1 on failure. */
 static int gpu_setup(void)
 {
 	u32 i, q;
+	int r;
 
 	if (rd(SIMGPU_REG_ID) != SIMGPU_ID_MAGIC) {
 		say("FAIL setup: ID 0x%x", rd(SIMGPU_REG_ID));
@@ -347,7 +349,13 @@ static int gpu_setup(void)
 		dma.csrc[i] = vpattern[i];
 	}
 	submit(1, SIMGPU_OP_COPY, VA_VRAM + CBYTES, VA_OF(csrc), CBYTES, 0);
-	if (wait_idle(0)) {
+	r = wait_idle(0);
+	if (r > 0) {
+		/* QEMU resets a device more than once when a stop-copy fails */
+		say("device reset during setup: set up again");
+		return 1;
+	}
+	if (r) {
 		say("FAIL setup: VRAM pattern copy");
 		return -1;
 	}
@@ -454,10 +462,58 @@ static void copy_report(u32 n)
 	    vsrc, vfirst, vdst);
 }
 
+/*
+ * After a wrong fence: what each queue says it wrote last and where its
+ * ring is, and the fence words read again: a fence the device never ran
+ * (FENCE register behind) tells a lost command from a lost write.
+ */
+static void fence_report(void)
+{
+	u32 q;
+
+	for (q = 0; q < 2; q++)
+		say("  fence: queue %u FENCE %u head %u tail %u (driver's %u) status 0x%x; memory %u",
+		    q, rd(qreg(q, SIMGPU_QREG_FENCE_LO)), rd(qreg(q, SIMGPU_QREG_HEAD)),
+		    rd(qreg(q, SIMGPU_QREG_TAIL)), tail[q], rd(qreg(q, SIMGPU_QREG_STATUS)),
+		    (u32)dma.fence[q]);
+}
+
+/*
+ * After a wrong chunk of the re-initialised region: how much of it is
+ * wrong, whose data it holds (another chunk's: a block sent or placed at
+ * the wrong offset), and whether VRAM still holds it (copied out again).
+ */
+static void region_report(u32 n, u32 c)
+{
+	u32 bad = 0, other = ~0U, again = 0, i, k;
+
+	for (i = 0; i < CBYTES / 4; i++)
+		bad += dma.rcheck[i] != region_word(region_gen, c, i);
+	for (k = 0; k < RCHUNKS && other == ~0U; k++)
+		if (k != c && dma.rcheck[0] == region_word(region_gen, k, 0) &&
+		    dma.rcheck[CBYTES / 4 - 1] == region_word(region_gen, k, CBYTES / 4 - 1))
+			other = k;
+	for (i = 0; i < CBYTES / 4; i++)
+		dma.rcheck[i] = 0;
+	submit(1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_REGION + c * CBYTES, CBYTES, 0);
+	if (wait_idle(n)) {
+		say("  reinit: chunk %u could not be copied out again", c);
+		return;
+	}
+	for (i = 0; i < CBYTES / 4; i++)
+		again += dma.rcheck[i] != region_word(region_gen, c, i);
+	if (other == ~0U)
+		say("  reinit: chunk %u: %u words wrong, no other chunk's; %u wrong copied again",
+		    c, bad, again);
+	else
+		say("  reinit: chunk %u: %u words wrong, it holds chunk %u; %u wrong copied again",
+		    c, bad, other, again);
+}
+
 static int iteration(u32 n)
 {
 	u32 key = 0x9e3779b9U * n, pat = n * 7 + 1, i, it;
-	int bad = 0, copy_bad;
+	int bad = 0, copy_bad, region_bad = 0;
 
 	rng = n * 2654435761U + 1;
 	for (i = 0; i < KWORDS; i++) {
@@ -492,7 +548,7 @@ static int iteration(u32 n)
 	if (bad > 0 || device_lost()) {
 		say("device reset under iter %u: set up again (CONTROL 0x%x, PT_ROOT 0x%x)", n,
 		    rd(SIMGPU_REG_CONTROL), rd(SIMGPU_REG_PT_ROOT_LO));
-		return gpu_setup() ? -1 : 1;
+		return gpu_setup() < 0 ? -1 : 1;
 	}
 	if (bad)
 		return -1;
@@ -500,6 +556,7 @@ static int iteration(u32 n)
 	if (dma.fence[0] != n || dma.fence[1] != n) {
 		say("FAIL iter %u: fences %u %u", n, (u32)dma.fence[0],
 		    (u32)dma.fence[1]);
+		fence_report();
 		bad = 1;
 	}
 	bad |= check_words(n, "kernel", dma.kbuf, expect, KWORDS);
@@ -510,6 +567,7 @@ static int iteration(u32 n)
 		if (dma.rcheck[i] != region_word(region_gen, n % RCHUNKS, i)) {
 			say("FAIL iter %u: reinit %u chunk %u word %u is 0x%x", n, region_gen,
 			    n % RCHUNKS, i, dma.rcheck[i]);
+			region_bad = 1;
 			bad = 1;
 			break;
 		}
@@ -529,6 +587,8 @@ static int iteration(u32 n)
 			break;
 		}
 	}
+	if (region_bad)
+		region_report(n, n % RCHUNKS);
 	if (copy_bad)
 		copy_report(n);	/* last: it reuses rcheck */
 	return bad ? -1 : 0;
@@ -545,8 +605,8 @@ void guest_main(void)
 		say("FAIL setup: no simgpu on the PCI bus");
 		return;
 	}
-	if (gpu_setup())
-		return;
+	if (gpu_setup() < 0)
+		return;	/* reset again (1): the first iteration sets it up */
 	for (n = 1;; n++) {
 		int r, tries = 0;
 
