@@ -695,6 +695,9 @@ def landed(run, src, dst, info, label, before, iters, what=""):
     if not ok:
         return None
     run.note("%s: %s" % (label, describe(info, dev)))
+    # what the guest verified on the source up to the switchover counts too
+    run.check("%s: no wrong result in the guest on the source" % label,
+              not src.failures(), "; ".join(src.failures()[:3]))
     run.check("%s: destination running" % label, wait_running(dst))
     resumed = dst.wait_iter(before + iters)
     run.check("%s: the guest keeps verifying on the destination%s" % (label, what),
