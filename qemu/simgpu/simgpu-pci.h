@@ -10,6 +10,7 @@
 #define SIMGPU_PCI_H
 
 #include "qemu/bitmap.h"
+#include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qemu/units.h"
@@ -99,6 +100,8 @@ struct SimgpuVfState {
 	struct simgpu_model *model;	/* while enabled */
 	SimgpuVfCtx *ctx;		/* the model's, while enabled */
 	unsigned int busy;		/* model passes and PF commands under way */
+	QemuThread busy_thread;		/* the thread they run on */
+	uint64_t reentries;		/* register accesses refused from inside them */
 	GSList *retired;		/* contexts disabled while busy */
 	uint64_t vram_size;
 	uint32_t queues;
@@ -122,6 +125,8 @@ struct SimgpuPfState {
 	uint32_t vfs_offered;		/* TOTAL_VFS register; tests set it below */
 	uint32_t int_status;
 	uint32_t int_mask;
+	unsigned int busy;		/* a command under way (its DMA may reach us) */
+	QemuThread busy_thread;
 	SimgpuSlot slot[SIMGPU_PF_MAX_VFS];
 };
 
@@ -144,8 +149,8 @@ static inline SimgpuVfState *simgpu_pf_vf(SimgpuPfState *pf, unsigned int n)
 }
 
 /* simgpu-vf.c: the VF and its model */
-bool simgpu_vf_enter(SimgpuVfState *vf);
-void simgpu_vf_leave(SimgpuVfState *vf, bool was);
+void simgpu_vf_enter(SimgpuVfState *vf);
+void simgpu_vf_leave(SimgpuVfState *vf);
 void simgpu_vf_sync_vram(SimgpuVfState *vf);
 void simgpu_log_stop(SimgpuLog *log);
 void simgpu_vf_scrub(SimgpuVfState *vf);

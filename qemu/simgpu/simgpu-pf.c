@@ -368,7 +368,6 @@ static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
 {
 	SimgpuSlot *s = &pf->slot[n];
 	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
-	bool was;
 
 	if (s->status & SIMGPU_PF_STATUS_BUSY)
 		return;		/* one command at a time: ignored */
@@ -379,7 +378,9 @@ static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
 		simgpu_pf_done(pf, n, SIMGPU_PF_ERR_DISABLED);
 		return;
 	}
-	was = simgpu_vf_enter(vf);
+	simgpu_vf_enter(vf);
+	if (!pf->busy++)
+		qemu_thread_get_self(&pf->busy_thread);
 	switch (op) {
 	case SIMGPU_PF_CMD_PAUSE:
 		simgpu_model_pause(vf->model,
@@ -393,7 +394,21 @@ static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
 	default:
 		simgpu_pf_done(pf, n, simgpu_cmd_now(pf, vf, s));
 	}
-	simgpu_vf_leave(vf, was);
+	pf->busy--;
+	simgpu_vf_leave(vf);
+}
+
+/*
+ * A command's own DMA that reaches the PF's registers (as for the VF's,
+ * simgpu_vf_enter()): a DMA error, on the thread running it only.
+ */
+static bool simgpu_pf_reentered(SimgpuPfState *pf, hwaddr addr)
+{
+	if (!pf->busy || !qemu_thread_is_self(&pf->busy_thread))
+		return false;
+	warn_report_once("simgpu-pf: a command's DMA reached the PF's registers (0x%"
+			 HWADDR_PRIx "): refused", addr);
+	return true;
 }
 
 /* ---- PF registers --------------------------------------------------------- */
@@ -489,10 +504,8 @@ static void simgpu_pf_vf_write(SimgpuPfState *pf, unsigned int n, hwaddr reg, ui
 		s->profile = val;	/* anything else is ignored, as hardware does */
 }
 
-static uint64_t simgpu_pf_read(void *opaque, hwaddr addr, unsigned size)
+static uint64_t simgpu_pf_read(SimgpuPfState *pf, hwaddr addr)
 {
-	SimgpuPfState *pf = opaque;
-
 	if (addr >= SIMGPU_PF_VF_BASE) {
 		unsigned int n = (addr - SIMGPU_PF_VF_BASE) / SIMGPU_PF_VF_STRIDE;
 
@@ -535,10 +548,8 @@ static uint64_t simgpu_pf_read(void *opaque, hwaddr addr, unsigned size)
 	}
 }
 
-static void simgpu_pf_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+static void simgpu_pf_write(SimgpuPfState *pf, hwaddr addr, uint64_t val)
 {
-	SimgpuPfState *pf = opaque;
-
 	if (addr >= SIMGPU_PF_VF_BASE) {
 		unsigned int n = (addr - SIMGPU_PF_VF_BASE) / SIMGPU_PF_VF_STRIDE;
 
@@ -555,9 +566,32 @@ static void simgpu_pf_write(void *opaque, hwaddr addr, uint64_t val, unsigned si
 	}
 }
 
+static MemTxResult simgpu_pf_mmio_read(void *opaque, hwaddr addr, uint64_t *val,
+				       unsigned size, MemTxAttrs attrs)
+{
+	SimgpuPfState *pf = opaque;
+
+	*val = 0;
+	if (simgpu_pf_reentered(pf, addr))
+		return MEMTX_ACCESS_ERROR;
+	*val = simgpu_pf_read(pf, addr);
+	return MEMTX_OK;
+}
+
+static MemTxResult simgpu_pf_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+					unsigned size, MemTxAttrs attrs)
+{
+	SimgpuPfState *pf = opaque;
+
+	if (simgpu_pf_reentered(pf, addr))
+		return MEMTX_ACCESS_ERROR;
+	simgpu_pf_write(pf, addr, val);
+	return MEMTX_OK;
+}
+
 static const MemoryRegionOps simgpu_pf_ops = {
-	.read = simgpu_pf_read,
-	.write = simgpu_pf_write,
+	.read_with_attrs = simgpu_pf_mmio_read,
+	.write_with_attrs = simgpu_pf_mmio_write,
 	.endianness = DEVICE_LITTLE_ENDIAN,
 	.valid = { .min_access_size = 4, .max_access_size = 4 },
 	.impl = { .min_access_size = 4, .max_access_size = 4 },
@@ -590,6 +624,7 @@ static void simgpu_pf_realize(PCIDevice *d, Error **errp)
 	pci_config_set_revision(d->config, SIMGPU_PF_ABI_VERSION);
 	memory_region_init_io(&pf->regs, OBJECT(pf), &simgpu_pf_ops, pf, "simgpu-pf-regs",
 			      SIMGPU_PF_BAR0_SIZE);
+	pf->regs.disable_reentrancy_guard = true;	/* simgpu_pf_reentered() */
 	pci_register_bar(d, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &pf->regs);
 	if (msi_init(d, 0x50, 1, true, false, errp))
 		return;

@@ -134,29 +134,42 @@ static void simgpu_vf_ctx_free(gpointer data)
 
 /*
  * Every entry into a VF's model (a processor pass, a PF command for the
- * VF) engages the VF's re-entrancy guard, as QEMU's guarded bottom halves
- * do: a DMA of the model's that reaches the VF's own registers (a GPU
- * address the tenant pointed at its BAR) fails as a DMA error instead of
- * changing registers mid-step.  It also keeps the model alive until the
- * entry ends, should that DMA disable the VF.
+ * VF) is counted: a DMA of the model's that reaches the VF's own
+ * registers (a GPU address the tenant pointed at its BAR, which QEMU maps
+ * for P2P) fails as a DMA error instead of changing registers mid-step,
+ * as QEMU's re-entrancy guard would have it fail, and the model
+ * lives until the entry ends, should that DMA disable the VF.
+ *
+ * QEMU's own guard (a flag per device, engaged for any access to any of
+ * its regions) is not used for the registers: engaged from a timer pass
+ * or a PF command it also refused vCPUs' accesses to the VF's and the
+ * PF's registers, now and then, from other threads (the tenant's driver
+ * read a STATUS of 0, idle, with its commands still queued; the PF
+ * driver's command arguments were dropped).  Only an access on the thread
+ * that entered, from inside the entry, is a re-entry.
  */
-bool simgpu_vf_enter(SimgpuVfState *vf)
+void simgpu_vf_enter(SimgpuVfState *vf)
 {
-	MemReentrancyGuard *g = &DEVICE(vf)->mem_reentrancy_guard;
-	bool was = g->engaged_in_io;
-
-	g->engaged_in_io = true;
-	vf->busy++;
-	return was;
+	if (!vf->busy++)
+		qemu_thread_get_self(&vf->busy_thread);
 }
 
-void simgpu_vf_leave(SimgpuVfState *vf, bool was)
+void simgpu_vf_leave(SimgpuVfState *vf)
 {
 	if (!--vf->busy && vf->retired) {
 		g_slist_free_full(vf->retired, simgpu_vf_ctx_free);
 		vf->retired = NULL;
 	}
-	DEVICE(vf)->mem_reentrancy_guard.engaged_in_io = was;
+}
+
+static bool simgpu_vf_reentered(SimgpuVfState *vf, hwaddr addr)
+{
+	if (!vf->busy || !qemu_thread_is_self(&vf->busy_thread))
+		return false;
+	vf->reentries++;
+	warn_report_once("simgpu-vf: the device's own DMA reached its registers (0x%"
+			 HWADDR_PRIx "): refused", addr);
+	return true;
 }
 
 /*
@@ -170,7 +183,7 @@ static void simgpu_vf_run(void *opaque)
 	struct simgpu_model *m = vf->model;
 	int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), delay_ns;
 	uint32_t throttle;
-	bool more, timed, was;
+	bool more, timed;
 
 	if (!m)
 		return;
@@ -179,10 +192,10 @@ static void simgpu_vf_run(void *opaque)
 		return;
 	}
 	throttle = simgpu_model_knob(m, SIMGPU_PF_KNOB_THROTTLE_US);
-	was = simgpu_vf_enter(vf);
+	simgpu_vf_enter(vf);
 	more = simgpu_model_run(m, throttle ? 1 : 16);
 	timed = vf->model == m && simgpu_model_timed_work(m);
-	simgpu_vf_leave(vf, was);
+	simgpu_vf_leave(vf);
 	if (vf->model != m)
 		return;		/* the pass's DMA disabled the VF */
 	vf->not_before = now + throttle * 1000LL;
@@ -277,24 +290,35 @@ void simgpu_vf_scrub(SimgpuVfState *vf)
 
 /* ---- the VF ------------------------------------------------------------- */
 
-static uint64_t simgpu_vf_read(void *opaque, hwaddr addr, unsigned size)
+/* A re-entry fails as a bus error: the model's DMA sees a DMA error. */
+static MemTxResult simgpu_vf_read(void *opaque, hwaddr addr, uint64_t *val, unsigned size,
+				  MemTxAttrs attrs)
 {
 	SimgpuVfState *vf = opaque;
 
-	return vf->model ? simgpu_model_mmio_read(vf->model, addr) : 0;
+	*val = 0;
+	if (simgpu_vf_reentered(vf, addr))
+		return MEMTX_ACCESS_ERROR;
+	if (vf->model)
+		*val = simgpu_model_mmio_read(vf->model, addr);
+	return MEMTX_OK;
 }
 
-static void simgpu_vf_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+static MemTxResult simgpu_vf_write(void *opaque, hwaddr addr, uint64_t val, unsigned size,
+				   MemTxAttrs attrs)
 {
 	SimgpuVfState *vf = opaque;
 
+	if (simgpu_vf_reentered(vf, addr))
+		return MEMTX_ACCESS_ERROR;
 	if (vf->model)
 		simgpu_model_mmio_write(vf->model, addr, val);
+	return MEMTX_OK;
 }
 
 static const MemoryRegionOps simgpu_vf_ops = {
-	.read = simgpu_vf_read,
-	.write = simgpu_vf_write,
+	.read_with_attrs = simgpu_vf_read,
+	.write_with_attrs = simgpu_vf_write,
 	.endianness = DEVICE_LITTLE_ENDIAN,
 	.valid = { .min_access_size = 4, .max_access_size = 4 },
 	.impl = { .min_access_size = 4, .max_access_size = 4 },
@@ -397,6 +421,7 @@ static void simgpu_vf_realize(PCIDevice *d, Error **errp)
 	pci_config_set_revision(d->config, SIMGPU_ABI_VERSION);
 	memory_region_init_io(&vf->regs, OBJECT(vf), &simgpu_vf_ops, vf, "simgpu-vf-regs",
 			      SIMGPU_BAR0_SIZE);
+	vf->regs.disable_reentrancy_guard = true;	/* simgpu_vf_enter() */
 	pcie_sriov_vf_register_bar(d, SIMGPU_VF_BAR_REGS, &vf->regs);
 	memory_region_init(&vf->msix, OBJECT(vf), "simgpu-vf-msix", SIMGPU_VF_MSIX_SIZE);
 	pcie_sriov_vf_register_bar(d, SIMGPU_VF_BAR_MSIX, &vf->msix);
@@ -415,7 +440,7 @@ static void simgpu_vf_realize(PCIDevice *d, Error **errp)
 		return;
 	}
 	pcie_cap_flr_init(d);
-	vf->bh = qemu_bh_new_guarded(simgpu_vf_run, vf, &DEVICE(vf)->mem_reentrancy_guard);
+	vf->bh = qemu_bh_new(simgpu_vf_run, vf);	/* its pass enters the model */
 	vf->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, simgpu_vf_run, vf);
 }
 
