@@ -18,6 +18,7 @@ byte.  Prints KTAP.
 import argparse
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -46,6 +47,85 @@ ERR_DISABLED = 7
 SG_QBASE, SG_QSTRIDE = 0x100, 0x40
 Q_RING_LO, Q_RING_HI, Q_SIZE, Q_TAIL, Q_CTRL, Q_STATUS = 0x00, 0x04, 0x08, 0x10, 0x14, 0x18
 OP_FENCE, OP_FILL, OP_KERNEL = 1, 2, 4
+
+# Each register, command and code above is the uapi headers' (checked
+# first, abi_checked()); the PF's VRAM block is read from its register.
+ABI = {
+    "simgpu_pf.h": {
+        "PF_ID": "SIMGPU_PF_REG_ID", "PF_VERSION": "SIMGPU_PF_REG_VERSION",
+        "PF_TOTAL_VFS": "SIMGPU_PF_REG_TOTAL_VFS", "PF_PROFILES": "SIMGPU_PF_REG_PROFILES",
+        "PF_APERTURE_LO": "SIMGPU_PF_REG_APERTURE_LO",
+        "PF_INT_STATUS": "SIMGPU_PF_REG_INT_STATUS", "PF_ARCH_SIZE": "SIMGPU_PF_REG_ARCH_SIZE",
+        "PF_XFER_MAX": "SIMGPU_PF_REG_XFER_MAX", "PF_BLOCK_SHIFT": "SIMGPU_PF_REG_BLOCK_SHIFT",
+        "PF_CAPS": "SIMGPU_PF_REG_CAPS", "CAP_VRAM_COUNT": "SIMGPU_PF_CAP_VRAM_COUNT",
+        "PF_VF_BASE": "SIMGPU_PF_VF_BASE", "PF_VF_STRIDE": "SIMGPU_PF_VF_STRIDE",
+        "VF_CMD": "SIMGPU_PF_VF_CMD", "VF_STATUS": "SIMGPU_PF_VF_STATUS",
+        "VF_ARG0": "SIMGPU_PF_VF_ARG0_LO", "VF_RESULT": "SIMGPU_PF_VF_RESULT_LO",
+        "VF_PROFILE": "SIMGPU_PF_VF_PROFILE", "VF_VRAM_LO": "SIMGPU_PF_VF_VRAM_LO",
+        "VF_QUEUES": "SIMGPU_PF_VF_QUEUES", "VF_STATE": "SIMGPU_PF_VF_STATE",
+        "VF_RESETS": "SIMGPU_PF_VF_RESETS", "VF_GUEST_RESETS": "SIMGPU_PF_VF_GUEST_RESETS",
+        "STATUS_BUSY": "SIMGPU_PF_STATUS_BUSY",
+        "CMD_PAUSE": "SIMGPU_PF_CMD_PAUSE", "CMD_RESUME": "SIMGPU_PF_CMD_RESUME",
+        "CMD_INVALIDATE": "SIMGPU_PF_CMD_INVALIDATE", "CMD_SAVE": "SIMGPU_PF_CMD_SAVE_STATE",
+        "CMD_RESTORE": "SIMGPU_PF_CMD_RESTORE_STATE", "CMD_VRAM_READ": "SIMGPU_PF_CMD_VRAM_READ",
+        "CMD_VRAM_WRITE": "SIMGPU_PF_CMD_VRAM_WRITE", "CMD_TRACK": "SIMGPU_PF_CMD_VRAM_TRACK",
+        "CMD_DIRTY": "SIMGPU_PF_CMD_VRAM_DIRTY", "CMD_SCRUB": "SIMGPU_PF_CMD_SCRUB",
+        "CMD_LOG_START": "SIMGPU_PF_CMD_DMA_LOG_START",
+        "CMD_LOG_STOP": "SIMGPU_PF_CMD_DMA_LOG_STOP",
+        "CMD_LOG_REPORT": "SIMGPU_PF_CMD_DMA_LOG_REPORT", "CMD_COUNT": "SIMGPU_PF_CMD_VRAM_COUNT",
+        "CMD_TAKE_ZERO": "SIMGPU_PF_CMD_VRAM_TAKE_ZERO",
+        "CMD_READ_TAKE": "SIMGPU_PF_CMD_VRAM_READ_TAKE",
+        "CMD_PEEK": "SIMGPU_PF_CMD_VRAM_DIRTY_PEEK",
+        "ERR_ARGS": "SIMGPU_PF_ERR_ARGS", "ERR_DMA": "SIMGPU_PF_ERR_DMA",
+        "ERR_STATE": "SIMGPU_PF_ERR_STATE", "ERR_ORDER": "SIMGPU_PF_ERR_ORDER",
+        "ERR_DISABLED": "SIMGPU_PF_ERR_DISABLED",
+        "KNOB_KERNEL_STEP_US": "SIMGPU_PF_KNOB_KERNEL_STEP_US",
+        "KNOB_DIRTY_RATE": "SIMGPU_PF_KNOB_DIRTY_RATE",
+    },
+    "simgpu.h": {
+        "SG_ID": "SIMGPU_REG_ID", "SG_CONTROL": "SIMGPU_REG_CONTROL",
+        "SG_PT_ROOT_LO": "SIMGPU_REG_PT_ROOT_LO", "SG_ERR_CODE": "SIMGPU_REG_ERROR_CODE",
+        "SG_ERR_QUEUE": "SIMGPU_REG_ERROR_QUEUE", "SG_DIRTY_BASE_LO": "SIMGPU_REG_DIRTY_BASE_LO",
+        "SG_DIRTY_BASE_HI": "SIMGPU_REG_DIRTY_BASE_HI", "SG_DIRTY_PAGES": "SIMGPU_REG_DIRTY_PAGES",
+        "ERR_SG_DMA": "SIMGPU_ERR_DMA", "QUEUE_WORKLOAD": "SIMGPU_QUEUE_WORKLOAD",
+        "SG_QBASE": "SIMGPU_QUEUE_BASE", "SG_QSTRIDE": "SIMGPU_QUEUE_STRIDE",
+        "Q_RING_LO": "SIMGPU_QREG_RING_LO", "Q_RING_HI": "SIMGPU_QREG_RING_HI",
+        "Q_SIZE": "SIMGPU_QREG_RING_SIZE", "Q_TAIL": "SIMGPU_QREG_TAIL",
+        "Q_CTRL": "SIMGPU_QREG_CONTROL", "Q_STATUS": "SIMGPU_QREG_STATUS",
+        "Q_ERROR": "SIMGPU_QREG_ERROR",
+        "OP_FENCE": "SIMGPU_OP_FENCE", "OP_FILL": "SIMGPU_OP_FILL",
+        "OP_KERNEL": "SIMGPU_OP_KERNEL",
+    },
+}
+PF_BLOCK_SHIFT = 0x020
+
+
+def header_defines(path):
+    """The numeric #defines of a uapi header: (1U << 3) and the like."""
+    out = {}
+    for ln in open(path):
+        m = re.match(r"#define\s+(\w+)\s+([^/]+?)\s*(/\*.*)?$", ln)
+        if not m:
+            continue
+        expr = re.sub(r"(\b0x[0-9a-fA-F]+|\b\d+)[uUlL]+\b", r"\1", m.group(2))
+        if re.fullmatch(r"[0-9a-fA-Fx()<>| +-]+", expr):
+            out[m.group(1)] = eval(expr)     # noqa: S307 - digits and operators only
+    return out
+
+
+def abi_checked():
+    """Every constant of this script is the uapi headers' own."""
+    inc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include",
+                       "uapi", "linux")
+    wrong = []
+    for hdr, names in ABI.items():
+        defs = header_defines(os.path.join(inc, hdr))
+        for py, c in names.items():
+            if defs.get(c) != globals()[py]:
+                wrong.append("%s = 0x%x, %s %s is %s" % (py, globals()[py], hdr, c,
+                                                         defs.get(c, "missing")))
+    assert not wrong, "; ".join(wrong)
+
 
 ECAM = 0xb0000000
 SRIOV = 0x100               # the PF's SR-IOV capability
@@ -142,6 +222,7 @@ class Rig:
         assert q.readl(cfg(1, 0, 0, SRIOV)) & 0xffff == 0x10, "no SR-IOV capability"
         self.enable_vfs()
         self.aperture = q.readl(PF_BAR + PF_APERTURE_LO)
+        self.shift = q.readl(PF_BAR + PF_BLOCK_SHIFT)     # the VRAM block, log2
 
     def enable_vfs(self):
         q = self.q
@@ -229,6 +310,8 @@ def t_limits(r):
     settle(r, 0)
     vram = q.readl(r.vfreg(0, VF_VRAM_LO))
     xfer = q.readl(PF_BAR + PF_XFER_MAX)
+    shift = q.readl(PF_BAR + PF_BLOCK_SHIFT)
+    block = 1 << shift
     arch = q.readl(PF_BAR + PF_ARCH_SIZE)
     checks = [
         ((CMD_VRAM_READ, vram - 4, RAM_BUF, 8), ERR_ARGS),
@@ -243,11 +326,11 @@ def t_limits(r):
         ((CMD_LOG_START, RAM_BUF, 1, 8192), ERR_ARGS),
         ((CMD_SAVE, RAM_BUF, arch), ERR_ORDER),
         ((CMD_TRACK, 2), ERR_ARGS),
-        ((CMD_READ_TAKE, 4096, RAM_BUF, 65536), ERR_ARGS),     # not a whole block
+        ((CMD_READ_TAKE, 4096, RAM_BUF, block), ERR_ARGS),     # not a whole block
         ((CMD_READ_TAKE, 0, RAM_BUF, 4096), ERR_ARGS),
-        ((CMD_READ_TAKE, vram, RAM_BUF, 65536), ERR_ARGS),
-        ((CMD_TAKE_ZERO, vram >> 16, 1), ERR_ARGS),
-        ((CMD_TAKE_ZERO, 0, (vram >> 16) + 1), ERR_ARGS),
+        ((CMD_READ_TAKE, vram, RAM_BUF, block), ERR_ARGS),
+        ((CMD_TAKE_ZERO, vram >> shift, 1), ERR_ARGS),
+        ((CMD_TAKE_ZERO, 0, (vram >> shift) + 1), ERR_ARGS),
         ((CMD_TAKE_ZERO, (1 << 64) - 1, 2), ERR_ARGS),
         ((CMD_PEEK, RAM_BUF, 8), ERR_ARGS),
     ]
@@ -310,7 +393,7 @@ def t_vram_dirty(r):
     folds its log by (64 blocks) and of VRAM, and nothing when nothing was
     written."""
     q = r.q
-    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> 16
+    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> r.shift
     assert nr >= 256, "VF 0 has %d blocks" % nr
     assert r.command(0, CMD_SCRUB) == 0
     assert r.command(0, CMD_TRACK, 1) == 0
@@ -320,14 +403,14 @@ def t_vram_dirty(r):
     assert not d and not p, "nothing written: %d dirty, %d populated" % (len(d), len(p))
     wrote = {0, 63, 64, 127, 200, nr - 64, nr - 1}
     for b in sorted(wrote):
-        q.write(r.vf_vram(0) + (b << 16) + 5 * 4096 + 8, struct.pack("<Q", 0x1234567800 + b))
+        q.write(r.vf_vram(0) + (b << r.shift) + 5 * 4096 + 8, struct.pack("<Q", 0x1234567800 + b))
     d, p = dirty_bits(r, 0, nr)
     assert d == wrote and p == wrote, "wrote %s: dirty %s, populated %s" % (
         sorted(wrote), sorted(d), sorted(p))
     d, p = dirty_bits(r, 0, nr)
     assert not d and p == wrote, "nothing more written: dirty %s" % sorted(d)
     # The device's own write (a VRAM_WRITE of zeroes) marks its block too.
-    assert r.command(0, CMD_VRAM_WRITE, (nr - 30) << 16, 0, 4096) == 0
+    assert r.command(0, CMD_VRAM_WRITE, (nr - 30) << r.shift, 0, 4096) == 0
     d, p = dirty_bits(r, 0, nr)
     assert d == {nr - 30} and p == wrote | {nr - 30}, "VRAM_WRITE: dirty %s" % sorted(d)
     assert r.command(0, CMD_TRACK, 0) == 0
@@ -348,11 +431,11 @@ def t_vram_count(r):
     there are (and how many hold data) at every step."""
     q = r.q
     assert q.readl(PF_BAR + PF_CAPS) & CAP_VRAM_COUNT, "CAP_VRAM_COUNT not offered"
-    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> 16
+    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> r.shift
     assert r.command(0, CMD_SCRUB) == 0
     data = {3, 64, nr - 1}
     for b in sorted(data):
-        q.write(r.vf_vram(0) + (b << 16) + 100, struct.pack("<Q", 0xabcdef00 + b))
+        q.write(r.vf_vram(0) + (b << r.shift) + 100, struct.pack("<Q", 0xabcdef00 + b))
     # tracking off: every block would be sent, those written hold data
     assert count(r, 0) == (nr, len(data)), "tracking off: %s" % (count(r, 0),)
     assert r.command(0, CMD_TRACK, 1) == 0
@@ -361,7 +444,7 @@ def t_vram_count(r):
     assert d == set(range(nr)) and p == data, "PEEK: %d dirty, populated %s" % (len(d), p)
     assert count(r, 0) == (nr, len(data)), "PEEK took something: %s" % (count(r, 0),)
     # a data block read and taken
-    assert r.command(0, CMD_READ_TAKE, 3 << 16, RAM_BUF, 1 << 16) == 0
+    assert r.command(0, CMD_READ_TAKE, 3 << r.shift, RAM_BUF, 1 << r.shift) == 0
     got = struct.unpack("<Q", q.read(RAM_BUF + 100, 8))[0]
     assert got == 0xabcdef03, "READ_TAKE read 0x%x" % got
     assert count(r, 0) == (nr - 1, len(data) - 1), "after READ_TAKE: %s" % (count(r, 0),)
@@ -376,12 +459,12 @@ def t_vram_count(r):
         r.vfreg(0, VF_RESULT))
     assert count(r, 0) == (nr - 64, 2), "after the zero runs: %s" % (count(r, 0),)
     # a block written after the driver saw it as zero is not taken as zero
-    q.write(r.vf_vram(0) + (100 << 16), struct.pack("<Q", 7))
+    q.write(r.vf_vram(0) + (100 << r.shift), struct.pack("<Q", 7))
     assert r.command(0, CMD_TAKE_ZERO, 100, 1) == 0
     assert q.readl(r.vfreg(0, VF_RESULT)) == 0, "a written block was taken as zero"
     assert count(r, 0) == (nr - 64, 3), "block 100 written: %s" % (count(r, 0),)
     # a block taken and written again is dirty again
-    q.write(r.vf_vram(0) + (3 << 16), struct.pack("<Q", 9))
+    q.write(r.vf_vram(0) + (3 << r.shift), struct.pack("<Q", 9))
     assert count(r, 0) == (nr - 63, 4), "block 3 rewritten: %s" % (count(r, 0),)
     d, p = dirty_bits(r, 0, nr, CMD_PEEK)
     assert d == set(range(64, nr)) | {3}, "PEEK after the takes: %s" % sorted(
@@ -480,7 +563,7 @@ def t_dma_disables_sriov(r):
     bitmaps are freed, and the command must not use them for its second
     bitmap.  It ends with DISABLED and QEMU lives; SR-IOV comes back."""
     q = r.q
-    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> 16
+    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> r.shift
     size = (nr + 63) // 64 * 8
     assert r.command(0, CMD_TRACK, 1) == 0
     dirty_bits(r, 0, nr)                # the dirty bits are zero now
@@ -551,6 +634,12 @@ def main():
             results.append((name, False, "%s: %s" % (type(e).__name__, e)))
             return None
 
+    try:
+        abi_checked()
+        results.append(("the script's registers and codes are the uapi headers'", True, ""))
+    except Exception as e:          # noqa: BLE001
+        results.append(("the script's registers and codes are the uapi headers'", False,
+                        str(e)))
     r = None
     try:
         r = Rig(q)

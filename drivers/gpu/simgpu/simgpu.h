@@ -42,8 +42,6 @@ enum simgpu_run_state {
 
 /* Not in the uapi header: the host could not back a VRAM page. */
 #define SIMGPU_ERR_INTERNAL		10
-/* SIMGPU_REG_ERROR_QUEUE value for faults of the background workload. */
-#define SIMGPU_QUEUE_WORKLOAD		0xff
 
 #define SIMGPU_TLB_ENTRIES		64
 #define SIMGPU_XFER_STEP		(64 * 1024)	/* FILL/COPY bytes per step */

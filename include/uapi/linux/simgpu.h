@@ -163,5 +163,7 @@ struct simgpu_cmd {
 
 /* SIMGPU_REG_ERROR_QUEUE of an error of the whole device. */
 #define SIMGPU_QUEUE_DEVICE		0xfe
+/* SIMGPU_REG_ERROR_QUEUE of a fault of the background writer (DIRTY_BASE). */
+#define SIMGPU_QUEUE_WORKLOAD		0xff
 
 #endif /* _UAPI_LINUX_SIMGPU_H */
