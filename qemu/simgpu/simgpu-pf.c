@@ -567,7 +567,7 @@ static void simgpu_pf_write(SimgpuPfState *pf, hwaddr addr, uint64_t val)
 }
 
 static MemTxResult simgpu_pf_mmio_read(void *opaque, hwaddr addr, uint64_t *val,
-				       unsigned size, MemTxAttrs attrs)
+				       unsigned int size, MemTxAttrs attrs)
 {
 	SimgpuPfState *pf = opaque;
 
@@ -579,7 +579,7 @@ static MemTxResult simgpu_pf_mmio_read(void *opaque, hwaddr addr, uint64_t *val,
 }
 
 static MemTxResult simgpu_pf_mmio_write(void *opaque, hwaddr addr, uint64_t val,
-					unsigned size, MemTxAttrs attrs)
+					unsigned int size, MemTxAttrs attrs)
 {
 	SimgpuPfState *pf = opaque;
 

@@ -291,8 +291,8 @@ void simgpu_vf_scrub(SimgpuVfState *vf)
 /* ---- the VF ------------------------------------------------------------- */
 
 /* A re-entry fails as a bus error: the model's DMA sees a DMA error. */
-static MemTxResult simgpu_vf_read(void *opaque, hwaddr addr, uint64_t *val, unsigned size,
-				  MemTxAttrs attrs)
+static MemTxResult simgpu_vf_read(void *opaque, hwaddr addr, uint64_t *val,
+				  unsigned int size, MemTxAttrs attrs)
 {
 	SimgpuVfState *vf = opaque;
 
@@ -304,8 +304,8 @@ static MemTxResult simgpu_vf_read(void *opaque, hwaddr addr, uint64_t *val, unsi
 	return MEMTX_OK;
 }
 
-static MemTxResult simgpu_vf_write(void *opaque, hwaddr addr, uint64_t val, unsigned size,
-				   MemTxAttrs attrs)
+static MemTxResult simgpu_vf_write(void *opaque, hwaddr addr, uint64_t val,
+				   unsigned int size, MemTxAttrs attrs)
 {
 	SimgpuVfState *vf = opaque;
 
