@@ -101,7 +101,6 @@ struct SimgpuVfState {
 	SimgpuVfCtx *ctx;		/* the model's, while enabled */
 	unsigned int busy;		/* model passes and PF commands under way */
 	QemuThread busy_thread;		/* the thread they run on */
-	uint64_t reentries;		/* register accesses refused from inside them */
 	GSList *retired;		/* contexts disabled while busy */
 	uint64_t vram_size;
 	uint32_t queues;

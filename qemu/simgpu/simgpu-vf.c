@@ -166,7 +166,6 @@ static bool simgpu_vf_reentered(SimgpuVfState *vf, hwaddr addr)
 {
 	if (!vf->busy || !qemu_thread_is_self(&vf->busy_thread))
 		return false;
-	vf->reentries++;
 	warn_report_once("simgpu-vf: the device's own DMA reached its registers (0x%"
 			 HWADDR_PRIx "): refused", addr);
 	return true;
