@@ -19,6 +19,7 @@
 #include <linux/sizes.h>
 #include <linux/unaligned.h>
 #include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 #include <uapi/linux/simgpu.h>
 #include <uapi/linux/simgpu_pf.h>
 
@@ -512,6 +513,68 @@ static void pf_flr(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v, 0x77U);
 }
 
+/* A PAUSE the PF runs on a worker, while the test resets the VF. */
+struct pause_work {
+	struct work_struct work;
+	struct simgpu_pf_vf *vf;
+	int ret;
+};
+
+static void pause_work_fn(struct work_struct *work)
+{
+	struct pause_work *p = container_of(work, struct pause_work, work);
+
+	p->ret = simgpu_pf_vf_pause(p->vf, 1000);
+}
+
+/*
+ * A pause that cannot drain (preemption off, a long kernel) is in flight
+ * when the VF is reset.  Reset as is, the device ends the command
+ * (-EAGAIN); between flr_prepare and flr_done (the provider's reset hooks),
+ * the reset waits for the command, which ends as it would have without
+ * one (-EBUSY).  Either way the device counted the reset.
+ */
+static void pf_flr_mid_command(struct kunit *test)
+{
+	struct vfenv *e = vfenv_new(test);
+	struct pause_work p = { .vf = e->vf };
+	unsigned int round;
+	u64 issued;
+	u32 before;
+
+	INIT_WORK_ONSTACK(&p.work, pause_work_fn);
+	for (round = 0; round < 2; round++) {
+		u64 s1 = kernel_steps(e);
+
+		vfenv_setup(e);
+		simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_PREEMPT, 0);
+		simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US, 10000);
+		submit(e, SIMGPU_OP_KERNEL, T_VA_SYS + T_BUF, 64, 1000, 1);
+		while (kernel_steps(e) < s1 + 2)
+			usleep_range(1000, 2000);
+		issued = READ_ONCE(e->vf->mailbox);
+		p.ret = 1;
+		queue_work(system_unbound_wq, &p.work);
+		while (READ_ONCE(e->vf->mailbox) == issued)
+			usleep_range(500, 1000);	/* the PAUSE is issued */
+		before = simgpu_pf_vf_resets(e->vf);
+		if (round) {
+			simgpu_pf_vf_flr_prepare(e->vf);
+			KUNIT_EXPECT_EQ(test, 0, pcie_flr(e->pdev));
+			KUNIT_EXPECT_EQ(test, 0, simgpu_pf_vf_flr_done(e->vf));
+		} else {
+			KUNIT_EXPECT_EQ(test, 0, pcie_flr(e->pdev));
+		}
+		flush_work(&p.work);
+		KUNIT_EXPECT_EQ(test, p.ret, round ? -EBUSY : -EAGAIN);
+		KUNIT_EXPECT_EQ(test, simgpu_pf_vf_resets(e->vf), before + 1);
+		pci_set_master(e->pdev);
+		simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US, 0);
+		simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_PREEMPT, 1);
+	}
+	destroy_work_on_stack(&p.work);
+}
+
 /* Only one claimer; the PF refuses to disable SR-IOV meanwhile. */
 static void pf_claims(struct kunit *test)
 {
@@ -554,6 +617,7 @@ static struct kunit_case simgpu_pf_cases[] = {
 	KUNIT_CASE(pf_vram_xfer),
 	KUNIT_CASE(pf_dma_log),
 	KUNIT_CASE(pf_flr),
+	KUNIT_CASE_SLOW(pf_flr_mid_command),
 	KUNIT_CASE(pf_claims),
 	{}
 };

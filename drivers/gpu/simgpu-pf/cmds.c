@@ -10,6 +10,7 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/bitmap.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
 #include <linux/lockdep.h>
@@ -22,6 +23,7 @@
 
 #define SIMGPU_PF_CMD_MS	2000	/* commands that do not wait on the VF */
 #define SIMGPU_PF_GRACE_MS	1000	/* beyond a command's own bound */
+#define SIMGPU_PF_FLR_MS	100	/* for the device to count a VF's FLR */
 
 const char *const simgpu_pf_profile_names[SIMGPU_PF_NR_PROFILES] = {
 	[SIMGPU_PF_PROFILE_64M] = "64M",
@@ -770,6 +772,65 @@ u32 simgpu_pf_vf_guest_resets(struct simgpu_pf_vf *vf)
 	return simgpu_pf_vf_counter(vf, SIMGPU_PF_VF_GUEST_RESETS);
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_guest_resets);
+
+/**
+ * simgpu_pf_vf_flr_prepare() - the VF is about to be reset (an FLR)
+ * @vf: claimed VF
+ *
+ * Holds the VF's mailbox until simgpu_pf_vf_flr_done(): a command in
+ * flight finishes first (it is bounded), and none starts during the reset.
+ * The device ends a command the reset catches (-EAGAIN); this way no
+ * service a migration driver asked for is lost to a tenant's FLR.
+ */
+void simgpu_pf_vf_flr_prepare(struct simgpu_pf_vf *vf)
+{
+	mutex_lock(&vf->cmd_lock);
+	vf->flr_from = vf->gone || !vf->buf ? 0 : simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_RESETS);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_flr_prepare);
+
+/**
+ * simgpu_pf_vf_flr_done() - the VF's reset is over
+ * @vf: VF passed to simgpu_pf_vf_flr_prepare()
+ *
+ * Waits, at most %SIMGPU_PF_FLR_MS, until the device counted the reset (its
+ * part of the FLR is over), then lets commands go again.  A mailbox
+ * abandoned before is trusted again once idle: the reset ended its
+ * command.
+ *
+ * Return: 0; -ETIMEDOUT when the device did not count the reset; -ENODEV
+ * when the PF is gone or the VF disabled.
+ */
+int simgpu_pf_vf_flr_done(struct simgpu_pf_vf *vf)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(SIMGPU_PF_FLR_MS);
+	int ret = 0;
+
+	lockdep_assert_held(&vf->cmd_lock);
+	for (;;) {
+		if (vf->gone || !vf->buf) {
+			ret = -ENODEV;
+			break;
+		}
+		if (simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_RESETS) != vf->flr_from)
+			break;
+		if (time_after(jiffies, end)) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		usleep_range(100, 200);
+	}
+	if (!ret && vf->wedged && simgpu_pf_idle(vf)) {
+		vf->wedged = false;
+		pci_info(vf->pf->pdev, "VF %u: mailbox trusted again after its reset\n", vf->n);
+	}
+	mutex_unlock(&vf->cmd_lock);
+	if (ret == -ETIMEDOUT)
+		pci_warn(vf->pf->pdev, "VF %u: the device did not count its reset in %u ms\n",
+			 vf->n, SIMGPU_PF_FLR_MS);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_flr_done);
 
 /* ---- claims --------------------------------------------------------------- */
 

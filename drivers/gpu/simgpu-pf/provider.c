@@ -254,6 +254,20 @@ static u32 simgpu_mig_guest_resets(struct gpumig_vf *gvf)
 	return simgpu_pf_vf_guest_resets(to_mig(gvf)->vf);
 }
 
+/*
+ * The PF's part of a VF's FLR: no command in flight across it (the device
+ * would end it), and the device counted it before the VF is used again.
+ */
+static void simgpu_mig_reset_prepare(struct gpumig_vf *gvf)
+{
+	simgpu_pf_vf_flr_prepare(to_mig(gvf)->vf);
+}
+
+static void simgpu_mig_reset_done(struct gpumig_vf *gvf)
+{
+	simgpu_pf_vf_flr_done(to_mig(gvf)->vf);
+}
+
 /* ---- VRAM ----------------------------------------------------------------- */
 
 /*
@@ -716,6 +730,8 @@ static const struct gpumig_vf_ops simgpu_mig_ops = {
 	.dma_log_stop = simgpu_mig_dma_log_stop,
 	.dma_log_report = simgpu_mig_dma_log_report,
 	.guest_resets = simgpu_mig_guest_resets,
+	.reset_prepare = simgpu_mig_reset_prepare,
+	.reset_done = simgpu_mig_reset_done,
 };
 
 /*

@@ -84,6 +84,8 @@ void simgpu_pf_vf_info(struct simgpu_pf_vf *vf, struct simgpu_pf_vf_info *info);
 u32 simgpu_pf_vf_resets(struct simgpu_pf_vf *vf);
 u32 simgpu_pf_vf_guest_resets(struct simgpu_pf_vf *vf);
 u32 simgpu_pf_vf_state(struct simgpu_pf_vf *vf);
+void simgpu_pf_vf_flr_prepare(struct simgpu_pf_vf *vf);
+int simgpu_pf_vf_flr_done(struct simgpu_pf_vf *vf);
 u64 simgpu_pf_vf_stat(struct simgpu_pf_vf *vf, unsigned int s);
 u32 simgpu_pf_vf_knob(struct simgpu_pf_vf *vf, unsigned int k);
 void simgpu_pf_vf_set_knob(struct simgpu_pf_vf *vf, unsigned int k, u32 val);
@@ -130,7 +132,8 @@ u64 simgpu_pf_vram_bitmap_bytes(u64 vram_size, u32 block_shift);
  * @gone: the PF's driver was removed: every service fails with -ENODEV
  * @resetting: the PF is being reset: every service fails with -EAGAIN
  * @wedged: a command never completed: the mailbox is not trusted again
- *	(until the PF is reset)
+ *	(until the PF or the VF is reset)
+ * @flr_from: the VF's reset count when its FLR began (held @cmd_lock)
  * @buf: DMA buffer (coherent), @buf_dma its bus address; while enabled
  * @buf_dma: see @buf
  * @mailbox: commands issued to the device (debugfs, for tests)
@@ -149,6 +152,7 @@ struct simgpu_pf_vf {
 	bool gone;
 	bool resetting;
 	bool wedged;
+	u32 flr_from;
 	void *buf;
 	dma_addr_t buf_dma;
 	u64 mailbox;
