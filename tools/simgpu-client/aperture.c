@@ -16,6 +16,7 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "vfio_mig.h"
 
 #define AP_LEN (8u << 20)		/* the first 128 blocks */
 #define AP_BLK GPUMIG_VRAM_CHUNK
@@ -36,12 +37,6 @@ static uint8_t *aperture_map(struct gpu *g, size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static int precopy_info(int fd, struct vfio_precopy_info *info)
-{
-	info->argsz = sizeof(*info);
-	return ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, info);
-}
-
 static int ap_migrate(struct gpu *src, uint8_t *a, const uint8_t *pat)
 {
 	struct vfio_precopy_info info;
@@ -56,19 +51,19 @@ static int ap_migrate(struct gpu *src, uint8_t *a, const uint8_t *pat)
 	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
 	ret = mig_read(fd, &pre);
 	CHECK(ret == -ENOMSG, "first pass ended with %d, not ENOMSG", ret);
-	CHECK(precopy_info(fd, &info) == 0 && !info.initial_bytes && !info.dirty_bytes,
+	CHECK(mig_precopy_info(fd, &info) == 0 && !info.initial_bytes && !info.dirty_bytes,
 	      "after the first pass: initial %llu, dirty %llu",
 	      (unsigned long long)info.initial_bytes, (unsigned long long)info.dirty_bytes);
 	/* The guest's CPU rewrites block 1 and writes block 40 and 41. */
 	memcpy(a + AP_BLK + 123, pat + 5 * AP_BLK, 1000);
 	memcpy(a + 40 * AP_BLK, pat + 40 * AP_BLK, 2 * AP_BLK);
-	CHECK(precopy_info(fd, &info) == 0, "PRECOPY_INFO: %s", strerror(errno));
+	CHECK(mig_precopy_info(fd, &info) == 0, "PRECOPY_INFO: %s", strerror(errno));
 	dirty = info.dirty_bytes;
 	CHECK(dirty >= 3 * AP_BLK && dirty < 8 * AP_BLK,
 	      "three blocks written through the aperture, dirty_bytes %llu", dirty);
 	ret = mig_read(fd, &pre);
 	CHECK(ret == -ENOMSG, "second pass ended with %d", ret);
-	CHECK(precopy_info(fd, &info) == 0 && !info.dirty_bytes,
+	CHECK(mig_precopy_info(fd, &info) == 0 && !info.dirty_bytes,
 	      "dirty_bytes %llu after the second pass", (unsigned long long)info.dirty_bytes);
 	/* One more write just before the stop: stop-copy carries it. */
 	a[100 * AP_BLK + 7] = 0x5a;

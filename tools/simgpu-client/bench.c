@@ -38,6 +38,7 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "vfio_mig.h"
 
 #define BLK		GPUMIG_VRAM_CHUNK
 #define BENCH_DATA	(64ULL << 20)		/* non-zero VRAM, every type (BENCH_VRAM_MB) */
@@ -107,12 +108,6 @@ static int verify(struct gpu *d, uint64_t data, const char *what)
 		}
 	}
 	return 0;
-}
-
-static int precopy_info(int fd, struct vfio_precopy_info *info)
-{
-	info->argsz = sizeof(*info);
-	return ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, info);
 }
 
 /* Sections of a stream: VRAM data chunks, zero chunks, zero ranges. */
@@ -312,7 +307,7 @@ int t_bench_vram(struct gpu *g)
 	 * into a buffer it reuses and as the baseline's buffers are: the
 	 * time is the kernel's, not this process's first page faults.
 	 */
-	if (precopy_info(sfd, &info)) {
+	if (mig_precopy_info(sfd, &info)) {
 		fail("PRECOPY_INFO: %s", strerror(errno));
 		goto out;
 	}
@@ -339,7 +334,7 @@ int t_bench_vram(struct gpu *g)
 
 	t0 = ns_now();
 	for (i = 0; i < BENCH_CALLS; i++)
-		if (precopy_info(sfd, &info)) {
+		if (mig_precopy_info(sfd, &info)) {
 			fail("PRECOPY_INFO: %s", strerror(errno));
 			goto out;
 		}

@@ -27,8 +27,10 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "vfio_mig.h"
 
 char fail_msg[512];
+const char *dst_name;
 
 int fail(const char *fmt, ...)
 {
@@ -186,8 +188,6 @@ static int migration_refused(struct gpu *g)
 		 g->driver[0] ? g->driver : "mdev");
 	return SKIP;
 }
-
-uint64_t guest_size = GUEST_DEFAULT;
 
 /* 0 passed, SKIP skipped (fail_msg says why), else failed. */
 static int run(const struct scenario *sc, const char *dev)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What simgpu-client's scenario files share: failure reporting, guest
- * buffers, the migration uAPI helpers.
+ * buffers, dirty-page bitmaps, the client's side of a migration between
+ * two instances, and every scenario's entry point.  The migration uAPI
+ * itself is vfio_mig.h's.
  */
 #ifndef _SIMGPU_CLIENT_H
 #define _SIMGPU_CLIENT_H
@@ -34,17 +36,13 @@ void fill_random(void *p, size_t len);
 uint32_t kernel_word(uint32_t w, uint32_t key, uint32_t it);
 void *sysbuf(struct gpu *g, uint64_t va, size_t len, uint64_t *iova);
 
-struct blob {
-	uint8_t *p;
-	size_t len, cap;
-};
+struct blob;	/* vfio_mig.h */
 
-int mig_set(struct gpu *g, uint32_t state, int *data_fd);
-int mig_get(struct gpu *g, uint32_t *state);
-int64_t mig_data_size(struct gpu *g);
-int mig_read(int fd, struct blob *b);
-int mig_write(int fd, const uint8_t *p, size_t len, size_t piece);
-int mig_capture(struct gpu *g, struct blob *b);
+/* migrate.c */
+void guest_follow(struct gpu *dst, const struct gpu *src, const uint8_t *mem);
+int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
+		 const struct blob *pre, const struct blob *stop);
+int migrate_trip(struct gpu *from, struct gpu *to, int n);
 
 /* work.c */
 int t_info(struct gpu *g);
@@ -63,34 +61,40 @@ int t_preempt(struct gpu *g);
 int t_workload(struct gpu *g);
 int t_remove_open(struct gpu *g);
 
-/* mig.c */
+/* mig_live.c */
 int t_migrate(struct gpu *g);
 int t_incompatible(struct gpu *g);
+
+/* mig_states.c */
 int t_stop_fails(struct gpu *g);
 int t_reset_precopy(struct gpu *g);
 int t_close_mid_migration(struct gpu *g);
-int t_pingpong(struct gpu *g);
-int t_soak(struct gpu *g);
 int t_quarantine(struct gpu *g);
 int t_p2p(struct gpu *g);
+
+/* mig_poll.c */
+int t_poll(struct gpu *g);
+
+/* mig_metrics.c */
+int t_metrics(struct gpu *g);
+
+/* mig_pingpong.c */
+int t_pingpong(struct gpu *g);
+int t_soak(struct gpu *g);
+
+/* mig_pf.c */
 int t_pf_reset(struct gpu *g);
 int t_pf_gone(struct gpu *g);
 
 /* hostile.c */
 int t_hostile(struct gpu *g);
+int t_kill_resume(struct gpu *g);
 
 /* golden.c */
 int t_golden_save(struct gpu *g);
 int t_golden_load(struct gpu *g);
 int t_golden_restore(struct gpu *g);
 int t_golden_refused(struct gpu *g);
-
-int migrate_trip(struct gpu *from, struct gpu *to, int n);
-void guest_follow(struct gpu *dst, const struct gpu *src, const uint8_t *mem);
-int migrate_into(struct gpu *dst, const struct gpu *src, const uint8_t *mem,
-		 const struct blob *pre, const struct blob *stop);
-long long status_value(const char *name, const char *key);
-long long metric(struct gpu *g, const char *name);
 
 /* dma_log.c: guest pages, one bit each, in a bitmap of BM_WORDS */
 #define NPAGES (guest_size / 4096)
@@ -107,11 +111,7 @@ long long metric(struct gpu *g, const char *name);
 
 bool bm_test(const uint64_t *bm, size_t i);
 size_t gpage(uint64_t iova);
-int dma_log_start(struct gpu *g, uint64_t iova, uint64_t len);
-int dma_log_stop(struct gpu *g);
-int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len, uint64_t *bitmap);
 long report_guest(struct gpu *g, uint64_t *bm);
-int device_tracking(struct gpu *g);
 int expect_no_logging(struct gpu *g);
 int expect_pages(const uint64_t *bm, uint64_t iova, size_t n, const char *what);
 int fill_pages(struct gpu *g, int q, uint64_t va, const uint32_t *idx, size_t n,
@@ -120,11 +120,9 @@ int fill_span(struct gpu *g, uint64_t va, uint32_t first, uint32_t n);
 int t_dma_logging(struct gpu *g);
 int t_dma_log_race(struct gpu *g);
 int t_dma_log_cut(struct gpu *g);
-int t_poll(struct gpu *g);
-int t_metrics(struct gpu *g);
-int t_kill_resume(struct gpu *g);
 int t_dma_log_lifecycle(struct gpu *g);
 int t_dma_log_span(struct gpu *g);
+int t_bench_dirty(struct gpu *g);
 
 /* race.c */
 int t_race(struct gpu *g);
@@ -137,7 +135,7 @@ int t_aperture(struct gpu *g);
 
 /* precopy.c */
 int t_dirty_precopy(struct gpu *g);
-int t_bench_dirty(struct gpu *g);
+
 /* bench.c */
 int t_bench_vram(struct gpu *g);
 

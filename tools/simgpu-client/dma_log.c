@@ -19,35 +19,11 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "vfio_mig.h"
 
 bool bm_test(const uint64_t *bm, size_t i)
 {
 	return bm[i / 64] & (1ULL << (i % 64));
-}
-
-int dma_log_start(struct gpu *g, uint64_t iova, uint64_t len)
-{
-	struct vfio_device_feature_dma_logging_range r = { .iova = iova,
-							   .length = len };
-	struct vfio_device_feature_dma_logging_control c = {
-		.page_size = 4096, .num_ranges = 1, .ranges = (uintptr_t)&r
-	};
-
-	return gpu_feature(g, VFIO_DEVICE_FEATURE_SET |
-				      VFIO_DEVICE_FEATURE_DMA_LOGGING_START,
-			   &c, sizeof(c));
-}
-
-int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len, uint64_t *bitmap)
-{
-	struct vfio_device_feature_dma_logging_report r = {
-		.iova = iova, .length = len, .page_size = 4096,
-		.bitmap = (uintptr_t)bitmap
-	};
-
-	return gpu_feature(g, VFIO_DEVICE_FEATURE_GET |
-				      VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
-			   &r, sizeof(r));
 }
 
 /*
@@ -100,27 +76,6 @@ int t_dma_logging(struct gpu *g)
 	for (i = 0; i < nbits / 64; i++)
 		CHECK(!bm[i], "pages reported twice without a new write");
 	return 0;
-}
-
-int dma_log_stop(struct gpu *g)
-{
-	return gpu_feature(g, VFIO_DEVICE_FEATURE_SET |
-				      VFIO_DEVICE_FEATURE_DMA_LOGGING_STOP,
-			   NULL, 0);
-}
-
-/* 1 when the module offers DMA logging, 0 when it does not, -1 unknown. */
-int device_tracking(struct gpu *g)
-{
-	char status[256];
-
-	if (read_attr(g->name, "migration/status", status, sizeof(status)))
-		return -1;
-	if (strstr(status, "dirty_tracking=device"))
-		return 1;
-	if (strstr(status, "dirty_tracking=none"))
-		return 0;
-	return -1;
 }
 
 size_t gpage(uint64_t iova)

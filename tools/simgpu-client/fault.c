@@ -32,6 +32,7 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "vfio_mig.h"
 
 #define FI "/sys/kernel/debug/"
 /* A sweep that has not finished by then says so and fails. */

@@ -20,6 +20,7 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "vfio_mig.h"
 
 #define GOLDEN_VRAM (256 * 1024)	/* written with a known pattern */
 

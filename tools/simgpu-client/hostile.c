@@ -21,20 +21,7 @@
 #include <linux/vfio.h>
 
 #include "client.h"
-
-/* Capture a whole stream (STOP_COPY) of @g into @b; @g runs again after. */
-int mig_capture(struct gpu *g, struct blob *b)
-{
-	int fd = -1, ret;
-
-	if (mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) ||
-	    mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, &fd))
-		return -1;
-	ret = mig_read(fd, b);
-	data_fd_close(fd);
-	mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL);
-	return ret;
-}
+#include "vfio_mig.h"
 
 /* Offer @len bytes of @p to @name in RESUMING; 0 if it ran, else <0. */
 static int offer(const char *name, const uint8_t *p, size_t len, int *werr)

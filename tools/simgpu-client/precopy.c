@@ -18,6 +18,7 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "vfio_mig.h"
 
 #define PC_KWORDS (16 * 1024)	/* 64 KiB kernel buffer: 16 pages per step */
 #define PC_KITERS 4000

@@ -36,6 +36,7 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "vfio_mig.h"
 
 enum { T_STATE, T_DATA, T_CLOSE, T_RESET, T_STATUS, T_LOG, T_GUEST, NR_T };
 

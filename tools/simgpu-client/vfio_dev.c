@@ -20,6 +20,8 @@
 
 #include "vfio_dev.h"
 
+uint64_t guest_size = GUEST_DEFAULT;	/* a user may set it before gpu_open() */
+
 uint64_t now_ms(void)
 {
 	struct timespec ts;

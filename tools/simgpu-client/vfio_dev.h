@@ -23,7 +23,7 @@
  */
 #define GUEST_DEFAULT	(16ULL << 20)
 #define GUEST_MAX	(48ULL << 20)
-extern uint64_t guest_size;	/* of the devices opened next (client.c, run()) */
+extern uint64_t guest_size;	/* of the devices opened next (set by client.c's run()) */
 
 struct gpu_queue {
 	uint64_t ring_iova;
