@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The devices and QEMU processes of the QEMU migration suite
+(qemu_mig.py): a simgpu (Dev: an mdev instance of simgpu, made and removed
+here through sysfs, or a VF bound to gpumig-vfio-pci), the devices by
+profile (Pool), and one QEMU process running the verifying guest with one
+simgpu assigned (VM: its command line, QMP connection, debug console log
+and exit).  qemu_mig.py's main() sets QEMU from --qemu (mig_vm.QEMU = ...).
+"""
+import errno
+import os
+import re
+import struct
+import subprocess
+import time
+
+from qmp_client import QMP, QMPError
+
+MDEV_TYPES = "/sys/class/mdev_bus/simgpu/mdev_supported_types"
+# qemu_mig.py's main() sets it (mig_vm.QEMU = ...); VM reads it at each start.
+QEMU = ["qemu-system-x86_64"]  # --qemu: e.g. chroot into a root with another QEMU
+
+
+class Dev:
+    """A simgpu: an mdev instance (by UUID) or a VF bound to gpumig-vfio-pci
+    (by PCI address).  Both lay out migration/ alike; their test knobs are
+    simgpu's debugfs or the PF driver's."""
+
+    def __init__(self, name, pci):
+        self.name, self.pci = name, pci
+
+    def __str__(self):
+        return self.name
+
+    def vfio_arg(self):
+        if self.pci:
+            return "host=%s" % self.name
+        return "sysfsdev=/sys/bus/mdev/devices/%s" % self.name
+
+    def sysdir(self):
+        return "/sys/bus/%s/devices/%s" % ("pci" if self.pci else "mdev", self.name)
+
+    def status_line(self):
+        return sysfs(self.sysdir() + "/migration/status")
+
+    def status(self):
+        return dict(kv.split("=", 1) for kv in self.status_line().split() if "=" in kv)
+
+    def knob(self, name, value):
+        sysfs("/sys/kernel/debug/%s/%s/%s" % ("simgpu-pf" if self.pci else "simgpu",
+                                              self.name, name), str(value))
+
+
+class Pool:
+    """Devices by profile: mdev instances made on demand, or given VFs."""
+
+    def __init__(self, pci):
+        self.free = {}
+        self.made = []
+        self.pci = pci is not None
+        for spec in pci or []:
+            prof, addrs = spec.split("=", 1)
+            self.free[prof] = [Dev(a, True) for a in addrs.split(",") if a]
+
+    def get(self, prof):
+        if self.pci:
+            return self.free[prof].pop(0)
+        d = Dev(create(prof), False)
+        self.made.append(d)
+        return d
+
+    def release(self):
+        for d in self.made:
+            remove(d.name)
+
+
+class VM:
+    """One QEMU process with the guest and one simgpu."""
+
+    def __init__(self, name, dev, args, incoming=False):
+        self.name, self.dev = name, dev
+        self.log = os.path.join(args.out, name + ".debugcon")
+        self.errlog = os.path.join(args.out, name + ".stderr")
+        qmp = os.path.join(args.out, name + ".qmp")
+        for f in (self.log, qmp):
+            if os.path.exists(f):
+                os.unlink(f)
+        cmd = QEMU + ["-machine", "q35", "-accel", "tcg", "-m", "64",
+               "-nodefaults", "-display", "none", "-serial", "none",
+               "-monitor", "none", "-kernel", args.guest,
+               "-chardev", "file,id=dbg,path=" + self.log,
+               "-device", "isa-debugcon,chardev=dbg,iobase=0xe9",
+               "-device", "vfio-pci,id=gpu0,addr=05.0,%s,enable-migration=on" % dev.vfio_arg(),
+               "-qmp", "unix:%s,server=on,wait=off" % qmp]
+        if incoming:
+            cmd += ["-incoming", "defer"]
+        self.err = open(self.errlog, "w")
+        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                  stdout=self.err, stderr=self.err)
+        try:
+            self.qmp = QMP(qmp)
+            v = self.qmp.cmd("query-version")["qemu"]
+            self.version = (v["major"], v["minor"])
+        except Exception:
+            self.kill()
+            raise
+
+    def lines(self):
+        # The log is on the VM's 9p share while QEMU appends to it; 7.3's
+        # 9p client now and then fails such a read with ENODATA: try again,
+        # and fall back on what the last read saw.
+        for _ in range(20):
+            try:
+                with open(self.log, errors="replace") as f:
+                    self._lines = f.read().splitlines()
+                return self._lines
+            except FileNotFoundError:
+                return []
+            except OSError as e:
+                if e.errno != errno.ENODATA:
+                    raise
+                time.sleep(0.05)
+        return getattr(self, "_lines", [])
+
+    def last_iter(self):
+        last = 0
+        for ln in self.lines():
+            m = re.match(r"gpumig-guest: iter (\d+) ok", ln)
+            if m:
+                last = int(m.group(1))
+        return last
+
+    def failures(self):
+        return [ln for ln in self.lines() if "FAIL" in ln]
+
+    def wait_iter(self, n, timeout=300):
+        """Wait until the guest reports iteration >= n; True if it did."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.last_iter() >= n:
+                return True
+            if self.failures() or self.p.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return False
+
+    def status(self):
+        return self.qmp.cmd("query-status")["status"]
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()
+        self.err.close()
+
+    def quit(self):
+        try:
+            self.qmp.cmd("quit")
+        except (QMPError, EOFError, OSError):
+            pass
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        self.qmp.close()
+        self.kill()
+
+
+def sysfs(path, value=None):
+    if value is None:
+        with open(path) as f:
+            return f.read().strip()
+    with open(path, "w") as f:
+        f.write(value)
+    return None
+
+
+def create(t):
+    with open("/proc/sys/kernel/random/uuid") as f:
+        uuid = f.read().strip()
+    sysfs("%s/simgpu-%s/create" % (MDEV_TYPES, t), uuid)
+    return uuid
+
+
+def remove(uuid):
+    try:
+        sysfs("/sys/bus/mdev/devices/%s/remove" % uuid, "1")
+    except OSError:
+        pass
+
+
+def guest_write(vm, gpa, value):
+    """Write a 32-bit word into the guest's memory through QEMU's own
+    mapping of it (HMP gpa2hva, then /proc/PID/mem), as a debugger would."""
+    out = vm.qmp.cmd("human-monitor-command", **{"command-line": "gpa2hva 0x%x" % gpa})
+    m = re.search(r" is (0x[0-9a-fA-F]+)", out)
+    if not m:
+        raise RuntimeError("gpa2hva 0x%x: %s" % (gpa, out.strip()))
+    with open("/proc/%d/mem" % vm.p.pid, "r+b", buffering=0) as f:
+        f.seek(int(m.group(1), 16))
+        f.write(struct.pack("<I", value))
