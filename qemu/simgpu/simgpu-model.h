@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * simgpu's device model (drivers/gpu/simgpu: core.c, mmu.c, arch.c), as
- * QEMU's simgpu-pci device sees it: an opaque object behind plain C types,
- * so that the model builds with its kernel-API shim (model-glue.c) and the
- * device with QEMU's headers, and neither sees the other's.
+ * simgpu's device model (drivers/gpu/simgpu: core.c, regs.c, host.c, mmu.c,
+ * arch.c), as QEMU's simgpu-pci device sees it: an opaque object behind
+ * plain C types, so that the model builds with its kernel-API shim
+ * (model-glue.c) and the device with QEMU's headers, and neither sees the
+ * other's.
  */
 #ifndef SIMGPU_MODEL_H
 #define SIMGPU_MODEL_H

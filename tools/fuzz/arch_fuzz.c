@@ -2,7 +2,7 @@
 /*
  * libFuzzer target for simgpu's architectural-state validator
  * (drivers/gpu/simgpu/arch.c: simgpu_arch_restore()), built unchanged with
- * the device model (core.c, mmu.c) through the kernel-API shim that QEMU's
+ * the device model (core.c, regs.c, host.c, mmu.c) through the kernel-API shim that QEMU's
  * simgpu-pci uses (qemu/simgpu/shim, model-glue.c).
  *
  * Input: one byte of device shape (queues), SIMGPU_ARCH_SIZE bytes of

@@ -8,8 +8,12 @@
  *              resources
  *   debugfs.c  each VF's test knobs and counters
  *   provider.c what gpumig-vfio-pci gets: the gpumig provider of the
- *              PF's VFs (include/gpumig/provider.h), over the services
+ *              PF's VFs (include/gpumig/provider.h), over the services;
+ *              provider_vram.c and provider_dma_log.c its VRAM blocks
+ *              and DMA log (provider.h)
  *   cmds.c     the mailbox and every service (below)
+ *   vf.c       a VF's life: claims, SR-IOV enabling it, the PF's reset
+ *              and removal
  *
  * Locks, outermost first: the PF's lock (SR-IOV, claims, profiles), then
  * a VF's command lock (its mailbox and DMA buffer).
@@ -224,6 +228,8 @@ u32 simgpu_pf_read(struct simgpu_pf *pf, u32 reg);
 void simgpu_pf_write(struct simgpu_pf *pf, u32 reg, u32 val);
 u32 simgpu_pf_vf_reg(struct simgpu_pf_vf *vf, u32 reg);
 void simgpu_pf_vf_set_reg(struct simgpu_pf_vf *vf, u32 reg, u32 val);
+
+/* vf.c */
 int simgpu_pf_vf_enable(struct simgpu_pf_vf *vf, struct pci_dev *pdev);
 void simgpu_pf_vf_disable(struct simgpu_pf_vf *vf);
 void simgpu_pf_vf_set_gone(struct simgpu_pf_vf *vf);

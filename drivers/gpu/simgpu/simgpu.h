@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * simgpu's device model: registers and commands (core.c), the GPU MMU
- * (mmu.c) and the architectural state (arch.c).  It knows nothing of VFIO
+ * simgpu's device model: commands (core.c), registers (regs.c), a host's
+ * controls (host.c), the GPU MMU (mmu.c) and the architectural state
+ * (arch.c).  It knows nothing of VFIO
  * or of where it runs: guest memory, VRAM, the interrupt and the
  * processor that runs it are its host's (struct simgpu_env_ops); in the
  * kernel that is simgpu_host.h.
@@ -246,20 +247,28 @@ struct simgpu_core {
 	struct simgpu_knobs knobs;
 };
 
-/* core.c: registers, commands, and what a host drives for migration */
+/* core.c: the command processor, interrupts, reset */
 int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 		     void *ctx, u32 nr_queues, u64 vram_size);
 void simgpu_core_destroy(struct simgpu_core *core);
 void simgpu_core_reset(struct simgpu_core *core);
 void simgpu_core_clear_stats(struct simgpu_core *core);
 void simgpu_core_lost(struct simgpu_core *core);
-u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset);
-void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val);
 bool simgpu_core_run(struct simgpu_core *core, unsigned int budget);
 bool simgpu_core_idle(struct simgpu_core *core);
 bool simgpu_core_timed_work(struct simgpu_core *core);
 u32 simgpu_cmd_check(const struct simgpu_cmd_state *c);
 u32 simgpu_kernel_word(u32 w, u32 key, u32 iteration);
+/* for regs.c and host.c: the core's lock held */
+bool simgpu_queue_has_work(struct simgpu_core *core, struct simgpu_queue *q);
+void simgpu_reset_locked(struct simgpu_core *core);
+void simgpu_drain_done(struct simgpu_core *core);
+
+/* regs.c: the register file */
+u32 simgpu_mmio_read(struct simgpu_core *core, u32 offset);
+void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val);
+
+/* host.c: what a host drives for migration */
 bool simgpu_core_pause(struct simgpu_core *core, bool drain);
 bool simgpu_core_paused(struct simgpu_core *core);
 bool simgpu_core_paused_racy(struct simgpu_core *core);

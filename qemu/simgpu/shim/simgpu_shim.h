@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Just enough of the kernel's API for simgpu's device model (core.c,
- * mmu.c, arch.c from drivers/gpu/simgpu) to build unchanged inside QEMU,
+ * regs.c, host.c, mmu.c, arch.c from drivers/gpu/simgpu) to build unchanged inside QEMU,
  * the way the stream codec builds into the fuzzer.
  *
  * The model's lock becomes nothing: QEMU runs every access to the device,
