@@ -503,9 +503,12 @@ static void pf_flr(struct kunit *test)
 
 	KUNIT_ASSERT_EQ(test, 0, simgpu_pf_vf_vram_write(e->vf, 0, &v, 4));
 	KUNIT_EXPECT_TRUE(test, rd(e, SIMGPU_REG_CONTROL) & SIMGPU_CTRL_ENABLE);
+	pci_save_state(e->pdev);
 	KUNIT_ASSERT_EQ(test, 0, pcie_flr(e->pdev));
 	KUNIT_EXPECT_EQ(test, simgpu_pf_vf_resets(e->vf), before + 1);
-	pci_set_master(e->pdev);
+	/* The FLR cleared the command register: reads would be nothing's. */
+	pci_restore_state(e->pdev);
+	KUNIT_EXPECT_EQ(test, rd(e, SIMGPU_REG_ID), SIMGPU_ID_MAGIC);
 	KUNIT_EXPECT_EQ(test, rd(e, SIMGPU_REG_CONTROL), 0U);
 	KUNIT_EXPECT_EQ(test, rd(e, SIMGPU_REG_PT_ROOT_LO), 0U);
 	v = 0;
@@ -520,12 +523,24 @@ struct pause_work {
 	int ret;
 };
 
+KUNIT_DEFINE_ACTION_WRAPPER(destroy_wq_action, destroy_workqueue, struct workqueue_struct *);
+
 static void pause_work_fn(struct work_struct *work)
 {
 	struct pause_work *p = container_of(work, struct pause_work, work);
 
 	p->ret = simgpu_pf_vf_pause(p->vf, 1000);
 }
+
+/* Wait, at most T_TMO_MS, for @cond. */
+#define T_WAIT(cond) ({							\
+	unsigned long __end = jiffies + msecs_to_jiffies(T_TMO_MS);	\
+	bool __ok;							\
+									\
+	while (!(__ok = (cond)) && time_before(jiffies, __end))		\
+		usleep_range(500, 1000);				\
+	__ok;								\
+})
 
 /*
  * A pause that cannot drain (preemption off, a long kernel) is in flight
@@ -537,27 +552,34 @@ static void pause_work_fn(struct work_struct *work)
 static void pf_flr_mid_command(struct kunit *test)
 {
 	struct vfenv *e = vfenv_new(test);
-	struct pause_work p = { .vf = e->vf };
+	struct pause_work *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
+	struct workqueue_struct *wq;
 	unsigned int round;
-	u64 issued;
+	u64 issued, s1;
 	u32 before;
 
-	INIT_WORK_ONSTACK(&p.work, pause_work_fn);
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	p->vf = e->vf;
+	INIT_WORK(&p->work, pause_work_fn);
+	/* Destroyed (drained) before @p is freed, whatever fails. */
+	wq = alloc_workqueue("simgpu_pf_kunit", WQ_UNBOUND, 0);
+	KUNIT_ASSERT_NOT_NULL(test, wq);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, destroy_wq_action, wq));
 	for (round = 0; round < 2; round++) {
-		u64 s1 = kernel_steps(e);
-
 		vfenv_setup(e);
 		simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_PREEMPT, 0);
 		simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US, 10000);
+		s1 = kernel_steps(e);
 		submit(e, SIMGPU_OP_KERNEL, T_VA_SYS + T_BUF, 64, 1000, 1);
-		while (kernel_steps(e) < s1 + 2)
-			usleep_range(1000, 2000);
+		KUNIT_ASSERT_TRUE_MSG(test, T_WAIT(kernel_steps(e) >= s1 + 2),
+				      "round %u: the kernel does not run", round);
 		issued = READ_ONCE(e->vf->mailbox);
-		p.ret = 1;
-		queue_work(system_unbound_wq, &p.work);
-		while (READ_ONCE(e->vf->mailbox) == issued)
-			usleep_range(500, 1000);	/* the PAUSE is issued */
+		p->ret = 1;
+		queue_work(wq, &p->work);
+		KUNIT_ASSERT_TRUE_MSG(test, T_WAIT(READ_ONCE(e->vf->mailbox) != issued),
+				      "round %u: the PAUSE is not issued", round);
 		before = simgpu_pf_vf_resets(e->vf);
+		pci_save_state(e->pdev);
 		if (round) {
 			simgpu_pf_vf_flr_prepare(e->vf);
 			KUNIT_EXPECT_EQ(test, 0, pcie_flr(e->pdev));
@@ -565,14 +587,14 @@ static void pf_flr_mid_command(struct kunit *test)
 		} else {
 			KUNIT_EXPECT_EQ(test, 0, pcie_flr(e->pdev));
 		}
-		flush_work(&p.work);
-		KUNIT_EXPECT_EQ(test, p.ret, round ? -EBUSY : -EAGAIN);
+		pci_restore_state(e->pdev);
+		flush_work(&p->work);
+		KUNIT_EXPECT_EQ(test, p->ret, round ? -EBUSY : -EAGAIN);
 		KUNIT_EXPECT_EQ(test, simgpu_pf_vf_resets(e->vf), before + 1);
-		pci_set_master(e->pdev);
+		KUNIT_EXPECT_EQ(test, rd(e, SIMGPU_REG_CONTROL), 0U);	/* reset */
 		simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_KERNEL_STEP_US, 0);
 		simgpu_pf_vf_set_knob(e->vf, SIMGPU_PF_KNOB_PREEMPT, 1);
 	}
-	destroy_work_on_stack(&p.work);
 }
 
 /* Only one claimer; the PF refuses to disable SR-IOV meanwhile. */
