@@ -573,13 +573,14 @@ static void pf_flr_mid_command(struct kunit *test)
 		submit(e, SIMGPU_OP_KERNEL, T_VA_SYS + T_BUF, 64, 1000, 1);
 		KUNIT_ASSERT_TRUE_MSG(test, T_WAIT(kernel_steps(e) >= s1 + 2),
 				      "round %u: the kernel does not run", round);
+		/* Before the PAUSE: a service waits for the command in flight. */
+		before = simgpu_pf_vf_resets(e->vf);
+		pci_save_state(e->pdev);
 		issued = READ_ONCE(e->vf->mailbox);
 		p->ret = 1;
 		queue_work(wq, &p->work);
 		KUNIT_ASSERT_TRUE_MSG(test, T_WAIT(READ_ONCE(e->vf->mailbox) != issued),
 				      "round %u: the PAUSE is not issued", round);
-		before = simgpu_pf_vf_resets(e->vf);
-		pci_save_state(e->pdev);
 		if (round) {
 			simgpu_pf_vf_flr_prepare(e->vf);
 			KUNIT_EXPECT_EQ(test, 0, pcie_flr(e->pdev));
