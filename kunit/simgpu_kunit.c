@@ -799,6 +799,93 @@ static void core_pause_and_resume(struct kunit *test)
 	KUNIT_EXPECT_GE(test, e->kicks, 3U);
 }
 
+/* The throttle's arithmetic: the tenant's share of each 10 ms slice. */
+static void core_share_math(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, simgpu_share_ns(0, 50), 0ULL);
+	KUNIT_EXPECT_EQ(test, simgpu_share_ns(10 * NSEC_PER_MSEC, 0), 10 * NSEC_PER_MSEC);
+	KUNIT_EXPECT_EQ(test, simgpu_share_ns(10 * NSEC_PER_MSEC, 50), 5 * NSEC_PER_MSEC);
+	KUNIT_EXPECT_EQ(test, simgpu_share_ns(12 * NSEC_PER_MSEC, 50), 7 * NSEC_PER_MSEC);
+	KUNIT_EXPECT_EQ(test, simgpu_share_ns(17 * NSEC_PER_MSEC, 50), 10 * NSEC_PER_MSEC);
+	KUNIT_EXPECT_EQ(test, simgpu_share_ns(25 * NSEC_PER_MSEC, 99), 300 * NSEC_PER_USEC);
+	KUNIT_EXPECT_EQ(test, simgpu_share_ns(10 * NSEC_PER_MSEC, 250), 100 * NSEC_PER_USEC);
+	KUNIT_EXPECT_EQ(test, simgpu_share_ns(NSEC_PER_SEC, 20), 800 * NSEC_PER_MSEC);
+	KUNIT_EXPECT_TRUE(test, simgpu_share_on(0, 50));
+	KUNIT_EXPECT_TRUE(test, simgpu_share_on(4999 * NSEC_PER_USEC, 50));
+	KUNIT_EXPECT_FALSE(test, simgpu_share_on(5 * NSEC_PER_MSEC, 50));
+	KUNIT_EXPECT_FALSE(test, simgpu_share_on(9999 * NSEC_PER_USEC, 50));
+	KUNIT_EXPECT_TRUE(test, simgpu_share_on(10 * NSEC_PER_MSEC, 50));
+	KUNIT_EXPECT_TRUE(test, simgpu_share_on(9999 * NSEC_PER_USEC, 0));
+	KUNIT_EXPECT_FALSE(test, simgpu_share_on(100 * NSEC_PER_USEC, 99));
+}
+
+/* Put @c's slices so that now is @into ns into one. */
+static void throttle_at(struct simgpu_core *c, u32 pct, u64 into)
+{
+	simgpu_core_set_throttle(c, pct);
+	mutex_lock(&c->lock);
+	c->share_from = ktime_sub_ns(ktime_get(), into);
+	mutex_unlock(&c->lock);
+}
+
+/*
+ * A throttled tenant runs in its share of each slice only; a drain runs
+ * whatever the throttle; the guest's reset keeps it; the run clock (the
+ * background writer's pace) counts the tenant's time only, and does not
+ * jump when the throttle changes.  Each "now" below has 4.9 ms to spare.
+ */
+static void core_throttle(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	struct simgpu_core *c = &e->core;
+	u64 buf = fake_alloc(e, 4096), a, b;
+	__le64 *fence = fake_ptr(e, buf);
+
+	fake_map(e, VA_BUF, buf, 4096, SIMGPU_PTE_WRITE);
+	throttle_at(c, 50, 5100 * NSEC_PER_USEC);	/* the throttled part */
+	KUNIT_EXPECT_EQ(test, simgpu_core_throttle(c), 50U);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_timed_work(c));
+	submit(e, 0, SIMGPU_OP_FENCE, 0, VA_BUF, 7, 0, 0);
+	simgpu_core_run(c, 16);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(fence[0]), 0ULL);	/* nothing ran */
+	throttle_at(c, 50, 100 * NSEC_PER_USEC);	/* the tenant's part */
+	simgpu_core_run(c, 16);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(fence[0]), 7ULL);
+
+	/* A drain is not throttled. */
+	submit(e, 0, SIMGPU_OP_KERNEL, 0, VA_BUF + 64, 64, 4, 1);
+	simgpu_core_run(c, 1);
+	KUNIT_EXPECT_TRUE(test, c->q[0].active);
+	throttle_at(c, 99, 5 * NSEC_PER_MSEC);
+	KUNIT_EXPECT_FALSE(test, simgpu_core_pause(c, true));
+	simgpu_core_run(c, 16);
+	KUNIT_EXPECT_TRUE(test, simgpu_core_paused(c));
+	simgpu_core_resume(c);
+
+	/* The guest's reset does not end the host's throttle. */
+	simgpu_mmio_write(c, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+	KUNIT_EXPECT_EQ(test, simgpu_core_throttle(c), 99U);
+
+	/* Run clock: 1 s of wall time at 50 % is 0.5 s of the tenant's. */
+	throttle_at(c, 50, NSEC_PER_SEC);
+	mutex_lock(&c->lock);
+	c->share_base = 0;
+	a = simgpu_run_clock(c, ktime_get());
+	mutex_unlock(&c->lock);
+	KUNIT_EXPECT_GE(test, a, 500 * NSEC_PER_MSEC);
+	KUNIT_EXPECT_LT(test, a, 505 * NSEC_PER_MSEC);
+	simgpu_core_set_throttle(c, 0);
+	mutex_lock(&c->lock);
+	b = simgpu_run_clock(c, ktime_get());
+	mutex_unlock(&c->lock);
+	KUNIT_EXPECT_GE(test, b, a);
+	KUNIT_EXPECT_LT(test, b, a + 5 * NSEC_PER_MSEC);
+	KUNIT_EXPECT_FALSE(test, simgpu_core_timed_work(c));
+	simgpu_core_set_throttle(c, 1000);
+	KUNIT_EXPECT_EQ(test, simgpu_core_throttle(c), (u32)SIMGPU_THROTTLE_MAX);
+	simgpu_core_set_throttle(c, 0);
+}
+
 /*
  * A guest's reset through the control register while the host holds the
  * device paused (migration's STOP, STOP_COPY, RESUMING): registers and
@@ -1017,6 +1104,8 @@ static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(cmd_preemption_knob),
 	KUNIT_CASE(cmd_ring_wraps),
 	KUNIT_CASE(core_pause_and_resume),
+	KUNIT_CASE(core_share_math),
+	KUNIT_CASE(core_throttle),
 	KUNIT_CASE(core_guest_reset_while_paused),
 	KUNIT_CASE(core_host_invalidation),
 	KUNIT_CASE_PARAM(cmd_bad_input, bad_cmd_gen_params),

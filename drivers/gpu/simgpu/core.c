@@ -306,16 +306,76 @@ static void simgpu_service_inval(struct simgpu_core *core)
 	simgpu_irq(core, SIMGPU_INT_INVAL);
 }
 
+/**
+ * simgpu_share_ns() - the tenant's run time in a throttled span
+ * @elapsed: ns since the slices began
+ * @pct: throttle, 0..%SIMGPU_THROTTLE_MAX
+ *
+ * Return: ns of @elapsed in which the tenant's work could run: the first
+ * (100 - @pct) % of every %SIMGPU_SLICE_NS slice.
+ */
+u64 simgpu_share_ns(u64 elapsed, u32 pct)
+{
+	u64 on = div_u64(SIMGPU_SLICE_NS * (100 - min_t(u32, pct, SIMGPU_THROTTLE_MAX)), 100);
+	u64 slices = div_u64(elapsed, SIMGPU_SLICE_NS);
+	u64 rest = elapsed - slices * SIMGPU_SLICE_NS;
+
+	return slices * on + min_t(u64, rest, on);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_share_ns);
+
+/**
+ * simgpu_share_on() - may the tenant's work run now?
+ * @elapsed: ns since the slices began
+ * @pct: throttle, 0..%SIMGPU_THROTTLE_MAX
+ *
+ * Return: true in the tenant's part of the current slice.
+ */
+bool simgpu_share_on(u64 elapsed, u32 pct)
+{
+	u64 on = div_u64(SIMGPU_SLICE_NS * (100 - min_t(u32, pct, SIMGPU_THROTTLE_MAX)), 100);
+
+	return !pct || elapsed - div_u64(elapsed, SIMGPU_SLICE_NS) * SIMGPU_SLICE_NS < on;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_share_on);
+
+/**
+ * simgpu_run_clock() - the tenant's run clock: wall time, less what a
+ *	throttle took from it
+ * @core: device, its lock held
+ * @now: ktime_get()
+ *
+ * Return: ns; only differences mean anything.
+ */
+u64 simgpu_run_clock(struct simgpu_core *core, ktime_t now)
+{
+	s64 d = ktime_to_ns(ktime_sub(now, core->share_from));
+
+	lockdep_assert_held(&core->lock);
+	return core->share_base + simgpu_share_ns(d > 0 ? d : 0, core->throttle_pct);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_run_clock);
+
+/* The tenant's work runs now: unthrottled, or in its share of the slice. */
+static bool simgpu_tenant_runs(struct simgpu_core *core)
+{
+	s64 d;
+
+	if (!core->throttle_pct || core->run_state != SIMGPU_RUN)
+		return true;	/* a drain finishes at full speed */
+	d = ktime_to_ns(ktime_sub(ktime_get(), core->share_from));
+	return simgpu_share_on(d > 0 ? d : 0, core->throttle_pct);
+}
+
 static void simgpu_service_workload(struct simgpu_core *core)
 {
 	u32 rate = READ_ONCE(core->knobs.dirty_rate);
-	u64 due, n;
-	s64 ns;
+	u64 due, n, ns;
 
 	if (!rate || !core->dirty_pages || core->err_queue == SIMGPU_QUEUE_WORKLOAD ||
 	    core->run_state != SIMGPU_RUN)
 		return;
-	ns = ktime_to_ns(ktime_sub(ktime_get(), core->dirty_start));
+	ns = simgpu_run_clock(core, ktime_get()) - core->dirty_start;
 	due = div_u64((u64)ns * rate, NSEC_PER_SEC);
 	/* Never more than a bounded burst per pass, even after a long stall. */
 	for (n = 0; core->dirty_done < due && n < 256; n++) {
@@ -397,7 +457,7 @@ bool simgpu_core_run(struct simgpu_core *core, unsigned int budget)
 
 	mutex_lock(&core->lock);
 	simgpu_service_inval(core);
-	if (core->control & SIMGPU_CTRL_ENABLE) {
+	if (core->control & SIMGPU_CTRL_ENABLE && simgpu_tenant_runs(core)) {
 		simgpu_service_workload(core);
 		while (budget--) {
 			int qi = simgpu_pick_queue(core);
@@ -535,6 +595,7 @@ int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 	core->nr_queues = nr_queues;
 	core->knobs.preempt = true;
 	core->vram_size = vram_size;
+	core->share_from = ktime_get();
 	mutex_init(&core->lock);
 	return 0;
 }
@@ -557,12 +618,15 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_core_destroy);
  * @core: device
  *
  * Return: true when a knob makes steps wait for a clock (kernel steps,
- * late acknowledgments, the background writer), so the processor's host
- * should come back on a timer rather than wait for a kick.
+ * late acknowledgments, the background writer, a throttle), so the
+ * processor's host should come back on a timer rather than wait for a
+ * kick.
  */
 bool simgpu_core_timed_work(struct simgpu_core *core)
 {
 	return READ_ONCE(core->knobs.kernel_step_us) ||
 	       READ_ONCE(core->knobs.ack_delay_ms) ||
-	       READ_ONCE(core->knobs.dirty_rate);
+	       READ_ONCE(core->knobs.dirty_rate) ||
+	       READ_ONCE(core->throttle_pct);
 }
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_timed_work);

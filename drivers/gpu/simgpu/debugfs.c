@@ -39,6 +39,23 @@ static int simgpu_stats_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(simgpu_stats);
 
+/* The host's throttle of the tenant's work (simgpu_core_set_throttle()). */
+static int simgpu_share_throttle_get(void *data, u64 *val)
+{
+	*val = simgpu_core_throttle(data);
+	return 0;
+}
+
+static int simgpu_share_throttle_set(void *data, u64 val)
+{
+	if (val > SIMGPU_THROTTLE_MAX)
+		return -EINVAL;
+	simgpu_core_set_throttle(data, val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(simgpu_share_throttle_fops, simgpu_share_throttle_get,
+			 simgpu_share_throttle_set, "%llu\n");
+
 /**
  * simgpu_debugfs_add() - an instance's directory
  * @sdev: device
@@ -56,6 +73,8 @@ void simgpu_debugfs_add(struct simgpu_dev *sdev)
 	debugfs_create_u32("ack_delay_ms", 0600, d, &k->ack_delay_ms);
 	debugfs_create_bool("ack_drop", 0600, d, &k->ack_drop);
 	debugfs_create_u32("dirty_rate", 0600, d, &k->dirty_rate);
+	debugfs_create_file_unsafe("share_throttle", 0600, d, &sdev->core,
+				   &simgpu_share_throttle_fops);
 	debugfs_create_file("stats", 0400, d, sdev, &simgpu_stats_fops);
 }
 

@@ -2,8 +2,9 @@
 /*
  * simgpu device model: what a host drives for migration.  Pause (stop
  * scheduling, or drain), resume, and the host's acknowledged translation
- * invalidation; the front ends (the mdev's proc.c, simgpu-pci's PF
- * commands) wait on the racy forms and end with the locked ones.
+ * invalidation, and the throttle of the tenant's work (auto-converge);
+ * the front ends (the mdev's proc.c, simgpu-pci's PF commands) wait on the
+ * racy forms and end with the locked ones.
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -77,7 +78,7 @@ void simgpu_core_resume(struct simgpu_core *core)
 {
 	mutex_lock(&core->lock);
 	WRITE_ONCE(core->run_state, SIMGPU_RUN);
-	core->dirty_start = ktime_get();
+	core->dirty_start = simgpu_run_clock(core, ktime_get());
 	core->dirty_done = 0;
 	mutex_unlock(&core->lock);
 	core->env->kick(core->ctx);
@@ -141,3 +142,41 @@ bool simgpu_core_host_inval_end(struct simgpu_core *core, u32 seq)
 	return acked;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_host_inval_end);
+
+/**
+ * simgpu_core_set_throttle() - give the tenant's work a smaller share of
+ *	the device's time, or all of it again
+ * @core: device
+ * @pct: share taken, 0 (none) to %SIMGPU_THROTTLE_MAX; more is clamped
+ *
+ * The tenant's queues and its background writer run in the first
+ * (100 - @pct) % of each %SIMGPU_SLICE_NS slice: less time, nothing
+ * stopped, nothing in flight lost.  A drain (simgpu_core_pause()) runs at
+ * full speed whatever the throttle.  The throttle is the host's, as a
+ * pause is: the guest's reset does not end it.
+ */
+void simgpu_core_set_throttle(struct simgpu_core *core, u32 pct)
+{
+	ktime_t now = ktime_get();
+
+	pct = min_t(u32, pct, SIMGPU_THROTTLE_MAX);
+	mutex_lock(&core->lock);
+	core->share_base = simgpu_run_clock(core, now);
+	core->share_from = now;
+	WRITE_ONCE(core->throttle_pct, pct);
+	mutex_unlock(&core->lock);
+	core->env->kick(core->ctx);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_set_throttle);
+
+/**
+ * simgpu_core_throttle() - the host's throttle now
+ * @core: device
+ *
+ * Return: 0..%SIMGPU_THROTTLE_MAX.
+ */
+u32 simgpu_core_throttle(struct simgpu_core *core)
+{
+	return READ_ONCE(core->throttle_pct);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_core_throttle);

@@ -219,7 +219,7 @@ void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
 			break;
 		}
 		core->control = val & SIMGPU_CTRL_ENABLE;
-		core->dirty_start = ktime_get();
+		core->dirty_start = simgpu_run_clock(core, ktime_get());
 		core->dirty_done = 0;
 		core->env->kick(core->ctx);
 		break;
@@ -255,7 +255,7 @@ void simgpu_mmio_write(struct simgpu_core *core, u32 offset, u32 val)
 		break;
 	case SIMGPU_REG_DIRTY_PAGES:
 		core->dirty_pages = val;
-		core->dirty_start = ktime_get();
+		core->dirty_start = simgpu_run_clock(core, ktime_get());
 		core->dirty_done = 0;
 		if (core->err_queue == SIMGPU_QUEUE_WORKLOAD) {
 			core->err_code = 0;

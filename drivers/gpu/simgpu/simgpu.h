@@ -47,6 +47,14 @@ enum simgpu_run_state {
 #define SIMGPU_TLB_ENTRIES		64
 #define SIMGPU_XFER_STEP		(64 * 1024)	/* FILL/COPY bytes per step */
 
+/*
+ * The host's throttle of the tenant (auto-converge): the tenant's work (its
+ * queues and the background writer) runs in the first (100 - throttle) %
+ * of each time slice, nothing of it in the rest.
+ */
+#define SIMGPU_SLICE_NS			10000000ULL	/* 10 ms */
+#define SIMGPU_THROTTLE_MAX		99
+
 /**
  * struct simgpu_env_ops - how the model reaches the outside world
  * @dma_rw: read or write guest memory at a device address (IOVA); returns
@@ -186,7 +194,9 @@ struct simgpu_stats {
  * @dirty_base: GPU VA of the background workload's region
  * @dirty_pages: its size in pages
  * @dirty_count: pages written
- * @dirty_start: when the workload (re)started
+ * @dirty_start: the tenant's run clock (simgpu_run_clock()) when the
+ *	workload (re)started: it is paced in the device's run time, so a
+ *	throttle slows it as it slows the queues
  * @dirty_done: pages written since @dirty_start
  * @q: queues (@q[i].active is also read racily by wait conditions, which
  *	recheck under @lock)
@@ -204,6 +214,10 @@ struct simgpu_stats {
  *	by the waiter's condition, rechecked under @lock)
  * @host_inval_pending: a host request waits for the processor
  * @host_inval_at: when it may be acknowledged
+ * @throttle_pct: the host's throttle of the tenant's work, 0..%SIMGPU_THROTTLE_MAX
+ *	(simgpu_core_set_throttle())
+ * @share_from: when @throttle_pct last changed: the time slices count from it
+ * @share_base: the tenant's run clock at @share_from, ns
  * @knobs: test controls; no lock: each is one word, written by debugfs
  *	and read with READ_ONCE()
  */
@@ -227,7 +241,7 @@ struct simgpu_core {
 	u64 dirty_base;
 	u32 dirty_pages;
 	u32 dirty_count;
-	ktime_t dirty_start;
+	u64 dirty_start;
 	u64 dirty_done;
 	struct simgpu_queue q[SIMGPU_MAX_QUEUES];
 	struct simgpu_tlb_entry tlb[SIMGPU_TLB_ENTRIES];
@@ -243,6 +257,9 @@ struct simgpu_core {
 	u32 host_inval_ack;
 	bool host_inval_pending;
 	ktime_t host_inval_at;
+	u32 throttle_pct;
+	ktime_t share_from;
+	u64 share_base;
 
 	struct simgpu_knobs knobs;
 };
@@ -257,6 +274,9 @@ void simgpu_core_lost(struct simgpu_core *core);
 bool simgpu_core_run(struct simgpu_core *core, unsigned int budget);
 bool simgpu_core_idle(struct simgpu_core *core);
 bool simgpu_core_timed_work(struct simgpu_core *core);
+u64 simgpu_share_ns(u64 elapsed, u32 pct);
+bool simgpu_share_on(u64 elapsed, u32 pct);
+u64 simgpu_run_clock(struct simgpu_core *core, ktime_t now);
 u32 simgpu_cmd_check(const struct simgpu_cmd_state *c);
 u32 simgpu_kernel_word(u32 w, u32 key, u32 iteration);
 /* for regs.c and host.c: the core's lock held */
@@ -276,6 +296,8 @@ void simgpu_core_resume(struct simgpu_core *core);
 u32 simgpu_core_host_inval(struct simgpu_core *core);
 bool simgpu_core_host_inval_acked_racy(struct simgpu_core *core, u32 seq);
 bool simgpu_core_host_inval_end(struct simgpu_core *core, u32 seq);
+void simgpu_core_set_throttle(struct simgpu_core *core, u32 pct);
+u32 simgpu_core_throttle(struct simgpu_core *core);
 
 /* mmu.c */
 u32 simgpu_mmu_translate(struct simgpu_core *core, u64 va, bool write, u64 *pte);
