@@ -8,6 +8,7 @@
 #include <kunit/device.h>
 #include <kunit/test.h>
 #include <linux/crc32.h>
+#include <linux/delay.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/module.h>
@@ -17,6 +18,7 @@
 
 #include <gpumig/compat.h>
 #include <gpumig/migration.h>
+#include "../drivers/gpumig/engine.h"	/* auto-converge's rule (converge.c) */
 
 #define F_BLOCKS	8
 #define F_VRAM		(F_BLOCKS * GPUMIG_BLOCK_SIZE)
@@ -53,6 +55,8 @@ enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
  * @place_ret: when not zero, what vram_write_iter returns instead
  * @placed: bytes vram_write_iter copied
  * @written: bytes of data vram_write wrote
+ * @throttle: what the last throttle call asked for (fake_throttle_ops)
+ * @throttles: throttle calls
  */
 struct fake_dev {
 	struct vfio_device vdev;
@@ -77,6 +81,8 @@ struct fake_dev {
 	ssize_t place_ret;
 	size_t placed;
 	size_t written;
+	u32 throttle;
+	unsigned int throttles;
 };
 
 static atomic_t fake_seq = ATOMIC_INIT(0);
@@ -332,6 +338,17 @@ static const struct gpumig_backend_ops fake_ops = {
 	.dma_log_report = f_log_report,
 };
 
+static int f_throttle(void *priv, u32 pct)
+{
+	struct fake_dev *f = priv;
+
+	WRITE_ONCE(f->throttle, pct);
+	WRITE_ONCE(f->throttles, f->throttles + 1);
+	return 0;
+}
+
+/* The same backend with the optional throttle (auto-converge). */
+static struct gpumig_backend_ops fake_throttle_ops;
 /* The same backend with the optional vram_take_zero_run. */
 static struct gpumig_backend_ops fake_zero_run_ops;
 /* The same backend with the optional vram_write_iter. */
@@ -1516,8 +1533,199 @@ static void mig_fail_error_state(struct kunit *test)
 	fput(sf);
 }
 
+/* ---- device auto-converge (converge.c) ------------------------------------ */
+
+/*
+ * QEMU's rule: the throttle steps after two periods running in which more
+ * than the threshold of what was drained became dirty again, first to the
+ * initial share, then by the increment, never above the maximum; a period
+ * under the threshold starts the count again; nothing drained never fires;
+ * switched off, it never steps.
+ */
+static void conv_rule(struct kunit *test)
+{
+	static const u32 steps[] = { 20, 30, 40, 50, 60, 70, 80, 90, 99 };
+	struct gpumig_converge_cfg cfg;
+	struct gpumig_converge_rule r;
+	unsigned int i;
+
+	gpumig_converge_defaults(&cfg);
+	KUNIT_EXPECT_FALSE(test, cfg.enabled);
+	KUNIT_EXPECT_EQ(test, cfg.initial_pct, 20U);
+	KUNIT_EXPECT_EQ(test, cfg.increment_pct, 10U);
+	KUNIT_EXPECT_EQ(test, cfg.max_pct, 99U);
+	KUNIT_EXPECT_EQ(test, cfg.threshold_pct, 50U);
+	gpumig_converge_begin(&r);
+	for (i = 0; i < 6; i++)
+		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 1000));
+	KUNIT_EXPECT_EQ(test, r.throttle, 0U);
+
+	cfg.enabled = true;
+	gpumig_converge_begin(&r);
+	for (i = 0; i < ARRAY_SIZE(steps); i++) {
+		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+		KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+		KUNIT_EXPECT_EQ(test, r.throttle, steps[i]);
+	}
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+	KUNIT_EXPECT_EQ(test, r.throttle, 99U);
+
+	gpumig_converge_begin(&r);
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 500)); /* not above */
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+	KUNIT_EXPECT_EQ(test, r.throttle, 20U);
+
+	gpumig_converge_begin(&r);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 0, 1ULL << 40));
+	KUNIT_EXPECT_EQ(test, r.throttle, 0U);
+
+	/* Huge figures do not overflow; a maximum below the first step caps it. */
+	cfg.max_pct = 10;
+	cfg.threshold_pct = 100;
+	gpumig_converge_begin(&r);
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, U64_MAX / 2, U64_MAX / 2));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, U64_MAX / 2, U64_MAX / 2 + 1));
+	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, U64_MAX / 2, U64_MAX / 2 + 1));
+	KUNIT_EXPECT_EQ(test, r.throttle, 10U);
+}
+
+/* The verdict over the last three periods. */
+static void conv_verdict(struct kunit *test)
+{
+	struct gpumig_converge_cfg cfg;
+	struct gpumig_converge_rule r;
+	unsigned int i;
+
+	gpumig_converge_defaults(&cfg);
+	gpumig_converge_begin(&r);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_UNKNOWN);
+	gpumig_converge_period(&r, &cfg, 1000, 900);
+	gpumig_converge_period(&r, &cfg, 1000, 900);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_UNKNOWN);
+	gpumig_converge_period(&r, &cfg, 1000, 900);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_YES);
+
+	gpumig_converge_begin(&r);
+	for (i = 0; i < 3; i++)
+		gpumig_converge_period(&r, &cfg, 1000, 901);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_NO);
+
+	gpumig_converge_begin(&r);
+	for (i = 0; i < 3; i++)
+		gpumig_converge_period(&r, &cfg, 0, 0);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_UNKNOWN);
+
+	/* A burst counts while in the window, and then no longer. */
+	gpumig_converge_begin(&r);
+	gpumig_converge_period(&r, &cfg, 1000, 3000);
+	gpumig_converge_period(&r, &cfg, 1000, 0);
+	gpumig_converge_period(&r, &cfg, 1000, 0);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_NO);
+	gpumig_converge_period(&r, &cfg, 1000, 0);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_YES);
+}
+
+static const char *conv_show(struct kunit *test, struct fake_dev *f, unsigned int which)
+{
+	char *buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_EXPECT_GT(test, gpumig_converge_show(f->mig, which, buf), 0L);
+	strim(buf);
+	return buf;
+}
+
+/* The settings: defaults, bounds, nonsense refused with nothing changed. */
+static void conv_settings(struct kunit *test)
+{
+	struct fake_dev *plain = fake_new(test, 1), *f;
+	static const char *const bad[] = { "", "abc", "0", "100", "-1", "20x", "4294967316",
+					   "50 50", " " };
+	unsigned int i, w;
+
+	fake_throttle_ops = fake_ops;
+	fake_throttle_ops.throttle = f_throttle;
+	f = fake_new_ops(test, 1, &fake_throttle_ops);
+	KUNIT_EXPECT_EQ(test, -EOPNOTSUPP,
+			gpumig_converge_store(plain->mig, GPUMIG_CONV_ENABLED, "1"));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_converge_store(plain->mig, GPUMIG_CONV_ENABLED, "0"));
+	KUNIT_EXPECT_STREQ(test, conv_show(test, plain, GPUMIG_CONV_ENABLED), "0");
+	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_converge_store(f->mig, GPUMIG_CONV_ENABLED, "maybe"));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_converge_store(f->mig, GPUMIG_CONV_ENABLED, "1\n"));
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_ENABLED), "1");
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_INITIAL), "20");
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_INCREMENT), "10");
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_MAX), "99");
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_THRESHOLD), "50");
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_THROTTLE), "0");
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_VERDICT), "unknown");
+	for (w = GPUMIG_CONV_INITIAL; w <= GPUMIG_CONV_THRESHOLD; w++) {
+		for (i = 0; i < ARRAY_SIZE(bad); i++)
+			if (w != GPUMIG_CONV_THRESHOLD || strcmp(bad[i], "100"))
+				KUNIT_EXPECT_EQ_MSG(test, -EINVAL,
+						    gpumig_converge_store(f->mig, w, bad[i]),
+						    "file %u, \"%s\"", w, bad[i]);
+		KUNIT_EXPECT_EQ(test, 0, gpumig_converge_store(f->mig, w, "7\n"));
+		KUNIT_EXPECT_STREQ(test, conv_show(test, f, w), "7");
+	}
+	KUNIT_EXPECT_EQ(test, 0, gpumig_converge_store(f->mig, GPUMIG_CONV_THRESHOLD, "100"));
+	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_converge_store(f->mig, GPUMIG_CONV_MAX, "100"));
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_MAX), "7");
+	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_converge_store(f->mig, GPUMIG_CONV_THROTTLE, "5"));
+	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_converge_store(f->mig, GPUMIG_CONV_VERDICT, "yes"));
+	KUNIT_EXPECT_EQ(test, f->throttles, 0U);
+}
+
+/*
+ * A hot pre-copy: every block is dirty again as soon as it is read.  With
+ * auto-converge on, the throttle steps after two periods and the verdict
+ * reads "no" after three; a reset ends the throttle at once.
+ */
+static void conv_hot_precopy(struct kunit *test)
+{
+	struct fake_dev *f;
+	unsigned long end;
+	struct file *sf;
+	u8 *buf;
+	int last;
+
+	fake_throttle_ops = fake_ops;
+	fake_throttle_ops.throttle = f_throttle;
+	f = fake_new_ops(test, 1, &fake_throttle_ops);
+	memset(f->vram, 0x5a, F_VRAM);
+	buf = kunit_kzalloc(test, 4 * F_VRAM, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_EQ(test, 0, gpumig_converge_store(f->mig, GPUMIG_CONV_ENABLED, "1"));
+	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	end = jiffies + msecs_to_jiffies(3 * GPUMIG_CONVERGE_PERIOD_MS + 600);
+	while (time_before(jiffies, end)) {
+		drain(sf, buf, 4 * F_VRAM, &last);
+		WRITE_ONCE(f->dirty, GENMASK(F_BLOCKS - 1, 0));	/* the GPU rewrote it all */
+		msleep(20);
+	}
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->throttle), 20U);
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_THROTTLE), "20");
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_VERDICT), "no");
+	KUNIT_EXPECT_STRNEQ(test, conv_show(test, f, GPUMIG_CONV_DRAIN_RATE), "0");
+	KUNIT_EXPECT_STRNEQ(test, conv_show(test, f, GPUMIG_CONV_REDIRTY_RATE), "0");
+	gpumig_mig_reset(f->mig);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->throttle), 0U);
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_THROTTLE), "0");
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->throttles), 2U);
+	fput(sf);
+}
+
 static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_fail_error_state),
+	KUNIT_CASE(conv_rule),
+	KUNIT_CASE(conv_verdict),
+	KUNIT_CASE(conv_settings),
+	KUNIT_CASE_SLOW(conv_hot_precopy),
 	KUNIT_CASE(mig_full_migration),
 	KUNIT_CASE(mig_early_switchover),
 	KUNIT_CASE(mig_stream_cap),

@@ -479,6 +479,7 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	spin_lock_init(&m->reset_lock);
 	spin_lock_init(&m->why_lock);
 	spin_lock_init(&m->poll_lock);
+	gpumig_converge_init(m);
 	/* A quarantine from before this binding still holds. */
 	if (gpumig_quarantine_get(vdev->dev, why, sizeof(why))) {
 		m->quarantined = true;
@@ -505,6 +506,7 @@ void gpumig_mig_destroy(struct gpumig_mig *m)
 	gpumig_state_mutex_lock(m);
 	gpumig_disable_files(m);
 	gpumig_state_mutex_unlock(m);
+	gpumig_converge_exit(m);
 	mutex_destroy(&m->view_lock);
 	mutex_destroy(&m->state_mutex);
 	kfree(m);

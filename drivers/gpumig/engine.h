@@ -3,10 +3,11 @@
  * gpumig engine internals, shared by state.c (the state machine and the
  * lock protocol), file.c (the migration data files), log.c (DMA logging),
  * reason.c (the reason reports show), metrics.c (what reports show, and
- * how often a report may look) and quarantine.c (quarantine records,
- * which outlive a binding).  Front ends see none of this: include/gpumig/migration.h
- * declares struct gpumig_mig without its fields, so any access from
- * outside the engine fails to compile.
+ * how often a report may look), converge.c (device auto-converge) and
+ * quarantine.c (quarantine records, which outlive a binding).  Front ends
+ * see none of this: include/gpumig/migration.h declares struct gpumig_mig
+ * without its fields, so any access from outside the engine fails to
+ * compile.
  *
  * Locks, outermost first:
  *   view_lock     one per device; a report's refresh of what it shows,
@@ -109,6 +110,9 @@ enum gpumig_file_state {
  * @arch_parts: resuming: parts that arrived (in order)
  * @tail_seen: resuming: a vendor section or the state arrived: no more
  *	VRAM
+ * @idle_since: saving, pre-copy: when a read last found nothing to give
+ *	(-ENOMSG) and none found data since, or 0 (converge.c)
+ * @idle_ns: saving: time spent so since auto-converge's last period
  */
 struct gpumig_mig_file {
 	struct file *filp;
@@ -143,6 +147,81 @@ struct gpumig_mig_file {
 	u32 *arch_len;
 	u32 arch_parts;
 	bool tail_seen;
+	u64 idle_since;
+	u64 idle_ns;
+};
+
+/* Auto-converge's period and the periods its verdict looks at (converge.c). */
+#define GPUMIG_CONVERGE_PERIOD_MS	1000
+#define GPUMIG_CONVERGE_WINDOW		3
+
+/**
+ * struct gpumig_converge_cfg - auto-converge's settings (migration/)
+ * @enabled: auto_converge
+ * @initial_pct: throttle_initial_pct, the first step
+ * @increment_pct: throttle_increment_pct, each step after it
+ * @max_pct: throttle_max_pct, the most a step reaches
+ * @threshold_pct: throttle_trigger_threshold: the rule fires when more than
+ *	this share of what was drained in a period became dirty again
+ */
+struct gpumig_converge_cfg {
+	bool enabled;
+	u32 initial_pct;
+	u32 increment_pct;
+	u32 max_pct;
+	u32 threshold_pct;
+};
+
+/**
+ * struct gpumig_converge_rule - the rule's state over one pre-copy
+ * @throttle: the throttle it asks for, percent
+ * @hits: periods in a row the rule fired since the last step
+ * @n: periods measured, up to GPUMIG_CONVERGE_WINDOW
+ * @next: the window's slot for the next period
+ * @drained: bytes drained in each of the last periods
+ * @redirtied: bytes that became dirty again in each
+ */
+struct gpumig_converge_rule {
+	u32 throttle;
+	u32 hits;
+	u32 n;
+	u32 next;
+	u64 drained[GPUMIG_CONVERGE_WINDOW];
+	u64 redirtied[GPUMIG_CONVERGE_WINDOW];
+};
+
+enum gpumig_converge_verdict {
+	GPUMIG_CONVERGE_UNKNOWN,
+	GPUMIG_CONVERGE_YES,
+	GPUMIG_CONVERGE_NO,
+};
+
+/**
+ * struct gpumig_converge - one device's auto-converge (converge.c)
+ * @work: the period's measurement while a pre-copy runs
+ * @cfg: settings (the state mutex)
+ * @rule: the rule's state (the state mutex)
+ * @active: a pre-copy is measured (the state mutex)
+ * @period_at: when the period began, ns (the state mutex)
+ * @drained_at: precopy_bytes then (the state mutex)
+ * @owed_at: what the saving file owed then (the state mutex)
+ * @drain_rate: the last period's drain rate, bytes/s (lockless reads)
+ * @redirty_rate: its re-dirty rate, bytes/s (lockless reads)
+ * @throttle: what the device has now, percent (lockless reads)
+ * @verdict: enum gpumig_converge_verdict (lockless reads)
+ */
+struct gpumig_converge {
+	struct delayed_work work;
+	struct gpumig_converge_cfg cfg;
+	struct gpumig_converge_rule rule;
+	bool active;
+	u64 period_at;
+	u64 drained_at;
+	u64 owed_at;
+	u64 drain_rate;
+	u64 redirty_rate;
+	u32 throttle;
+	int verdict;
 };
 
 /**
@@ -199,6 +278,7 @@ struct gpumig_view {
  * @view: the last view reports showed (gpumig_view_get())
  * @view_seq: bumped whenever the migration moves (lockless)
  * @stats: the last migration, as the device saw it (atomics)
+ * @conv: device auto-converge
  */
 struct gpumig_mig {
 	struct vfio_device *vdev;
@@ -236,6 +316,7 @@ struct gpumig_mig {
 	atomic_t view_seq;
 
 	struct gpumig_mig_stats stats;
+	struct gpumig_converge conv;
 };
 
 /* state.c */
@@ -253,6 +334,19 @@ void gpumig_get_source(struct gpumig_mig *m, char *buf, size_t len);
 /* metrics.c */
 void gpumig_view_changed(struct gpumig_mig *m);
 void gpumig_view_get(struct gpumig_mig *m, struct gpumig_view *v);
+
+/* converge.c */
+void gpumig_converge_defaults(struct gpumig_converge_cfg *cfg);
+void gpumig_converge_begin(struct gpumig_converge_rule *r);
+bool gpumig_converge_period(struct gpumig_converge_rule *r, const struct gpumig_converge_cfg *cfg,
+			    u64 drained, u64 redirtied);
+enum gpumig_converge_verdict gpumig_converge_verdict(const struct gpumig_converge_rule *r);
+void gpumig_converge_init(struct gpumig_mig *m);
+void gpumig_converge_start(struct gpumig_mig *m);
+void gpumig_converge_stop(struct gpumig_mig *m);
+void gpumig_converge_exit(struct gpumig_mig *m);
+ssize_t gpumig_converge_show(struct gpumig_mig *m, unsigned int which, char *buf);
+int gpumig_converge_store(struct gpumig_mig *m, unsigned int which, const char *buf);
 
 /* quarantine.c */
 void gpumig_quarantine_note(struct device *dev, const char *what);
@@ -288,6 +382,7 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 void gpumig_file_stop_copy(struct gpumig_mig_file *migf);
 bool gpumig_file_complete(struct gpumig_mig_file *migf);
 u64 gpumig_file_pending(struct gpumig_mig_file *migf, bool stopped);
+u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped);
 u64 gpumig_stopcopy_size(struct gpumig_mig *m);
 
 /* resume.c: the resuming file */

@@ -278,6 +278,49 @@ ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *att
 }
 EXPORT_SYMBOL_GPL(gpumig_stream_max_store);
 
+/**
+ * gpumig_conv_attr_show() - the show of auto-converge's files
+ * @dev: the front end's device
+ * @attr: one of the set's conv
+ * @buf: sysfs buffer
+ *
+ * Return: bytes written, or -ENODEV for a function that does not migrate.
+ */
+ssize_t gpumig_conv_attr_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
+	struct gpumig_mig *m = ma->set->to_mig(dev);
+
+	if (!m)
+		return -ENODEV;
+	return gpumig_converge_show(m, ma - ma->set->conv, buf);
+}
+EXPORT_SYMBOL_GPL(gpumig_conv_attr_show);
+
+/**
+ * gpumig_conv_attr_store() - set one of auto-converge's settings
+ * @dev: the front end's device
+ * @attr: one of the set's conv settings
+ * @buf: what was written
+ * @count: its length
+ *
+ * Return: @count, or gpumig_converge_store()'s error; -ENODEV for a
+ * function that does not migrate.
+ */
+ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr,
+			       const char *buf, size_t count)
+{
+	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
+	struct gpumig_mig *m = ma->set->to_mig(dev);
+	int ret;
+
+	if (!m)
+		return -ENODEV;
+	ret = gpumig_converge_store(m, ma - ma->set->conv, buf);
+	return ret ? ret : count;
+}
+EXPORT_SYMBOL_GPL(gpumig_conv_attr_store);
+
 /* ---- the descriptor and what the device offers ------------------------- */
 
 /**

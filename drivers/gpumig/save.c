@@ -390,6 +390,26 @@ static void gpumig_consumed(struct gpumig_mig_file *migf, size_t n)
 }
 
 /*
+ * For auto-converge's drain rate: the time from a read that found nothing
+ * to give to the next that found data is not the VMM's to drain.
+ */
+static void gpumig_file_idle(struct gpumig_mig_file *migf, bool idle)
+{
+	u64 now;
+
+	lockdep_assert_held(&migf->lock);
+	if (idle == !!migf->idle_since)
+		return;
+	now = ktime_get_ns();
+	if (idle) {
+		migf->idle_since = now;
+	} else {
+		migf->idle_ns += now - migf->idle_since;
+		migf->idle_since = 0;
+	}
+}
+
+/*
  * Make sure a section is buffered: 0 with bytes ready, 1 at the end of the
  * stream, or a negative errno (-ENOMSG: pre-copy has nothing now).
  */
@@ -404,6 +424,7 @@ static int gpumig_fill(struct gpumig_mig_file *migf)
 	if (migf->state == GPUMIG_FILE_COMPLETE)
 		return 1;
 	ret = gpumig_produce(migf);
+	gpumig_file_idle(migf, ret == -ENOMSG);
 	if (ret == -ENOMSG && migf->round_bytes) {
 		/* All that was ready is read: one pre-copy round. */
 		struct gpumig_mig_stats *s = &migf->m->stats;
@@ -425,8 +446,6 @@ static int gpumig_fill(struct gpumig_mig_file *migf)
 		return 1;	/* produced nothing: the stream is complete */
 	return ret;
 }
-
-static u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped);
 
 /*
  * The file lock is never held across a copy to the user: a fault there may
@@ -523,7 +542,7 @@ static __poll_t gpumig_save_poll(struct file *filp, struct poll_table_struct *wa
  * read, and, once the device is (or, with @stopped, would be) stopped, the
  * architectural state and the end section.
  */
-static u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped)
+u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped)
 {
 	struct gpumig_mig *m = migf->m;
 	u64 n = gpumig_buffered(migf);

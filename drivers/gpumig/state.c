@@ -39,6 +39,7 @@ void gpumig_disable_files(struct gpumig_mig *m)
 {
 	lockdep_assert_held(&m->state_mutex);
 	if (m->saving) {
+		gpumig_converge_stop(m);
 		spin_lock_irq(&m->poll_lock);
 		m->poll_file = NULL;
 		spin_unlock_irq(&m->poll_lock);
@@ -208,6 +209,8 @@ static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 	spin_lock_irq(&m->poll_lock);
 	m->poll_file = migf;
 	spin_unlock_irq(&m->poll_lock);
+	if (!stop_copy)
+		gpumig_converge_start(m);
 	return migf->filp;
 }
 
@@ -263,6 +266,7 @@ static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state
 		ret = gpumig_stop_device(m);
 		if (ret)
 			return ERR_PTR(ret);
+		gpumig_converge_stop(m);	/* the pre-copy is over */
 		gpumig_file_stop_copy(m->saving);
 		return NULL;
 	}

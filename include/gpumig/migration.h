@@ -200,6 +200,12 @@ struct gpumig_geometry {
  *	VRAM block becomes dirty while tracking; without it (hardware that
  *	raises no interrupt for that) the engine looks again every
  *	GPUMIG_POLL_RECHECK_MS while someone polls a saving file.
+ * @throttle: optional: give the tenant's work (its queues and whatever it
+ *	programmed the device to do by itself) only (100 - @pct) % of the
+ *	device's time, @pct 0 to GPUMIG_THROTTLE_MAX; 0 gives it all again.
+ *	Less time, nothing stopped: work in flight is never lost or
+ *	corrupted.  Device auto-converge (migration/auto_converge) needs it.
+ *	0 or an errno.  State mutex.
  */
 struct gpumig_backend_ops {
 	int (*quiesce)(void *priv);
@@ -233,8 +239,12 @@ struct gpumig_backend_ops {
 			      void (*report)(void *ctx, u64 iova, u64 len),
 			      void *ctx);
 	u32 (*guest_resets)(void *priv);
+	int (*throttle)(void *priv, u32 pct);
 	bool notifies_dirty;
 };
+
+/* The most of the device's time auto-converge takes from the tenant. */
+#define GPUMIG_THROTTLE_MAX	99
 
 /* How often a poll of a saving file re-checks a backend that cannot notify. */
 #define GPUMIG_POLL_RECHECK_MS	10
@@ -393,6 +403,23 @@ enum gpumig_metric {
 	GPUMIG_NR_METRICS
 };
 
+/*
+ * Device auto-converge's files in migration/: the settings (root may
+ * write them), then what the device says of its last pre-copy.
+ */
+enum gpumig_converge_file {
+	GPUMIG_CONV_ENABLED,
+	GPUMIG_CONV_INITIAL,
+	GPUMIG_CONV_INCREMENT,
+	GPUMIG_CONV_MAX,
+	GPUMIG_CONV_THRESHOLD,
+	GPUMIG_CONV_DRAIN_RATE,
+	GPUMIG_CONV_REDIRTY_RATE,
+	GPUMIG_CONV_THROTTLE,
+	GPUMIG_CONV_VERDICT,
+	GPUMIG_NR_CONV_FILES
+};
+
 struct gpumig_metric_set;
 
 /**
@@ -410,11 +437,13 @@ struct gpumig_metric_attr {
  * @to_mig: the front end's device -> engine state (NULL: not migratable)
  * @m: the files, in the order of enum gpumig_metric
  * @stream_max: the setting migration/stream_max (root may write it)
+ * @conv: auto-converge's files, in the order of enum gpumig_converge_file
  */
 struct gpumig_metric_set {
 	struct gpumig_mig *(*to_mig)(struct device *dev);
 	struct gpumig_metric_attr m[GPUMIG_NR_METRICS];
 	struct gpumig_metric_attr stream_max;
+	struct gpumig_metric_attr conv[GPUMIG_NR_CONV_FILES];
 };
 
 ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *attr,
@@ -422,9 +451,18 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 ssize_t gpumig_stream_max_show(struct device *dev, struct device_attribute *attr, char *buf);
 ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *attr,
 				const char *buf, size_t count);
+ssize_t gpumig_conv_attr_show(struct device *dev, struct device_attribute *attr, char *buf);
+ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr,
+			       const char *buf, size_t count);
 
 #define GPUMIG_METRIC(_set, _name)						\
 	{ .attr = __ATTR(_name, 0444, gpumig_metric_attr_show, NULL),		\
+	  .set = &(_set) }
+#define GPUMIG_CONV_SETTING(_set, _name)					\
+	{ .attr = __ATTR(_name, 0644, gpumig_conv_attr_show, gpumig_conv_attr_store), \
+	  .set = &(_set) }
+#define GPUMIG_CONV_METRIC(_set, _name)						\
+	{ .attr = __ATTR(_name, 0444, gpumig_conv_attr_show, NULL),		\
 	  .set = &(_set) }
 
 /**
@@ -435,8 +473,8 @@ ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *att
  * @...: the front end's own attributes of the group (status, compat,
  *	unquarantine), listed first
  *
- * The metric files and the setting stream_max are the engine's, the same
- * for every front end.
+ * The metric files, the setting stream_max and auto-converge's files are
+ * the engine's, the same for every front end.
  */
 #define GPUMIG_DEFINE_MIGRATION_ATTRS(_p, _to_mig, ...)				\
 	static struct gpumig_metric_set _p##_metrics = {			\
@@ -458,6 +496,17 @@ ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *att
 		.stream_max = { .attr = __ATTR(stream_max, 0644, gpumig_stream_max_show,	\
 					       gpumig_stream_max_store),		\
 				.set = &(_p##_metrics) },				\
+		.conv = {	/* in the order of enum gpumig_converge_file */	\
+		GPUMIG_CONV_SETTING(_p##_metrics, auto_converge),			\
+		GPUMIG_CONV_SETTING(_p##_metrics, throttle_initial_pct),		\
+		GPUMIG_CONV_SETTING(_p##_metrics, throttle_increment_pct),		\
+		GPUMIG_CONV_SETTING(_p##_metrics, throttle_max_pct),			\
+		GPUMIG_CONV_SETTING(_p##_metrics, throttle_trigger_threshold),		\
+		GPUMIG_CONV_METRIC(_p##_metrics, drain_rate_bytes_per_sec),		\
+		GPUMIG_CONV_METRIC(_p##_metrics, redirty_rate_bytes_per_sec),		\
+		GPUMIG_CONV_METRIC(_p##_metrics, throttle_pct),			\
+		GPUMIG_CONV_METRIC(_p##_metrics, converging),				\
+		},								\
 	};									\
 	static struct attribute *_p##_mig_attrs[] = {				\
 		__VA_ARGS__,							\
@@ -468,6 +517,11 @@ ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *att
 		&_p##_metrics.m[8].attr.attr, &_p##_metrics.m[9].attr.attr,	\
 		&_p##_metrics.m[10].attr.attr, &_p##_metrics.m[11].attr.attr,	\
 		&_p##_metrics.stream_max.attr.attr,				\
+		&_p##_metrics.conv[0].attr.attr, &_p##_metrics.conv[1].attr.attr,	\
+		&_p##_metrics.conv[2].attr.attr, &_p##_metrics.conv[3].attr.attr,	\
+		&_p##_metrics.conv[4].attr.attr, &_p##_metrics.conv[5].attr.attr,	\
+		&_p##_metrics.conv[6].attr.attr, &_p##_metrics.conv[7].attr.attr,	\
+		&_p##_metrics.conv[8].attr.attr,				\
 		NULL								\
 	}
 

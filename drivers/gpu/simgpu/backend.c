@@ -176,6 +176,7 @@ static int simgpu_be_scrub(void *priv)
 	struct simgpu_dev *sdev = priv;
 
 	simgpu_reset(sdev);
+	simgpu_core_set_throttle(&sdev->core, 0);	/* never the next tenant's */
 	mutex_lock(&sdev->core.lock);
 	simgpu_vram_scrub(&sdev->vram);
 	mutex_unlock(&sdev->core.lock);
@@ -206,6 +207,15 @@ static int simgpu_be_dma_log_report(void *priv, u64 iova, u64 len,
 	return gpumig_dirty_collect(sdev->dirty, iova, len, report, ctx);
 }
 
+/* Auto-converge: the tenant's share of the command processor's time. */
+static int simgpu_be_throttle(void *priv, u32 pct)
+{
+	struct simgpu_dev *sdev = priv;
+
+	simgpu_core_set_throttle(&sdev->core, pct);
+	return 0;
+}
+
 const struct gpumig_backend_ops simgpu_backend_ops = {
 	.quiesce = simgpu_be_quiesce,
 	.unquiesce = simgpu_be_unquiesce,
@@ -225,6 +235,7 @@ const struct gpumig_backend_ops simgpu_backend_ops = {
 	.dma_log_start = simgpu_be_dma_log_start,
 	.dma_log_stop = simgpu_be_dma_log_stop,
 	.dma_log_report = simgpu_be_dma_log_report,
+	.throttle = simgpu_be_throttle,
 	.notifies_dirty = true,
 };
 

@@ -75,6 +75,31 @@ DEFINE_EVENT(gpumig_timed, gpumig_invalidate,
 	TP_PROTO(struct device *dev, u64 ns, int ret),
 	TP_ARGS(dev, ns, ret));
 
+/*
+ * Auto-converge stepped the tenant's throttle (or ended it, pct=0), with
+ * the period's drain and re-dirty rates that decided it (bytes/s).
+ */
+TRACE_EVENT(gpumig_throttle,
+	TP_PROTO(struct device *dev, u32 pct, u64 drain_rate, u64 redirty_rate, int ret),
+	TP_ARGS(dev, pct, drain_rate, redirty_rate, ret),
+	TP_STRUCT__entry(
+		__string(dev, dev_name(dev))
+		__field(u32, pct)
+		__field(u64, drain_rate)
+		__field(u64, redirty_rate)
+		__field(int, ret)
+	),
+	TP_fast_assign(
+		__assign_str(dev);
+		__entry->pct = pct;
+		__entry->drain_rate = drain_rate;
+		__entry->redirty_rate = redirty_rate;
+		__entry->ret = ret;
+	),
+	TP_printk("%s pct=%u drain=%llu redirty=%llu ret=%d", __get_str(dev), __entry->pct,
+		  __entry->drain_rate, __entry->redirty_rate, __entry->ret)
+);
+
 /* A read() of the saving fd: bytes returned, what the fd still holds. */
 TRACE_EVENT(gpumig_save_read,
 	TP_PROTO(struct device *dev, bool stop_copy, s64 bytes, u64 remaining),
