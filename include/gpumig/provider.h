@@ -120,6 +120,10 @@ struct gpumig_vf_events {
  *	or vfio-pci-core asks for); the PF gets ready for it
  * @reset_done: optional, with @reset_prepare: the VF's reset is over; wait
  *	(bounded) until the PF has finished its part of it
+ * @throttle: optional: the VF's scheduling share, for device auto-converge:
+ *	give the tenant's work only (100 - @pct) % of the VF's time, @pct 0
+ *	to GPUMIG_THROTTLE_MAX (0: all of it); nothing stopped, nothing in
+ *	flight lost.  Without it auto-converge is unsupported on the VF
  */
 struct gpumig_vf_ops {
 	void (*release)(struct gpumig_vf *vf);
@@ -156,6 +160,7 @@ struct gpumig_vf_ops {
 	u32 (*guest_resets)(struct gpumig_vf *vf);
 	void (*reset_prepare)(struct gpumig_vf *vf);
 	void (*reset_done)(struct gpumig_vf *vf);
+	int (*throttle)(struct gpumig_vf *vf, u32 pct);
 };
 
 /**

@@ -197,3 +197,13 @@ bool simgpu_model_timed_work(struct simgpu_model *m)
 {
 	return simgpu_core_timed_work(&m->core);
 }
+
+uint32_t simgpu_model_throttle(struct simgpu_model *m)
+{
+	return simgpu_core_throttle(&m->core);
+}
+
+void simgpu_model_set_throttle(struct simgpu_model *m, uint32_t pct)
+{
+	simgpu_core_set_throttle(&m->core, pct);
+}

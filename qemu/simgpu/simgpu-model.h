@@ -58,5 +58,7 @@ uint32_t simgpu_model_knob(struct simgpu_model *m, unsigned int k);
 void simgpu_model_set_knob(struct simgpu_model *m, unsigned int k, uint32_t val);
 uint64_t simgpu_model_stat(struct simgpu_model *m, unsigned int s);
 bool simgpu_model_timed_work(struct simgpu_model *m);
+uint32_t simgpu_model_throttle(struct simgpu_model *m);
+void simgpu_model_set_throttle(struct simgpu_model *m, uint32_t pct);
 
 #endif /* SIMGPU_MODEL_H */

@@ -359,6 +359,12 @@ static uint32_t simgpu_cmd_now(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot 
 		return simgpu_cmd_vram_count(vf, s);
 	case SIMGPU_PF_CMD_VRAM_TAKE_ZERO:
 		return simgpu_cmd_vram_take_zero(vf, s);
+	case SIMGPU_PF_CMD_SET_SHARE:
+		if (s->args[0] > SIMGPU_PF_SHARE_MAX)
+			return SIMGPU_PF_ERR_ARGS;
+		s->result = simgpu_model_throttle(vf->model);
+		simgpu_model_set_throttle(vf->model, s->args[0]);
+		return SIMGPU_PF_OK;
 	default:
 		return SIMGPU_PF_ERR_OPCODE;
 	}
@@ -542,7 +548,7 @@ static uint64_t simgpu_pf_read(SimgpuPfState *pf, hwaddr addr)
 	case SIMGPU_PF_REG_XFER_MAX:
 		return SIMGPU_XFER_MAX;
 	case SIMGPU_PF_REG_CAPS:
-		return SIMGPU_PF_CAP_VRAM_COUNT;
+		return SIMGPU_PF_CAP_VRAM_COUNT | SIMGPU_PF_CAP_SHARE;
 	default:
 		return 0;
 	}

@@ -35,7 +35,8 @@ CMD_PAUSE, CMD_RESUME, CMD_INVALIDATE, CMD_SAVE, CMD_RESTORE = 1, 2, 3, 4, 5
 CMD_VRAM_READ, CMD_VRAM_WRITE, CMD_TRACK, CMD_DIRTY, CMD_SCRUB = 6, 7, 8, 9, 10
 CMD_LOG_START, CMD_LOG_STOP, CMD_LOG_REPORT = 11, 12, 13
 CMD_COUNT, CMD_TAKE_ZERO, CMD_READ_TAKE, CMD_PEEK = 14, 15, 16, 17
-PF_CAPS, CAP_VRAM_COUNT = 0x038, 1
+PF_CAPS, CAP_VRAM_COUNT, CAP_SHARE = 0x038, 1, 2
+CMD_SET_SHARE, SHARE_MAX = 18, 99
 ERR_ARGS, ERR_DMA, ERR_STATE, ERR_ORDER = 2, 5, 6, 8
 SG_ID, SG_CONTROL, SG_PT_ROOT_LO = 0x000, 0x01c, 0x040
 SG_ERR_CODE, SG_ERR_QUEUE = 0x028, 0x02c
@@ -58,6 +59,8 @@ ABI = {
         "PF_INT_STATUS": "SIMGPU_PF_REG_INT_STATUS", "PF_ARCH_SIZE": "SIMGPU_PF_REG_ARCH_SIZE",
         "PF_XFER_MAX": "SIMGPU_PF_REG_XFER_MAX", "PF_BLOCK_SHIFT": "SIMGPU_PF_REG_BLOCK_SHIFT",
         "PF_CAPS": "SIMGPU_PF_REG_CAPS", "CAP_VRAM_COUNT": "SIMGPU_PF_CAP_VRAM_COUNT",
+        "CAP_SHARE": "SIMGPU_PF_CAP_SHARE", "CMD_SET_SHARE": "SIMGPU_PF_CMD_SET_SHARE",
+        "SHARE_MAX": "SIMGPU_PF_SHARE_MAX",
         "PF_VF_BASE": "SIMGPU_PF_VF_BASE", "PF_VF_STRIDE": "SIMGPU_PF_VF_STRIDE",
         "VF_CMD": "SIMGPU_PF_VF_CMD", "VF_STATUS": "SIMGPU_PF_VF_STATUS",
         "VF_ARG0": "SIMGPU_PF_VF_ARG0_LO", "VF_RESULT": "SIMGPU_PF_VF_RESULT_LO",
@@ -302,6 +305,7 @@ def settle(r, n):
     VRAM): gone."""
     for op in (CMD_RESUME, CMD_LOG_STOP, CMD_SCRUB):
         assert r.command(n, op) == 0
+    assert r.command(n, CMD_SET_SHARE, 0) == 0
 
 
 def t_limits(r):
@@ -557,6 +561,49 @@ def t_reentry(r):
     q.writel(bar + SG_CONTROL, 2)
 
 
+def t_share(r):
+    """SET_SHARE (CAP_SHARE): its result is the share before; past SHARE_MAX
+    it is refused and nothing changes; at 50 the background writer does half
+    its work in the same (virtual) time, at 0 all of it again: it is paced
+    in the VF's run time."""
+    q = r.q
+    n, base, page = 0, RAM_BUF + 0x40000, RAM_BUF + 0x70000
+    assert q.readl(PF_BAR + PF_CAPS) & CAP_SHARE, "CAP_SHARE not offered"
+    settle(r, n)
+    assert r.command(n, CMD_SET_SHARE, 30) == 0
+    assert q.readl(r.vfreg(n, VF_RESULT)) == 0, "the share before was not 0"
+    assert r.command(n, CMD_SET_SHARE, SHARE_MAX + 1) == ERR_ARGS
+    assert r.command(n, CMD_SET_SHARE, 1 << 32) == ERR_ARGS
+    assert r.command(n, CMD_SET_SHARE, 0) == 0
+    got = q.readl(r.vfreg(n, VF_RESULT))
+    assert got == 30, "a refused SET_SHARE changed the share (to %d)" % got
+    bar, ring = vf_program(r, n, base, [page])
+    q.write(page, bytes(16))
+    q.writel(bar + SG_DIRTY_BASE_LO, 0x10000000)
+    q.writel(bar + SG_DIRTY_BASE_HI, 0)
+    vf_knob(r, n, KNOB_DIRTY_RATE, 1000)
+    q.writel(bar + SG_DIRTY_PAGES, 1)
+
+    def written(ms):
+        """Stamps the writer made in @ms of virtual time (its count)."""
+        c0 = struct.unpack("<Q", q.read(page, 8))[0]
+        for _ in range(ms):
+            q.step(1_000_000)
+        return struct.unpack("<Q", q.read(page, 8))[0] - c0
+
+    full = written(200)
+    assert r.command(n, CMD_SET_SHARE, 50) == 0
+    half = written(200)
+    assert r.command(n, CMD_SET_SHARE, 0) == 0
+    again = written(200)
+    vf_knob(r, n, KNOB_DIRTY_RATE, 0)
+    q.writel(bar + SG_DIRTY_PAGES, 0)
+    q.writel(bar + SG_CONTROL, 2)
+    assert 180 <= full <= 220, "unthrottled, 1000 pages/s wrote %d in 200 ms" % full
+    assert 80 <= half <= 120, "at a share of 50, %d in 200 ms (unthrottled %d)" % (half, full)
+    assert 180 <= again <= 220, "back at 0, %d in 200 ms" % again
+
+
 def t_dma_disables_sriov(r):
     """A hostile PF driver points VRAM_DIRTY's first bitmap at the PF's own
     SR-IOV control (through ECAM): that DMA disables the VFs, the VF's
@@ -657,6 +704,8 @@ def main():
             "fold groups and of VRAM", t_vram_dirty, r)
         run("VRAM blocks kept by the device: PEEK, READ_TAKE, TAKE_ZERO and COUNT agree",
             t_vram_count, r)
+        run("SET_SHARE: bounds, the share before, the background writer paced in the "
+            "VF's run time (half at 50)", t_share, r)
         run("the VF's DMA at its own registers, from its bottom half and its timer: "
             "refused, registers intact", t_reentry, r)
         run("a PF command whose own DMA disables SR-IOV ends DISABLED, touches no freed "

@@ -228,6 +228,34 @@ int simgpu_pf_vf_resume(struct simgpu_pf_vf *vf)
 EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_resume);
 
 /**
+ * simgpu_pf_vf_set_share() - the VF's scheduling share
+ * @vf: claimed VF whose PF has SIMGPU_PF_CAP_SHARE
+ * @pct: the share of each time slice the VF's work does not get, 0 to
+ *	SIMGPU_PF_SHARE_MAX
+ * @before: set to the value before, or NULL
+ *
+ * Return: 0, -EOPNOTSUPP without the capability, -EINVAL, or another
+ * negative errno.
+ */
+int simgpu_pf_vf_set_share(struct simgpu_pf_vf *vf, u32 pct, u32 *before)
+{
+	u64 arg = pct, res = 0;
+	int ret;
+
+	if (!(vf->pf->info.caps & SIMGPU_PF_CAP_SHARE))
+		return -EOPNOTSUPP;
+	if (pct > SIMGPU_PF_SHARE_MAX)
+		return -EINVAL;
+	mutex_lock(&vf->cmd_lock);
+	ret = simgpu_pf_cmd(vf, SIMGPU_PF_CMD_SET_SHARE, &arg, 1, SIMGPU_PF_CMD_MS, &res);
+	mutex_unlock(&vf->cmd_lock);
+	if (!ret && before)
+		*before = res;
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_pf_vf_set_share);
+
+/**
  * simgpu_pf_vf_invalidate() - invalidate the VF's translations, acknowledged
  * @vf: claimed VF
  * @timeout_ms: how long the acknowledgment may take

@@ -207,6 +207,12 @@ static void simgpu_mig_reset_done(struct gpumig_vf *gvf)
 	simgpu_pf_vf_flr_done(to_mig(gvf)->vf);
 }
 
+/* Auto-converge: the VF's scheduling share (SIMGPU_PF_CAP_SHARE). */
+static int simgpu_mig_throttle(struct gpumig_vf *gvf, u32 pct)
+{
+	return simgpu_pf_vf_set_share(to_mig(gvf)->vf, pct, NULL);
+}
+
 /* ---- the tenant leaves ------------------------------------------------------ */
 
 static void simgpu_mig_close_begin(struct gpumig_vf *gvf)
@@ -284,6 +290,7 @@ static const struct gpumig_vf_ops simgpu_mig_ops = {
 	.guest_resets = simgpu_mig_guest_resets,
 	.reset_prepare = simgpu_mig_reset_prepare,
 	.reset_done = simgpu_mig_reset_done,
+	.throttle = simgpu_mig_throttle,
 };
 
 /*
@@ -383,6 +390,8 @@ static int simgpu_mig_geometry(struct simgpu_mig *s, char *why, size_t len)
 	ret = simgpu_mig_test_geometry(s, why, len);
 	if (ret)
 		return ret;
+	if (!(s->info.caps & SIMGPU_PF_CAP_SHARE))
+		o->throttle = NULL;	/* auto-converge is unsupported */
 	if (s->untracked) {
 		o->vram_track = NULL;
 		o->vram_next_dirty = NULL;

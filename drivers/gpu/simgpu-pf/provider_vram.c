@@ -202,12 +202,15 @@ ssize_t simgpu_mig_vram_write_iter(struct gpumig_vf *gvf, u64 off, struct iov_it
 					    simgpu_mig_fill_from_iter, &f);
 }
 
-/* The PF zeroes the VF's VRAM and resets it for the next tenant. */
+/* The PF zeroes the VF's VRAM and resets it (its share too) for the next tenant. */
 int simgpu_mig_scrub(struct gpumig_vf *gvf)
 {
 	struct simgpu_mig *s = to_mig(gvf);
 	int ret = simgpu_pf_vf_scrub(s->vf);
 
+	/* The next tenant gets the whole VF, whatever a migration left. */
+	if (!ret && s->info.caps & SIMGPU_PF_CAP_SHARE)
+		ret = simgpu_pf_vf_set_share(s->vf, 0, NULL);
 	mutex_lock(&s->vram_lock);
 	if (!ret) {
 		bitmap_zero(s->populated, s->nr_blocks);

@@ -96,6 +96,7 @@ void simgpu_pf_vf_set_knob(struct simgpu_pf_vf *vf, unsigned int k, u32 val);
 
 int simgpu_pf_vf_pause(struct simgpu_pf_vf *vf, unsigned int timeout_ms);
 int simgpu_pf_vf_resume(struct simgpu_pf_vf *vf);
+int simgpu_pf_vf_set_share(struct simgpu_pf_vf *vf, u32 pct, u32 *before);
 int simgpu_pf_vf_invalidate(struct simgpu_pf_vf *vf, unsigned int timeout_ms);
 ssize_t simgpu_pf_vf_save_state(struct simgpu_pf_vf *vf, void *buf, size_t len);
 int simgpu_pf_vf_restore_state(struct simgpu_pf_vf *vf, const void *buf, size_t len);

@@ -65,6 +65,8 @@
  * VRAM_TAKE_ZERO, VRAM_READ_TAKE and VRAM_DIRTY_PEEK exist.
  */
 #define SIMGPU_PF_CAP_VRAM_COUNT	(1U << 0)
+/* Each VF has a scheduling share the PF sets: SET_SHARE exists. */
+#define SIMGPU_PF_CAP_SHARE		(1U << 1)
 
 /*
  * Profiles a VF can have: VRAM size and queue count, like the mdev types.
@@ -210,6 +212,15 @@
  * keeps them until the blocks are taken (VRAM_READ_TAKE, VRAM_TAKE_ZERO).
  */
 #define SIMGPU_PF_CMD_VRAM_DIRTY_PEEK	17
+/*
+ * CAP_SHARE.  ARG0: the share of each 10 ms slice the VF's work does not
+ * get, 0 (none, the reset value) to SIMGPU_PF_SHARE_MAX: its queues and its
+ * background writer run in the rest; nothing stops, nothing in flight is
+ * lost, and the VF's FLR keeps it (the PF's setting, not the tenant's).
+ * RESULT: the value before.
+ */
+#define SIMGPU_PF_CMD_SET_SHARE		18
+#define SIMGPU_PF_SHARE_MAX		99
 
 /**
  * struct simgpu_pf_range - one IOVA range of DMA_LOG_START (16 bytes)

@@ -171,6 +171,11 @@ static int gvp_dma_log_report(void *priv, u64 iova, u64 len,
 	return gvp_vf(priv)->ops->dma_log_report(gvp_vf(priv), iova, len, report, ctx);
 }
 
+static int gvp_throttle(void *priv, u32 pct)
+{
+	return gvp_vf(priv)->ops->throttle(gvp_vf(priv), pct);
+}
+
 /**
  * gvp_glue_init() - the engine's backend over a claimed VF
  * @gl: the glue, with @vf and @pdev set
@@ -219,6 +224,8 @@ void gvp_glue_init(struct gvp_glue *gl)
 		b->compat_check = gvp_compat_check;
 	if (o->p2p)
 		b->p2p = gvp_p2p;
+	if (o->throttle)
+		b->throttle = gvp_throttle;
 }
 EXPORT_SYMBOL_IF_KUNIT(gvp_glue_init);
 
