@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/vfio.h>
@@ -41,10 +42,14 @@ static void print_help(FILE *f)
 	      "                        whether its driver offers VFIO migration\n"
 	      "  nova-config [--probe] the Nova [pci] device_spec and alias entries for\n"
 	      "                        the functions bound to VFIO drivers on this host\n"
-	      "  watch DEVICE [--interval MS] [--count N] [--link MBIT]\n"
+	      "  watch DEVICE [--interval MS] [--count N] [--link MBIT] [--domain DOM]\n"
 	      "                        sample the device's migration metrics: state,\n"
 	      "                        remaining bytes, dirty rate, stop-copy estimate,\n"
-	      "                        and how long the rest takes at the link's speed\n"
+	      "                        how long the rest takes at the link's speed;\n"
+	      "                        auto-converge's drain and re-dirty rates,\n"
+	      "                        throttle and verdict, the time left and the\n"
+	      "                        downtime to expect at the measured rates; with\n"
+	      "                        --domain, libvirt's job figures for RAM beside\n"
 	      "  check-compat SRC DST  may DST accept SRC's migration stream?  Each is a\n"
 	      "                        device or a descriptor line as migration/compat\n"
 	      "                        prints it; the kernel's own rule decides\n"
@@ -522,12 +527,116 @@ static long long metric(const char *dir, const char *name, const char *m)
 	return atoll(v);
 }
 
+/* A one-word value of migration/ (converging: yes, no, unknown), or "?". */
+static void word(const char *dir, const char *name, const char *m, char *buf, size_t len)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "migration/%s", m);
+	if (dev_attr(dir, name, path, buf, len) || !buf[0])
+		snprintf(buf, len, "?");
+}
+
+/**
+ * struct ram_job - what libvirt says of a domain's migration job (RAM)
+ * @ok: a job was read
+ * @remaining: "Memory remaining", bytes
+ * @bandwidth: "Memory bandwidth", bytes/s
+ * @dirty_rate: "Dirty rate", pages/s
+ * @page: "Page size", bytes
+ */
+struct ram_job {
+	bool ok;
+	double remaining;
+	double bandwidth;
+	double dirty_rate;
+	double page;
+};
+
+/* "12.5 MiB" or "12.5 MiB/s" -> bytes (per second). */
+static double job_bytes(const char *v)
+{
+	char unit[16] = "";
+	double x = 0;
+
+	if (sscanf(v, "%lf %15s", &x, unit) < 1)
+		return 0;
+	if (!strncmp(unit, "KiB", 3))
+		x *= 1024;
+	else if (!strncmp(unit, "MiB", 3))
+		x *= 1024 * 1024;
+	else if (!strncmp(unit, "GiB", 3))
+		x *= 1024.0 * 1024 * 1024;
+	else if (!strncmp(unit, "TiB", 3))
+		x *= 1024.0 * 1024 * 1024 * 1024;
+	return x;
+}
+
+/* virsh domjobinfo DOM, run without a shell (the name is passed as is). */
+static void ram_job_read(const char *dom, struct ram_job *j)
+{
+	char line[256];
+	int fd[2], st;
+	FILE *f;
+	pid_t pid;
+
+	memset(j, 0, sizeof(*j));
+	if (!dom || pipe(fd))
+		return;
+	pid = fork();
+	if (pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return;
+	}
+	if (!pid) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(fd[1], 1);
+		if (null >= 0)
+			dup2(null, 2);
+		close(fd[0]);
+		close(fd[1]);
+		execlp("virsh", "virsh", "domjobinfo", "--", dom, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	f = fdopen(fd[0], "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *v = strchr(line, ':');
+
+		if (!v)
+			continue;
+		*v++ = 0;
+		while (*v == ' ')
+			v++;
+		if (!strcmp(line, "Job type"))
+			j->ok = strncmp(v, "None", 4) != 0;
+		else if (!strcmp(line, "Memory remaining"))
+			j->remaining = job_bytes(v);
+		else if (!strcmp(line, "Memory bandwidth"))
+			j->bandwidth = job_bytes(v);
+		else if (!strcmp(line, "Dirty rate"))
+			j->dirty_rate = atof(v);
+		else if (!strcmp(line, "Page size"))
+			j->page = atof(v);
+	}
+	if (f)
+		fclose(f);
+	else
+		close(fd[0]);
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		j->ok = false;
+}
+
 /*
  * Samples of the metrics a switchover decision needs.  The rest's time is
  * remaining / (link - dirty rate): what pre-copy still has to send while
  * the device keeps dirtying VRAM; "never" when the rate reaches the link.
  */
-static int cmd_watch(const char *name, long interval_ms, long count, double link_mbit)
+static int cmd_watch(const char *name, long interval_ms, long count, double link_mbit,
+		     const char *dom)
 {
 	const char *dir = dev_dir(name);
 	double link = link_mbit * 1e6 / 8;	/* bytes per second */
@@ -541,8 +650,10 @@ static int cmd_watch(const char *name, long interval_ms, long count, double link
 		return 1;
 	}
 	for (i = 0; !count || i < count; i++) {
-		long long rem, rate, est;
-		double eta;
+		long long rem, rate, est, drain, redirty, thr;
+		double eta, left, downtime;
+		char verdict[16];
+		struct ram_job j;
 
 		/* One sample: the state and the figures read together. */
 		if (i)
@@ -551,16 +662,43 @@ static int cmd_watch(const char *name, long interval_ms, long count, double link
 		rem = metric(dir, name, "remaining_bytes");
 		rate = metric(dir, name, "dirty_rate_bytes_per_sec");
 		est = metric(dir, name, "stopcopy_estimate_bytes");
+		drain = metric(dir, name, "drain_rate_bytes_per_sec");
+		redirty = metric(dir, name, "redirty_rate_bytes_per_sec");
+		thr = metric(dir, name, "throttle_pct");
+		word(dir, name, "converging", verdict, sizeof(verdict));
+		ram_job_read(dom, &j);
 		eta = link > rate ? rem / (link - rate) : -1;
-		if (json)
-			printf("{\"device\": \"%s\", \"state\": \"%s\", \"remaining_bytes\": %lld, \"dirty_rate_bytes_per_sec\": %lld, \"stopcopy_estimate_bytes\": %lld, \"seconds_left\": %.3f}\n",
+		/* At the rates auto-converge measured: the rest, then the stop. */
+		left = drain > redirty && redirty >= 0 ? rem / (double)(drain - redirty) : -1;
+		downtime = drain > 0 ? est / (double)drain : -1;
+		if (json) {
+			printf("{\"device\": \"%s\", \"state\": \"%s\", \"remaining_bytes\": %lld, \"dirty_rate_bytes_per_sec\": %lld, \"stopcopy_estimate_bytes\": %lld, \"seconds_left\": %.3f",
 			       name, state, rem, rate, est, eta);
-		else if (eta >= 0)
-			printf("%s %-12s remaining %lld B, dirty %lld B/s, stop-copy %lld B, %.2f s left at %.0f Mbit/s\n",
+			printf(", \"drain_rate_bytes_per_sec\": %lld, \"redirty_rate_bytes_per_sec\": %lld, \"throttle_pct\": %lld, \"converging\": \"%s\", \"seconds_left_measured\": %.3f, \"downtime_seconds\": %.3f",
+			       drain, redirty, thr, verdict, left, downtime);
+			if (j.ok)
+				printf(", \"ram_remaining_bytes\": %.0f, \"ram_bandwidth_bytes_per_sec\": %.0f, \"ram_dirty_bytes_per_sec\": %.0f",
+				       j.remaining, j.bandwidth, j.dirty_rate * j.page);
+			printf("}\n");
+			fflush(stdout);
+			continue;
+		}
+		if (eta >= 0)
+			printf("%s %-12s remaining %lld B, dirty %lld B/s, stop-copy %lld B, %.2f s left at %.0f Mbit/s",
 			       name, state, rem, rate, est, eta, link_mbit);
 		else
-			printf("%s %-12s remaining %lld B, dirty %lld B/s, stop-copy %lld B, never converges at %.0f Mbit/s\n",
+			printf("%s %-12s remaining %lld B, dirty %lld B/s, stop-copy %lld B, never converges at %.0f Mbit/s",
 			       name, state, rem, rate, est, link_mbit);
+		printf("; drain %lld B/s, re-dirty %lld B/s, throttle %lld%%, converging %s",
+		       drain, redirty, thr, verdict);
+		if (left >= 0)
+			printf(", %.2f s left", left);
+		if (downtime >= 0)
+			printf(", downtime %.3f s", downtime);
+		if (j.ok)
+			printf("; RAM remaining %.0f B, bandwidth %.0f B/s, dirty %.0f B/s",
+			       j.remaining, j.bandwidth, j.dirty_rate * j.page);
+		printf("\n");
 		fflush(stdout);
 	}
 	return 0;
@@ -570,7 +708,7 @@ static int watch_args(int argc, char **argv, int i)
 {
 	long interval = 1000, count = 0;
 	double link = 10000;
-	const char *name = argv[i++];
+	const char *name = argv[i++], *dom = NULL;
 
 	for (; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--interval"))
@@ -579,6 +717,8 @@ static int watch_args(int argc, char **argv, int i)
 			count = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--link"))
 			link = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--domain"))
+			dom = argv[i + 1];
 		else
 			break;
 	}
@@ -586,7 +726,7 @@ static int watch_args(int argc, char **argv, int i)
 		print_help(stderr);
 		return 2;
 	}
-	return cmd_watch(name, interval, count, link);
+	return cmd_watch(name, interval, count, link, dom);
 }
 
 int main(int argc, char **argv)
