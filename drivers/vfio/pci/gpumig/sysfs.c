@@ -76,7 +76,8 @@ static umode_t gvp_mig_visible(struct kobject *kobj, struct attribute *a, int n)
 	struct gvp_dev *g = dev_to_gvp(kobj_to_dev(kobj));
 
 	/* A function that does not migrate has status and unquarantine. */
-	if (!g->mig && (a == &dev_attr_compat.attr || da->show == gpumig_metric_attr_show))
+	if (!g->mig && (a == &dev_attr_compat.attr || da->show == gpumig_metric_attr_show ||
+			da->show == gpumig_conv_attr_show))
 		return 0;
 	return a->mode;
 }
