@@ -12,6 +12,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/module.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <linux/vmalloc.h>
@@ -1535,6 +1536,8 @@ static void mig_fail_error_state(struct kunit *test)
 
 /* ---- device auto-converge (converge.c) ------------------------------------ */
 
+#define OWED	BIT_ULL(40)	/* much more than a period drains */
+
 /*
  * QEMU's rule: the throttle steps after two periods running in which more
  * than the threshold of what was drained became dirty again, first to the
@@ -1545,6 +1548,7 @@ static void mig_fail_error_state(struct kunit *test)
 static void conv_rule(struct kunit *test)
 {
 	static const u32 steps[] = { 20, 30, 40, 50, 60, 70, 80, 90, 99 };
+	const u64 half = U64_MAX / 2;
 	struct gpumig_converge_cfg cfg;
 	struct gpumig_converge_rule r;
 	unsigned int i;
@@ -1557,39 +1561,39 @@ static void conv_rule(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cfg.threshold_pct, 50U);
 	gpumig_converge_begin(&r);
 	for (i = 0; i < 6; i++)
-		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 1000));
+		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 1000, OWED));
 	KUNIT_EXPECT_EQ(test, r.throttle, 0U);
 
 	cfg.enabled = true;
 	gpumig_converge_begin(&r);
 	for (i = 0; i < ARRAY_SIZE(steps); i++) {
-		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
-		KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+		KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
 		KUNIT_EXPECT_EQ(test, r.throttle, steps[i]);
 	}
-	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
-	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
 	KUNIT_EXPECT_EQ(test, r.throttle, 99U);
 
 	gpumig_converge_begin(&r);
-	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
-	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 500)); /* not above */
-	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
-	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 600));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 500, OWED)); /* not above */
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
 	KUNIT_EXPECT_EQ(test, r.throttle, 20U);
 
 	gpumig_converge_begin(&r);
 	for (i = 0; i < 4; i++)
-		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 0, 1ULL << 40));
+		KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 0, 1ULL << 40, OWED));
 	KUNIT_EXPECT_EQ(test, r.throttle, 0U);
 
 	/* Huge figures do not overflow; a maximum below the first step caps it. */
 	cfg.max_pct = 10;
 	cfg.threshold_pct = 100;
 	gpumig_converge_begin(&r);
-	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, U64_MAX / 2, U64_MAX / 2));
-	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, U64_MAX / 2, U64_MAX / 2 + 1));
-	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, U64_MAX / 2, U64_MAX / 2 + 1));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, half, half, OWED));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, half, half + 1, OWED));
+	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, half, half + 1, OWED));
 	KUNIT_EXPECT_EQ(test, r.throttle, 10U);
 }
 
@@ -1603,29 +1607,39 @@ static void conv_verdict(struct kunit *test)
 	gpumig_converge_defaults(&cfg);
 	gpumig_converge_begin(&r);
 	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_UNKNOWN);
-	gpumig_converge_period(&r, &cfg, 1000, 900);
-	gpumig_converge_period(&r, &cfg, 1000, 900);
+	gpumig_converge_period(&r, &cfg, 1000, 900, OWED);
+	gpumig_converge_period(&r, &cfg, 1000, 900, OWED);
 	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_UNKNOWN);
-	gpumig_converge_period(&r, &cfg, 1000, 900);
+	gpumig_converge_period(&r, &cfg, 1000, 900, OWED);
 	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_YES);
 
 	gpumig_converge_begin(&r);
 	for (i = 0; i < 3; i++)
-		gpumig_converge_period(&r, &cfg, 1000, 901);
+		gpumig_converge_period(&r, &cfg, 1000, 901, OWED);
 	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_NO);
 
 	gpumig_converge_begin(&r);
 	for (i = 0; i < 3; i++)
-		gpumig_converge_period(&r, &cfg, 0, 0);
+		gpumig_converge_period(&r, &cfg, 0, 0, OWED);
 	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_UNKNOWN);
+
+	/* Owing nothing, or what one period drains, is converged too. */
+	gpumig_converge_begin(&r);
+	for (i = 0; i < 3; i++)
+		gpumig_converge_period(&r, &cfg, 1000, 1000, 1000);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_YES);
+	gpumig_converge_period(&r, &cfg, 1000, 1000, 1001);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_NO);
+	gpumig_converge_period(&r, &cfg, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_YES);
 
 	/* A burst counts while in the window, and then no longer. */
 	gpumig_converge_begin(&r);
-	gpumig_converge_period(&r, &cfg, 1000, 3000);
-	gpumig_converge_period(&r, &cfg, 1000, 0);
-	gpumig_converge_period(&r, &cfg, 1000, 0);
+	gpumig_converge_period(&r, &cfg, 1000, 3000, OWED);
+	gpumig_converge_period(&r, &cfg, 1000, 0, OWED);
+	gpumig_converge_period(&r, &cfg, 1000, 0, OWED);
 	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_NO);
-	gpumig_converge_period(&r, &cfg, 1000, 0);
+	gpumig_converge_period(&r, &cfg, 1000, 0, OWED);
 	KUNIT_EXPECT_EQ(test, gpumig_converge_verdict(&r), GPUMIG_CONVERGE_YES);
 }
 
@@ -1681,9 +1695,10 @@ static void conv_settings(struct kunit *test)
 }
 
 /*
- * A hot pre-copy: every block is dirty again as soon as it is read.  With
- * auto-converge on, the throttle steps after two periods and the verdict
- * reads "no" after three; a reset ends the throttle at once.
+ * A hot pre-copy: every block is dirty again as soon as it is read, and
+ * the VMM drains less per period than VRAM holds.  With auto-converge on,
+ * the throttle steps after two periods and the verdict reads "no" after
+ * three; a reset ends the throttle at once.
  */
 static void conv_hot_precopy(struct kunit *test)
 {
@@ -1691,20 +1706,22 @@ static void conv_hot_precopy(struct kunit *test)
 	unsigned long end;
 	struct file *sf;
 	u8 *buf;
-	int last;
 
 	fake_throttle_ops = fake_ops;
 	fake_throttle_ops.throttle = f_throttle;
 	f = fake_new_ops(test, 1, &fake_throttle_ops);
 	memset(f->vram, 0x5a, F_VRAM);
-	buf = kunit_kzalloc(test, 4 * F_VRAM, GFP_KERNEL);
+	buf = kunit_kzalloc(test, SZ_8K, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, buf);
 	KUNIT_ASSERT_EQ(test, 0, gpumig_converge_store(f->mig, GPUMIG_CONV_ENABLED, "1"));
 	sf = go(test, f, VFIO_DEVICE_STATE_PRE_COPY);
 	KUNIT_ASSERT_NOT_NULL(test, sf);
 	end = jiffies + msecs_to_jiffies(3 * GPUMIG_CONVERGE_PERIOD_MS + 600);
 	while (time_before(jiffies, end)) {
-		drain(sf, buf, 4 * F_VRAM, &last);
+		loff_t pos = 0;
+
+		/* 8 KiB per 20 ms: a period drains less than VRAM's 512 KiB */
+		KUNIT_ASSERT_GE(test, kernel_read(sf, buf, SZ_8K, &pos), (ssize_t)-ENOMSG);
 		WRITE_ONCE(f->dirty, GENMASK(F_BLOCKS - 1, 0));	/* the GPU rewrote it all */
 		msleep(20);
 	}

@@ -26,10 +26,12 @@
  * throttle.  The throttle ends (0) as the pre-copy ends: stop-copy,
  * cancel, a reset, a close, an error.
  *
- * The verdict over the last GPUMIG_CONVERGE_WINDOW periods: "yes" when
- * what the file owes shrank by at least a tenth of what was drained
- * (redirtied <= 90 % of drained), "no" when it did not, "unknown" before
- * that many periods or when nothing was drained (the VMM is not reading).
+ * The verdict over the last GPUMIG_CONVERGE_WINDOW periods: "unknown"
+ * before that many periods; "yes" when the file owes nothing, or no more
+ * than the last period drained (the rest would go in one period), or what
+ * it owes shrank by at least a tenth of what was drained (redirtied <= 90 %
+ * of drained); "unknown" when nothing was drained (the VMM is not reading);
+ * "no" otherwise.
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -86,15 +88,18 @@ EXPORT_SYMBOL_IF_KUNIT(gpumig_converge_begin);
  * @cfg: the settings
  * @drained: bytes drained in the period
  * @redirtied: bytes that became dirty again in it
+ * @owed: bytes the saving file owes at its end
  *
  * Return: true when the throttle changed (r->throttle holds it).
  */
 bool gpumig_converge_period(struct gpumig_converge_rule *r, const struct gpumig_converge_cfg *cfg,
-			    u64 drained, u64 redirtied)
+			    u64 drained, u64 redirtied, u64 owed)
 {
 	u32 old = r->throttle, step;
 	bool fires;
 
+	r->owed = owed;
+	r->last_drained = drained;
 	r->drained[r->next] = drained;
 	r->redirtied[r->next] = redirtied;
 	r->next = (r->next + 1) % GPUMIG_CONVERGE_WINDOW;
@@ -127,6 +132,8 @@ enum gpumig_converge_verdict gpumig_converge_verdict(const struct gpumig_converg
 
 	if (r->n < GPUMIG_CONVERGE_WINDOW)
 		return GPUMIG_CONVERGE_UNKNOWN;
+	if (!r->owed || (r->last_drained && r->owed <= r->last_drained))
+		return GPUMIG_CONVERGE_YES;
 	for (i = 0; i < GPUMIG_CONVERGE_WINDOW; i++) {
 		drained += r->drained[i];
 		redirtied += r->redirtied[i];
@@ -184,7 +191,7 @@ static void gpumig_converge_tick(struct gpumig_mig *m)
 						     now - c->period_at) : 0;
 	WRITE_ONCE(c->drain_rate, dr);
 	WRITE_ONCE(c->redirty_rate, rr);
-	if (gpumig_converge_period(&c->rule, &c->cfg, drained, redirtied))
+	if (gpumig_converge_period(&c->rule, &c->cfg, drained, redirtied, owed))
 		gpumig_converge_apply(m, c->rule.throttle, dr, rr);
 	WRITE_ONCE(c->verdict, gpumig_converge_verdict(&c->rule));
 	c->period_at = now;

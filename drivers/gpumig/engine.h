@@ -180,12 +180,16 @@ struct gpumig_converge_cfg {
  * @next: the window's slot for the next period
  * @drained: bytes drained in each of the last periods
  * @redirtied: bytes that became dirty again in each
+ * @owed: what the saving file owed at the last period's end
+ * @last_drained: what the last period drained
  */
 struct gpumig_converge_rule {
 	u32 throttle;
 	u32 hits;
 	u32 n;
 	u32 next;
+	u64 owed;
+	u64 last_drained;
 	u64 drained[GPUMIG_CONVERGE_WINDOW];
 	u64 redirtied[GPUMIG_CONVERGE_WINDOW];
 };
@@ -339,7 +343,7 @@ void gpumig_view_get(struct gpumig_mig *m, struct gpumig_view *v);
 void gpumig_converge_defaults(struct gpumig_converge_cfg *cfg);
 void gpumig_converge_begin(struct gpumig_converge_rule *r);
 bool gpumig_converge_period(struct gpumig_converge_rule *r, const struct gpumig_converge_cfg *cfg,
-			    u64 drained, u64 redirtied);
+			    u64 drained, u64 redirtied, u64 owed);
 enum gpumig_converge_verdict gpumig_converge_verdict(const struct gpumig_converge_rule *r);
 void gpumig_converge_init(struct gpumig_mig *m);
 void gpumig_converge_start(struct gpumig_mig *m);

@@ -121,6 +121,10 @@ static const struct scenario {
 	{ "p2p", t_p2p, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "poll", t_poll, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "metrics", t_metrics, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "converge_sysfs", t_converge_sysfs, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "converge", t_converge, NEEDS_DST | NEEDS_MIGRATION },	/* a hot workload */
+	{ "converge_off", t_converge_off, NEEDS_MIGRATION },
+	{ "converge_reset", t_converge_reset, NEEDS_MIGRATION },
 	{ "close_mid_migration", t_close_mid_migration, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "hostile", t_hostile, NEEDS_DST | NEEDS_MIGRATION },
 	{ "kill_resume", t_kill_resume, NEEDS_DST | NEEDS_MIGRATION },

@@ -62,6 +62,11 @@ int t_workload(struct gpu *g);
 int t_remove_open(struct gpu *g);
 
 /* mig_live.c */
+/* mig_converge.c */
+int t_converge(struct gpu *g);
+int t_converge_off(struct gpu *g);
+int t_converge_reset(struct gpu *g);
+int t_converge_sysfs(struct gpu *g);
 int t_migrate(struct gpu *g);
 int t_incompatible(struct gpu *g);
 
