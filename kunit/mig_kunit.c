@@ -1669,6 +1669,9 @@ static void conv_settings(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, 0, gpumig_converge_store(plain->mig, GPUMIG_CONV_ENABLED, "0"));
 	KUNIT_EXPECT_STREQ(test, conv_show(test, plain, GPUMIG_CONV_ENABLED), "0");
 	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_converge_store(f->mig, GPUMIG_CONV_ENABLED, "maybe"));
+	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_converge_store(f->mig, GPUMIG_CONV_ENABLED, "1e3"));
+	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_converge_store(f->mig, GPUMIG_CONV_ENABLED, "10"));
+	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_ENABLED), "0");
 	KUNIT_EXPECT_EQ(test, 0, gpumig_converge_store(f->mig, GPUMIG_CONV_ENABLED, "1\n"));
 	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_ENABLED), "1");
 	KUNIT_EXPECT_STREQ(test, conv_show(test, f, GPUMIG_CONV_INITIAL), "20");

@@ -37,6 +37,7 @@
  */
 #include <kunit/visibility.h>
 #include <linux/kstrtox.h>
+#include <linux/string.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
@@ -293,22 +294,20 @@ void gpumig_converge_exit(struct gpumig_mig *m)
 ssize_t gpumig_converge_show(struct gpumig_mig *m, unsigned int which, char *buf)
 {
 	struct gpumig_converge *c = &m->conv;
-	struct gpumig_converge_cfg cfg;
+	struct gpumig_converge_cfg *cfg = &c->cfg;
 
-	gpumig_state_mutex_lock(m);
-	cfg = c->cfg;
-	gpumig_state_mutex_unlock(m);
+	/* Lockless, every value one word: a reader costs the device nothing. */
 	switch (which) {
 	case GPUMIG_CONV_ENABLED:
-		return sysfs_emit(buf, "%u\n", cfg.enabled);
+		return sysfs_emit(buf, "%u\n", READ_ONCE(cfg->enabled));
 	case GPUMIG_CONV_INITIAL:
-		return sysfs_emit(buf, "%u\n", cfg.initial_pct);
+		return sysfs_emit(buf, "%u\n", READ_ONCE(cfg->initial_pct));
 	case GPUMIG_CONV_INCREMENT:
-		return sysfs_emit(buf, "%u\n", cfg.increment_pct);
+		return sysfs_emit(buf, "%u\n", READ_ONCE(cfg->increment_pct));
 	case GPUMIG_CONV_MAX:
-		return sysfs_emit(buf, "%u\n", cfg.max_pct);
+		return sysfs_emit(buf, "%u\n", READ_ONCE(cfg->max_pct));
 	case GPUMIG_CONV_THRESHOLD:
-		return sysfs_emit(buf, "%u\n", cfg.threshold_pct);
+		return sysfs_emit(buf, "%u\n", READ_ONCE(cfg->threshold_pct));
 	case GPUMIG_CONV_DRAIN_RATE:
 		return sysfs_emit(buf, "%llu\n", READ_ONCE(c->drain_rate));
 	case GPUMIG_CONV_REDIRTY_RATE:
@@ -341,16 +340,19 @@ int gpumig_converge_store(struct gpumig_mig *m, unsigned int which, const char *
 	struct gpumig_converge_cfg *cfg = &m->conv.cfg;
 	u32 v, lo = 1, hi = GPUMIG_THROTTLE_MAX;
 	bool on;
-	int ret;
 
 	if (which == GPUMIG_CONV_ENABLED) {
-		ret = kstrtobool(buf, &on);
-		if (ret)
+		/* kstrtobool() takes "1anything": only the words themselves here */
+		if (sysfs_streq(buf, "1") || sysfs_streq(buf, "y") || sysfs_streq(buf, "on"))
+			on = true;
+		else if (sysfs_streq(buf, "0") || sysfs_streq(buf, "n") || sysfs_streq(buf, "off"))
+			on = false;
+		else
 			return -EINVAL;
 		if (on && !m->ops->throttle)
 			return -EOPNOTSUPP;
 		gpumig_state_mutex_lock(m);
-		cfg->enabled = on;
+		WRITE_ONCE(cfg->enabled, on);
 		gpumig_state_mutex_unlock(m);
 		return 0;
 	}
@@ -361,16 +363,16 @@ int gpumig_converge_store(struct gpumig_mig *m, unsigned int which, const char *
 	gpumig_state_mutex_lock(m);
 	switch (which) {
 	case GPUMIG_CONV_INITIAL:
-		cfg->initial_pct = v;
+		WRITE_ONCE(cfg->initial_pct, v);
 		break;
 	case GPUMIG_CONV_INCREMENT:
-		cfg->increment_pct = v;
+		WRITE_ONCE(cfg->increment_pct, v);
 		break;
 	case GPUMIG_CONV_MAX:
-		cfg->max_pct = v;
+		WRITE_ONCE(cfg->max_pct, v);
 		break;
 	case GPUMIG_CONV_THRESHOLD:
-		cfg->threshold_pct = v;
+		WRITE_ONCE(cfg->threshold_pct, v);
 		break;
 	}
 	gpumig_state_mutex_unlock(m);

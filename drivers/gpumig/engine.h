@@ -203,7 +203,7 @@ enum gpumig_converge_verdict {
 /**
  * struct gpumig_converge - one device's auto-converge (converge.c)
  * @work: the period's measurement while a pre-copy runs
- * @cfg: settings (the state mutex)
+ * @cfg: settings (written under the state mutex, shown locklessly)
  * @rule: the rule's state (the state mutex)
  * @active: a pre-copy is measured (the state mutex)
  * @period_at: when the period began, ns (the state mutex)

@@ -53,6 +53,7 @@ static void mig_attr(struct gpu *g, const char *file, char *buf, size_t len)
 	snprintf(attr, sizeof(attr), "migration/%s", file);
 	if (read_attr(g->name, attr, buf, len))
 		snprintf(buf, len, "?");
+	buf[strcspn(buf, "\n")] = 0;
 }
 
 /* The settings a scenario changes, put back after it. */
@@ -417,7 +418,8 @@ int t_converge_reset(struct gpu *g)
 /* Nonsense in each of auto-converge's files: refused, nothing changed. */
 int t_converge_sysfs(struct gpu *g)
 {
-	static const char *const bad[] = { "", "abc", "0", "100", "-1", "20x", "4294967316",
+	/* (an empty write never reaches the file: "\n" is the empty value) */
+	static const char *const bad[] = { "\n", "abc", "0", "100", "-1", "20x", "4294967316",
 					   "50 50", "1e3" };
 	static const char *const ro[] = { "drain_rate_bytes_per_sec",
 					  "redirty_rate_bytes_per_sec", "throttle_pct",
