@@ -261,6 +261,7 @@ vram_trace() {
 	grep -qs '^ *not ok' "$2/qemu.ktap" && cat $t/trace >"$2/trace.txt"
 	echo > $t/trace
 	echo 1408 > $t/buffer_size_kb
+	echo 1 > $t/tracing_on	# the kernel's default, for whoever traces next
 	return 0
 }
 

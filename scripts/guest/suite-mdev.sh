@@ -23,6 +23,7 @@ trace_events() {
 	echo 0 > $t/events/gpumig/enable
 	cat $t/trace >"$log"
 	echo > $t/trace
+	echo 1 > $t/tracing_on	# the kernel's default, for whoever traces next
 	local -a logging=()
 	grep -q dirty_tracking=device /sys/bus/mdev/devices/$src/migration/status && logging=(
 		"gpumig_dma_log_start: $src ranges=1 page_size=4096 ret=0"

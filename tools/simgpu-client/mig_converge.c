@@ -187,6 +187,25 @@ static int hot_verify(struct gpu *g, const char *who)
 
 #define TRACE "/sys/kernel/tracing"
 
+static int trace_read(const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), TRACE "/%s", file);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
 static int trace_write(const char *file, const char *val)
 {
 	char path[PATH_MAX];
@@ -229,7 +248,7 @@ int t_converge(struct gpu *src)
 {
 	struct blob pre = { 0 }, stop = { 0 };
 	unsigned int steps[32], top = 0, t;
-	char verdict[16] = "", tr[16];
+	char verdict[16] = "", tr[16], tracing_on[8] = "";
 	struct vfio_precopy_info info;
 	struct saved saved;
 	int fd = -1, ret = 0, n, i;
@@ -249,9 +268,17 @@ int t_converge(struct gpu *src)
 	CHECK(mig_attr_write(src, "throttle_initial_pct", "60") == 0 &&
 	      mig_attr_write(src, "throttle_increment_pct", "20") == 0, "throttle steps");
 	TRY(hot_setup(src));
-	traced = !trace_write("events/gpumig/gpumig_throttle/enable", "1") &&
-		 !trace_write("trace", "");
-	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	/*
+	 * Whatever ran before may have left recording off (tracing_on 0):
+	 * turn it on for these events and put back what was there.
+	 */
+	traced = !trace_read("tracing_on", tracing_on, sizeof(tracing_on)) &&
+		 !trace_write("events/gpumig/gpumig_throttle/enable", "1") &&
+		 !trace_write("trace", "") && !trace_write("tracing_on", "1");
+	if (mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd)) {
+		ret = fail("PRE_COPY: %s", strerror(errno));
+		goto out;
+	}
 	end = now_ms() + CONVERGE_S * 1000;
 	for (;;) {
 		if (drain_for(fd, &pre, 500))
@@ -312,8 +339,10 @@ int t_converge(struct gpu *src)
 		ret = hot_verify(&dst, "destination");
 	gpu_close(&dst);
 out:
-	if (traced)
+	if (traced) {
 		trace_write("events/gpumig/gpumig_throttle/enable", "0");
+		trace_write("tracing_on", tracing_on);
+	}
 	data_fd_close(fd);
 	settings_restore(src, &saved);
 	free(pre.p);
