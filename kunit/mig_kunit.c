@@ -1539,11 +1539,12 @@ static void mig_fail_error_state(struct kunit *test)
 #define OWED	BIT_ULL(40)	/* much more than a period drains */
 
 /*
- * QEMU's rule: the throttle steps after two periods running in which more
- * than the threshold of what was drained became dirty again, first to the
+ * QEMU's rule: the throttle steps every second period in which more than
+ * the threshold of what was drained became dirty again, first to the
  * initial share, then by the increment, never above the maximum; a period
- * under the threshold starts the count again; nothing drained never fires;
- * switched off, it never steps.
+ * under the threshold holds the throttle and the count (QEMU does not
+ * reset dirty_rate_high_cnt); nothing drained never fires; switched off,
+ * it never steps and forgets the count.
  */
 static void conv_rule(struct kunit *test)
 {
@@ -1578,9 +1579,16 @@ static void conv_rule(struct kunit *test)
 	gpumig_converge_begin(&r);
 	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
 	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 500, OWED)); /* not above */
-	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 0, 0, OWED)); /* a pause */
 	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
 	KUNIT_EXPECT_EQ(test, r.throttle, 20U);
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	cfg.enabled = false;	/* off forgets the count; on again counts from 0 */
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	cfg.enabled = true;
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	KUNIT_EXPECT_EQ(test, r.throttle, 30U);
 
 	gpumig_converge_begin(&r);
 	for (i = 0; i < 4; i++)

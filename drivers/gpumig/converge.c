@@ -19,12 +19,14 @@
  *               rewriting, every block read is dirty again at once, so
  *               "dirty rate above drain rate" cannot be seen from blocks
  *               turning dirty; this can.
- * The rule fires when redirtied > threshold % of drained.  Firing in two
- * periods running, with auto_converge on, steps the throttle: to
+ * The rule fires when redirtied > threshold % of drained.  Every second
+ * time it fires, with auto_converge on, the throttle steps: to
  * throttle_initial_pct first, then up by throttle_increment_pct, never
  * above throttle_max_pct.  A period where it does not fire holds the
- * throttle.  The throttle ends (0) as the pre-copy ends: stop-copy,
- * cancel, a reset, a close, an error.
+ * throttle and the count, as QEMU's migration_trigger_throttle() keeps
+ * dirty_rate_high_cnt: a drain that comes in bursts (a period with a
+ * pause in it) does not start the count again.  The throttle ends (0) as
+ * the pre-copy ends: stop-copy, cancel, a reset, a close, an error.
  *
  * The verdict over the last GPUMIG_CONVERGE_WINDOW periods: "unknown"
  * before that many periods; "yes" when the file owes nothing, or no more
@@ -107,11 +109,11 @@ bool gpumig_converge_period(struct gpumig_converge_rule *r, const struct gpumig_
 	r->n = min(r->n + 1, (u32)GPUMIG_CONVERGE_WINDOW);
 
 	fires = drained && redirtied > mul_u64_u32_div(drained, cfg->threshold_pct, 100);
-	if (!fires || !cfg->enabled) {
+	if (!cfg->enabled) {
 		r->hits = 0;
 		return false;
 	}
-	if (++r->hits < 2)
+	if (!fires || ++r->hits < 2)
 		return false;
 	r->hits = 0;
 	step = old ? old + cfg->increment_pct : cfg->initial_pct;

@@ -175,7 +175,7 @@ struct gpumig_converge_cfg {
 /**
  * struct gpumig_converge_rule - the rule's state over one pre-copy
  * @throttle: the throttle it asks for, percent
- * @hits: periods in a row the rule fired since the last step
+ * @hits: periods the rule fired in since the last step (0 or 1)
  * @n: periods measured, up to GPUMIG_CONVERGE_WINDOW
  * @next: the window's slot for the next period
  * @drained: bytes drained in each of the last periods
