@@ -9,6 +9,7 @@
 #   make demo                                the live-migration demo
 #   make bench                               the benchmarks (ratios)
 #   make bench-vram                          only the VRAM migration one
+#   make bench-converge                      only the auto-converge one
 
 ifeq ($(KERNELRELEASE),)
 
@@ -18,7 +19,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install uninstall check check-two-host static kunit fuzz fuzz-long demo bench bench-vram soak \
+.PHONY: all modules clean install uninstall check check-two-host static kunit fuzz fuzz-long demo bench bench-vram bench-converge soak \
 	deps dkms-install dkms-remove deb
 
 all: modules
@@ -89,6 +90,9 @@ bench:
 
 bench-vram:
 	scripts/bench.sh --vram
+
+bench-converge:
+	scripts/bench.sh --converge
 
 soak:
 	scripts/soak.sh

@@ -11,8 +11,12 @@
 #   scripts/bench.sh --vram    only the VRAM migration benchmark (Debian's
 #                              kernel; the client still builds from the
 #                              debug kernel's headers)
+#   scripts/bench.sh --converge  only the auto-converge benchmark (the same
+#                              VM as --vram's)
 #
 # BENCH_REPS (default 7): runs of each VRAM benchmark type, interleaved;
+# BENCH_CONVERGE_REPS (default 3): rounds of auto-converge's idle and hot
+# runs of each type;
 # BENCH_CPUS (default 2): the VRAM benchmark VM's vCPUs.
 # BENCH_APPEND adds to the VRAM benchmark VM's kernel command line, to
 # measure what a boot option costs: BENCH_APPEND=init_on_alloc=0 (Debian's
@@ -21,11 +25,12 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-vram_only=0
+vram_only=0 converge_only=0 only=""
 case "${1:-}" in
 "") ;;
---vram) vram_only=1 ;;
-*) die "usage: $0 [--vram]" ;;
+--vram) vram_only=1 only=vram ;;
+--converge) vram_only=1 converge_only=1 only=converge ;;
+*) die "usage: $0 [--vram | --converge]" ;;
 esac
 
 "$GPUMIG_TOP/scripts/install-deps.sh" >&2
@@ -57,6 +62,7 @@ make -s -C "$DISTRO_KDIR" M="$dist" modules >>"$out/build.log" 2>&1 ||
 	{ cat "$out/build.log" >&2; die "module build for $KVER_DISTRO failed"; }
 mkdir -p "$out/vram"
 echo "${BENCH_REPS:-7}" >"$out/vram/bench-reps"
+echo "$only" >"$out/vram/bench-only"
 # The project's QEMU (cached), so that the VM has simgpu-pci VFs too.
 qemu=$("$GPUMIG_TOP/scripts/qemu.sh" 2>"$out/qemu-build.log") ||
 	{ cat "$out/qemu-build.log" >&2; die "QEMU with simgpu-pci failed to build"; }
@@ -64,11 +70,25 @@ VM_MEMORY=3G VM_CPUS=${BENCH_CPUS:-2} "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLIN
 	--append "intel_iommu=on${BENCH_APPEND:+ $BENCH_APPEND}" --qemu-opts "$SIMGPU_PCI_QEMU_OPTS" -- \
 	"$GPUMIG_TOP/scripts/guest/run.sh" bench-vram "$out/vram" "$dist" "$BUILD/tools" ||
 	die "the VRAM benchmark VM failed: see $out/vram/console.log"
-[ -s "$out/vram/bench-vram.txt" ] || die "no VRAM benchmark output: see $out/vram/console.log"
 [ -z "${BENCH_APPEND:-}" ] || echo "VRAM benchmark VM booted with: $BENCH_APPEND"
+if [ $converge_only = 0 ]; then
+[ -s "$out/vram/bench-vram.txt" ] || die "no VRAM benchmark output: see $out/vram/console.log"
 echo "VRAM migration ($(cat "$out/vram/uname.txt"), simgpu mdevs and simgpu-pci VFs under TCG; each holds the same non-zero data (64 MiB), 8 blocks dirtied per pre-copy round and before the stop; ratios to the first row)"
 awk -f "$GPUMIG_TOP/scripts/bench-vram.awk" "$out/vram/bench-vram.txt"
 if grep -q '^not ok' "$out/vram/bench-vram.txt"; then
 	grep '^    # ' "$out/vram/bench-vram.txt" | grep -v vram_bench >&2
 	die "a VRAM benchmark's own correctness check failed: see $out/vram/bench-vram.txt"
+fi
+echo
+fi
+
+# Auto-converge (the same VM): per type, the runs, then the medians and
+# the ratios to the idle downtime measured in the same process.
+[ "$only" = vram ] && exit 0
+[ -s "$out/vram/bench-converge.txt" ] || die "no auto-converge benchmark output: see $out/vram/console.log"
+echo "Auto-converge ($(cat "$out/vram/uname.txt"), under TCG): a 4 MiB VRAM working set rewritten at 8 MiB/s, the VMM's link 2 MiB/s, switchover when what is owed fits 300 ms of it or forced after 40 s; downtime = the device's part (PRE_COPY_P2P to the destination's STOP)"
+sed -n 's/^    # //p' "$out/vram/bench-converge.txt" | grep -v '^converge_bench ' | grep -v '^Subtest:'
+if grep -q '^not ok' "$out/vram/bench-converge.txt"; then
+	grep '^    # ' "$out/vram/bench-converge.txt" | grep -v '^    # [^ ]*: ' >&2
+	die "an auto-converge benchmark run's own correctness check failed: see $out/vram/bench-converge.txt"
 fi

@@ -34,7 +34,11 @@ bench_vram_mode() {
 	reps=$(cat "$out/bench-reps" 2>/dev/null || echo 7)
 	types=/sys/class/mdev_bus/simgpu/mdev_supported_types
 	a=$(cat /proc/sys/kernel/random/uuid) b=$(cat /proc/sys/kernel/random/uuid)
-	if check "create two simgpu-64M instances for the warm-up" sh -c \
+	# OUT/bench-only: "vram" (make bench-vram) or "converge" (make
+	# bench-converge) runs only that benchmark; empty, both.
+	only=$(cat "$out/bench-only" 2>/dev/null || true)
+	[ "$only" = converge ] && reps=0
+	if [ "$reps" -gt 0 ] && check "create two simgpu-64M instances for the warm-up" sh -c \
 		"echo $a > $types/simgpu-64M/create && echo $b > $types/simgpu-64M/create"; then
 		timeout 1200 "$tooldir/simgpu-client" -s bench_vram -n simgpu_bench_vram_warm_up \
 			-d "$b" "$a" >>"$out/warm-up.txt" 2>>"$out/guest.log"
@@ -73,6 +77,17 @@ bench_vram_mode() {
 				-n "simgpu_bench_vram_$pt" -d "$pd" "$ps" \
 				>>"$out/bench-vram.txt" 2>>"$out/guest.log"
 		done
+	done
+	# The auto-converge benchmark (bench_converge.c): simgpu-256M,
+	# simgpu-1G and a 256M VF (vf1: VFs 1 and 3), each type's idle,
+	# hot-without and hot-with runs in the same process.
+	for p in "${pairs[@]}"; do
+		read -r pt ps pd <<<"$p"
+		[ "$only" != vram ] || break
+		case $pt in 256M | 1G | vf1) ;; *) continue ;; esac
+		timeout 1200 "$tooldir/simgpu-client" -s bench_converge \
+			-n "simgpu_bench_converge_$pt" -d "$pd" "$ps" \
+			>>"$out/bench-converge.txt" 2>>"$out/guest.log"
 	done
 	for p in "${pairs[@]}"; do
 		read -r pt ps pd <<<"$p"

@@ -28,6 +28,13 @@
  *
  * From then on every iteration also checks one chunk of that VRAM.
  *
+ * And it can make the workload hot: a page count (a power of two from 16
+ * to 1024) written into mailbox[2] moves the device's background writer
+ * from its system-memory pages to that many VRAM pages from 2 MiB on
+ * (mapped at VA_HOT), which it then rewrites at the host's dirty_rate; the
+ * guest says "hot N on", and every iteration checks 16 of those pages' stamps
+ * in turn.
+ *
  * Guest physical addresses are IOVAs (QEMU maps guest RAM 1:1 for the
  * device), and paging is off, so a pointer is what the device sees.
  */
@@ -46,6 +53,9 @@ typedef unsigned char u8;
 #define KITERS		16
 #define CBYTES		65536		/* DMA copy size */
 #define STAMP_PAGES	64
+#define VA_HOT		(VA_VRAM + (2 << 20))	/* the hot working set: VRAM 2 MiB on */
+#define HOT_MAX		1024		/* its pages at most: 4 MiB */
+#define HOT_CHUNK	(CBYTES / 4096)	/* its pages checked per iteration */
 #define RING		64
 #define POLL_LIMIT	20000000U
 
@@ -57,6 +67,7 @@ struct dma_area {
 	u32 cdst[CBYTES / 4];
 	u32 vcheck[CBYTES / 4];
 	u32 rcheck[CBYTES / 4];
+	u64 hcheck[CBYTES / 8];
 	u32 fill[1024];
 	u64 fence[SIMGPU_PAGE_SIZE / sizeof(u64)];
 	u64 stamps[STAMP_PAGES][SIMGPU_PAGE_SIZE / sizeof(u64)];
@@ -68,14 +79,17 @@ struct dma_area {
 static struct dma_area dma;
 static u64 pt_root[SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
 static u64 pt_l1[2][SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
-static u64 pt_l0[2][SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
+/* system memory's table, then VRAM's: VA_VRAM's 2 MiB, the hot set's 4 */
+static u64 pt_l0[4][SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
 static u32 expect[KWORDS];
 static u32 vpattern[CBYTES / 4];
 static u32 *bar;		/* BAR0, accessed with mmio_read/mmio_write */
 static u32 tail[2];
 /* what was written into each ring slot, to tell a stale ring page */
 static struct simgpu_cmd shadow[2][RING];
-static u32 mailbox[2];		/* the harness's generation; the one loaded */
+/* the harness's generation; the one loaded; the hot pages it asks for */
+static u32 mailbox[3];
+static u32 hot_pages;		/* the writer rewrites the hot set's pages, or 0 */
 static u32 region_gen;		/* the generation the VRAM region holds, or 0 */
 
 static inline void port_out8(unsigned short port, u8 v)
@@ -204,10 +218,11 @@ static void map(u64 va, u64 target, u64 flags)
 {
 	u32 i2 = SIMGPU_PT_INDEX(va, 2), i1 = SIMGPU_PT_INDEX(va, 1), i0 = SIMGPU_PT_INDEX(va, 0);
 	u32 t = i2 ? 1 : 0;	/* one table chain per region used */
+	u32 l = t ? 1 + i1 : 0;	/* VRAM: one last-level table per 2 MiB */
 
 	pt_root[i2] = (u32)pt_l1[t] | SIMGPU_PTE_VALID;
-	pt_l1[t][i1] = (u32)pt_l0[t] | SIMGPU_PTE_VALID;
-	pt_l0[t][i0] = target | flags | SIMGPU_PTE_VALID;
+	pt_l1[t][i1] = (u32)pt_l0[l] | SIMGPU_PTE_VALID;
+	pt_l0[l][i0] = target | flags | SIMGPU_PTE_VALID;
 }
 
 static void submit(int q, u32 op, u64 a0, u64 a1, u64 a2, u64 a3)
@@ -360,10 +375,48 @@ static int gpu_setup(void)
 		return -1;
 	}
 
-	/* The device's background writer stamps its pages all along. */
-	wr(SIMGPU_REG_DIRTY_BASE_LO, (u32)VA_OF(stamps));
+	/*
+	 * The device's background writer stamps its pages all along: in
+	 * system memory, or the hot set in VRAM once the harness asked.
+	 */
+	for (i = 0; i < hot_pages; i++)
+		map(VA_HOT + i * 4096ULL, (2 << 20) + i * 4096ULL,
+		    SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	wr(SIMGPU_REG_DIRTY_BASE_LO, hot_pages ? (u32)VA_HOT : (u32)VA_OF(stamps));
 	wr(SIMGPU_REG_DIRTY_BASE_HI, 0);
-	wr(SIMGPU_REG_DIRTY_PAGES, STAMP_PAGES);
+	wr(SIMGPU_REG_DIRTY_PAGES, hot_pages ? hot_pages : STAMP_PAGES);
+	return 0;
+}
+
+/*
+ * The harness asks for a hot workload: the writer moves to @pages of VRAM
+ * (mapped, the device's translations invalidated, then pointed there).
+ */
+static int hot_on(u32 pages)
+{
+	u32 seq, i;
+
+	/* a power of two: the stamp's count, cut to 32 bits, still names its page */
+	if (pages > HOT_MAX || pages < HOT_CHUNK || (pages & (pages - 1))) {
+		say("FAIL hot: %u pages asked: a power of two from %u to %u", pages, HOT_CHUNK,
+		    HOT_MAX);
+		mailbox[2] = hot_pages;
+		return -1;
+	}
+	for (i = 0; i < pages; i++)
+		map(VA_HOT + i * 4096ULL, (2 << 20) + i * 4096ULL,
+		    SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	seq = rd(SIMGPU_REG_INVAL_ACK) + 1;
+	wr(SIMGPU_REG_INVAL_REQ, seq);
+	for (i = 0; rd(SIMGPU_REG_INVAL_ACK) != seq; i++)
+		if (i > POLL_LIMIT) {
+			say("FAIL hot: invalidation %u never acknowledged", seq);
+			return -1;
+		}
+	hot_pages = pages;
+	wr(SIMGPU_REG_DIRTY_BASE_LO, (u32)VA_HOT);
+	wr(SIMGPU_REG_DIRTY_PAGES, pages);
+	say("hot %u on", pages);
 	return 0;
 }
 
@@ -512,7 +565,7 @@ static void region_report(u32 n, u32 c)
 
 static int iteration(u32 n)
 {
-	u32 key = 0x9e3779b9U * n, pat = n * 7 + 1, i, it;
+	u32 key = 0x9e3779b9U * n, pat = n * 7 + 1, i, it, hot;
 	int bad = 0, copy_bad, region_bad = 0;
 
 	rng = n * 2654435761U + 1;
@@ -542,6 +595,13 @@ static int iteration(u32 n)
 			dma.rcheck[i] = 0;
 		submit(1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_REGION + (n % RCHUNKS) * CBYTES,
 		       CBYTES, 0);
+	}
+	hot = hot_pages;	/* a chunk of the hot set's stamps, one in turn */
+	if (hot) {
+		for (i = 0; i < CBYTES / 8; i++)
+			dma.hcheck[i] = 0;
+		submit(1, SIMGPU_OP_COPY, VA_OF(hcheck),
+		       VA_HOT + (n % (hot / HOT_CHUNK)) * (u64)CBYTES, CBYTES, 0);
 	}
 	submit(1, SIMGPU_OP_FENCE, VA_OF(fence[1]), n, 0, 0);
 	bad = wait_idle(n);
@@ -587,6 +647,17 @@ static int iteration(u32 n)
 			break;
 		}
 	}
+	for (i = 0; hot && i < HOT_CHUNK; i++) {
+		u64 *h = &dma.hcheck[i * 512];
+		u32 pg = (n % (hot / HOT_CHUNK)) * HOT_CHUNK + i;
+
+		if ((h[0] || h[1]) && (h[1] != pg || (u32)h[0] % hot != pg)) {
+			say("FAIL iter %u: hot page %u holds %u/%u", n, pg, (u32)h[0],
+			    (u32)h[1]);
+			bad = 1;
+			break;
+		}
+	}
 	if (region_bad)
 		region_report(n, n % RCHUNKS);
 	if (copy_bad)
@@ -619,6 +690,8 @@ void guest_main(void)
 			say("iter %u ok", n);
 		asm volatile("" : : : "memory");	/* the harness writes mailbox[0] */
 		if (mailbox[0] && mailbox[0] != mailbox[1] && reinit_gpu(mailbox[0]))
+			failures++;
+		if (mailbox[2] != hot_pages && hot_on(mailbox[2]))
 			failures++;
 		if (failures > 10) {
 			say("FAIL too many failures, stopping");

@@ -51,14 +51,6 @@
 #define KERNEL_STEP_US	5000			/* one preemption step of the long kernel */
 #define KERNEL_STEP_STR	"5000"
 
-static uint64_t ns_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /* The value block @b holds: set per MiB first, then per dirtied block. */
 static uint32_t *want;
 
@@ -197,13 +189,13 @@ static void baseline(size_t len, uint64_t *cpy_ns, uint64_t *cpy_crc_ns, uint32_
 	memset(b, 1, len);
 	crc_init();
 	for (r = 0; r < BASE_RUNS; r++) {
-		uint64_t t0 = ns_now(), t1, t2;
+		uint64_t t0 = now_ns(), t1, t2;
 
 		memcpy(b, a, len);
-		t1 = ns_now();
+		t1 = now_ns();
 		memcpy(a, b, len);
 		*sink ^= crc32_s8(~0U, a, len);
-		t2 = ns_now();
+		t2 = now_ns();
 		c[r] = t1 - t0;
 		cc[r] = t2 - t1;
 	}
@@ -237,7 +229,7 @@ static int stop_quiesce(struct gpu *g, bool busy, long long *us)
 }
 
 /* The device's type, from its migration descriptor. */
-static void type_of(struct gpu *g, char *buf, size_t len)
+void type_of(struct gpu *g, char *buf, size_t len)
 {
 	char c[512] = "", *t;
 
@@ -318,34 +310,34 @@ int t_bench_vram(struct gpu *g)
 		goto out;
 	}
 	memset(pre.p, 0x5a, pre.cap);
-	t0 = ns_now();
+	t0 = now_ns();
 	if (mig_read(sfd, &pre) != -ENOMSG) {
 		fail("the first pass did not end with ENOMSG");
 		goto out;
 	}
-	first_ns = ns_now() - t0;
+	first_ns = now_ns() - t0;
 	pre_first = pre.len;
-	t0 = ns_now();
+	t0 = now_ns();
 	if (mig_write(rfd, pre.p, pre_first, 1 << 20)) {
 		fail("destination: writing the first pass");
 		goto out;
 	}
-	restore_ns = ns_now() - t0;
+	restore_ns = now_ns() - t0;
 
-	t0 = ns_now();
+	t0 = now_ns();
 	for (i = 0; i < BENCH_CALLS; i++)
 		if (mig_precopy_info(sfd, &info)) {
 			fail("PRECOPY_INFO: %s", strerror(errno));
 			goto out;
 		}
-	pi_ns = (ns_now() - t0) / BENCH_CALLS;
-	t0 = ns_now();
+	pi_ns = (now_ns() - t0) / BENCH_CALLS;
+	t0 = now_ns();
 	for (i = 0; i < BENCH_CALLS; i++)
 		if (mig_data_size(g) < 0) {
 			fail("MIG_DATA_SIZE");
 			goto out;
 		}
-	ds_ns = (ns_now() - t0) / BENCH_CALLS;
+	ds_ns = (now_ns() - t0) / BENCH_CALLS;
 
 	for (r = 1; r <= 2; r++) {
 		size_t at = pre.len;
@@ -360,28 +352,28 @@ int t_bench_vram(struct gpu *g)
 	/* The stop, with one more round's dirt: the device's downtime. */
 	if (dirty_round(g, data, 3))
 		goto out;
-	t0 = ns_now();
+	t0 = now_ns();
 	if (mig_set(g, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) ||
 	    mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, NULL)) {
 		fail("STOP_COPY");
 		goto out;
 	}
-	t1 = ns_now();
+	t1 = now_ns();
 	if (mig_read(sfd, &stop)) {
 		fail("stop-copy read");
 		goto out;
 	}
-	t2 = ns_now();
+	t2 = now_ns();
 	if (mig_write(rfd, stop.p, stop.len, 1 << 20)) {
 		fail("destination: writing stop-copy");
 		goto out;
 	}
-	t3 = ns_now();
+	t3 = now_ns();
 	if (mig_set(&d, VFIO_DEVICE_STATE_STOP, NULL)) {
 		fail("destination: RESUMING -> STOP refused the stream");
 		goto out;
 	}
-	t4 = ns_now();
+	t4 = now_ns();
 	quiesce = metric(g, "quiesce_us");
 	inval = metric(g, "invalidate_us");
 	data_fd_close(sfd);
@@ -402,7 +394,7 @@ int t_bench_vram(struct gpu *g)
 	}
 	if (dirty_round(g, data, 4))
 		goto out;
-	sc_ns = ns_now();
+	sc_ns = now_ns();
 	if (mig_set(g, VFIO_DEVICE_STATE_STOP, NULL) ||
 	    mig_set(g, VFIO_DEVICE_STATE_STOP_COPY, &sfd) || mig_read(sfd, &sc) ||
 	    mig_write(rfd, sc.p, sc.len, 1 << 20) ||
@@ -410,7 +402,7 @@ int t_bench_vram(struct gpu *g)
 		fail("stop-and-copy");
 		goto out;
 	}
-	sc_ns = ns_now() - sc_ns;
+	sc_ns = now_ns() - sc_ns;
 	data_fd_close(sfd);
 	data_fd_close(rfd);
 	sfd = -1;

@@ -138,6 +138,7 @@ static const struct scenario {
 	{ "remove_open", t_remove_open, 0 },	/* destroys the instance */
 	{ "bench_dirty", t_bench_dirty, NEEDS_MIGRATION },	/* the benchmark, not a test */
 	{ "bench_vram", t_bench_vram, NEEDS_DST | NEEDS_MIGRATION },	/* VRAM benchmark */
+	{ "bench_converge", t_bench_converge, NEEDS_DST | NEEDS_MIGRATION },	/* converge */
 	{ "golden_save", t_golden_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
 	{ "golden_load", t_golden_load, NEEDS_MIGRATION },	/* GOLDEN_STREAM: loads it */
 	{ "golden_restore", t_golden_restore, NEEDS_MIGRATION },	/* ... unedited */

@@ -143,5 +143,9 @@ int t_dirty_precopy(struct gpu *g);
 
 /* bench.c */
 int t_bench_vram(struct gpu *g);
+void type_of(struct gpu *g, char *buf, size_t len);
+
+/* bench_converge.c */
+int t_bench_converge(struct gpu *g);
 
 #endif

@@ -21,16 +21,13 @@
 #include <linux/vfio.h>
 
 #include "client.h"
+#include "converge.h"
 #include "vfio_mig.h"
 
-#define HOT_PAGES	1024		/* the working set: 4 MiB, 64 blocks */
-#define HOT_RATE	2000		/* pages/s: every page twice a second */
-#define DRAIN_BPS	(2 << 20)	/* the VMM's "link" */
-#define DRAIN_PIECE	(64 << 10)
 #define CONVERGE_S	45		/* the most a converging pre-copy may take */
 
 /* migration/@file of @g: @val written, 0 or -errno (the write's). */
-static int mig_attr_write(struct gpu *g, const char *file, const char *val)
+int mig_attr_write(struct gpu *g, const char *file, const char *val)
 {
 	char path[PATH_MAX];
 	ssize_t n;
@@ -46,7 +43,7 @@ static int mig_attr_write(struct gpu *g, const char *file, const char *val)
 	return n;
 }
 
-static void mig_attr(struct gpu *g, const char *file, char *buf, size_t len)
+void mig_attr(struct gpu *g, const char *file, char *buf, size_t len)
 {
 	char attr[128];
 
@@ -60,12 +57,9 @@ static void mig_attr(struct gpu *g, const char *file, char *buf, size_t len)
 static const char *const settings[] = { "auto_converge", "throttle_initial_pct",
 					"throttle_increment_pct", "throttle_max_pct",
 					"throttle_trigger_threshold" };
+_Static_assert(ARRAY_SIZE(settings) == CONVERGE_SETTINGS, "struct saved holds them all");
 
-struct saved {
-	char v[ARRAY_SIZE(settings)][16];
-};
-
-static void settings_save(struct gpu *g, struct saved *s)
+void settings_save(struct gpu *g, struct saved *s)
 {
 	size_t i;
 
@@ -73,7 +67,7 @@ static void settings_save(struct gpu *g, struct saved *s)
 		mig_attr(g, settings[i], s->v[i], sizeof(s->v[i]));
 }
 
-static void settings_restore(struct gpu *g, const struct saved *s)
+void settings_restore(struct gpu *g, const struct saved *s)
 {
 	size_t i;
 
@@ -87,7 +81,7 @@ static void settings_restore(struct gpu *g, const struct saved *s)
  * stamping it page after page; returned once it went round twice, so every
  * page holds a stamp (its count, its page).
  */
-static int hot_setup(struct gpu *g)
+int hot_setup(struct gpu *g)
 {
 	unsigned long long n0 = 0, n = 0;
 	uint64_t end;
@@ -111,7 +105,7 @@ static int hot_setup(struct gpu *g)
 }
 
 /* The writer's rate over @ms, pages per second. */
-static double writer_rate(struct gpu *g, int ms)
+double writer_rate(struct gpu *g, int ms)
 {
 	unsigned long long a = 0, b = 0;
 	uint64_t t0, t1;
@@ -125,7 +119,7 @@ static double writer_rate(struct gpu *g, int ms)
 }
 
 /* Read the saving fd for @ms at DRAIN_BPS into @b (NULL: discard). */
-static int drain_for(int fd, struct blob *b, int ms)
+int drain_for(int fd, struct blob *b, int ms)
 {
 	static uint8_t scratch[DRAIN_PIECE];
 	uint64_t t0 = now_ms(), sent = 0, t;
@@ -161,7 +155,7 @@ static int drain_for(int fd, struct blob *b, int ms)
 }
 
 /* Every page holds the stamp of the writer's last sweep: none is stale. */
-static int hot_verify(struct gpu *g, const char *who)
+int hot_verify(struct gpu *g, const char *who)
 {
 	uint64_t *pg, max = 0, c;
 	uint32_t p;

@@ -22,12 +22,17 @@
 
 uint64_t guest_size = GUEST_DEFAULT;	/* a user may set it before gpu_open() */
 
-uint64_t now_ms(void)
+uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+uint64_t now_ms(void)
+{
+	return now_ns() / 1000000;
 }
 
 static int read_file(const char *path, char *buf, size_t len)

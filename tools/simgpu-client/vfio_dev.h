@@ -89,5 +89,6 @@ int knob_set(struct gpu *g, const char *knob, const char *val);
 int stat_read(struct gpu *g, const char *name, unsigned long long *val);
 int dev_remove(const char *name);
 uint64_t now_ms(void);
+uint64_t now_ns(void);
 
 #endif
