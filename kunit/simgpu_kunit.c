@@ -8,6 +8,7 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <kunit/test.h>
+#include <linux/bitmap.h>
 #include <linux/crc32.h>
 #include <linux/delay.h>
 #include <linux/highmem.h>
@@ -34,6 +35,8 @@ struct fake_env {
 	unsigned int dma_faults;
 	unsigned int kicks;
 	unsigned int guest_resets;
+	unsigned int demands;
+	u64 last_demand;
 	struct simgpu_core core;
 	struct simgpu_vram vram;
 };
@@ -86,6 +89,14 @@ static void fake_guest_reset(void *ctx)
 	e->guest_resets++;
 }
 
+static void fake_demand(void *ctx, u64 blk)
+{
+	struct fake_env *e = ctx;
+
+	e->demands++;
+	e->last_demand = blk;
+}
+
 static const struct simgpu_env_ops fake_env_ops = {
 	.dma_rw = fake_dma_rw,
 	.vram_rw = fake_vram_rw,
@@ -93,6 +104,7 @@ static const struct simgpu_env_ops fake_env_ops = {
 	.kick = fake_kick,
 	.stepped = fake_stepped,
 	.guest_reset = fake_guest_reset,
+	.demand = fake_demand,
 };
 
 static void *fake_ptr(struct fake_env *e, u64 iova)
@@ -1070,6 +1082,103 @@ static void core_reset_and_registers(struct kunit *test)
  * reset) says so in its error registers and STATUS, raises its error
  * interrupt, and a reset of the device clears it.
  */
+/*
+ * Post-copy: a step that touches an absent block waits for it, whole
+ * (nothing of it runs), while other queues run on; its arrival lets it
+ * finish with the right data; a lost block fails its reader with
+ * SIMGPU_ERR_VRAM_LOST until a write covers the page; a reset forgets
+ * what was lost, not what is owed.
+ */
+static void core_absent_vram(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 2);
+	u64 src = fake_alloc(e, 4096), dst = fake_alloc(e, 4096), dst2 = fake_alloc(e, 4096);
+	u64 nr = T_VRAM >> 16;
+	unsigned long *map = bitmap_zalloc(nr, GFP_KERNEL);
+	u8 *d = fake_ptr(e, dst), *d2 = fake_ptr(e, dst2);
+	u8 blk1[64];
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, map);
+	memset(blk1, 0x5a, sizeof(blk1));
+	mutex_lock(&e->core.lock);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_vram_rw(&e->vram, 0x10000, blk1, sizeof(blk1), true));
+	mutex_unlock(&e->core.lock);
+	for (i = 0; i < 4096; i++)
+		((u8 *)fake_ptr(e, src))[i] = i;
+	fake_map(e, VA_BUF, src, 4096, 0);
+	fake_map(e, VA_BUF + 0x100000, dst, 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_BUF + 0x200000, dst2, 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+
+	/* Blocks 1 and 2 (64 KiB each) are owed. */
+	__set_bit(1, map);
+	__set_bit(2, map);
+	KUNIT_EXPECT_EQ(test, -EINVAL, simgpu_core_set_absent(&e->core, map, nr + 1, 16));
+	KUNIT_ASSERT_EQ(test, 0, simgpu_core_set_absent(&e->core, map, nr, 16));
+	KUNIT_EXPECT_EQ(test, -EBUSY, simgpu_core_set_absent(&e->core, map, nr, 16));
+	KUNIT_EXPECT_EQ(test, simgpu_core_absent_count(&e->core), 2ULL);
+
+	/* Queue 0 reads block 1 (absent); queue 1 copies through block 0. */
+	submit(e, 0, SIMGPU_OP_COPY, 0, VA_BUF + 0x100000, VA_VRAM + 0x10000, 64, 0);
+	submit(e, 1, SIMGPU_OP_COPY, 0, VA_VRAM + 0x100, VA_BUF, 4096, 0);
+	submit(e, 1, SIMGPU_OP_COPY, 0, VA_BUF + 0x200000, VA_VRAM + 0x100, 4096, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 1, SIMGPU_QREG_HEAD), 2U);
+	KUNIT_EXPECT_EQ(test, 0, memcmp(d2, fake_ptr(e, src), 4096));
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 0U);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_ERROR), 0U);
+	KUNIT_EXPECT_EQ(test, e->demands, 1U);
+	KUNIT_EXPECT_EQ(test, e->last_demand, 1ULL);
+	KUNIT_EXPECT_EQ(test, d[0], 0);
+	/* Waiting is not work: the processor does not spin on it. */
+	KUNIT_EXPECT_FALSE(test, simgpu_core_run(&e->core, 64));
+
+	/* It arrives: the step runs, with the block's data. */
+	KUNIT_EXPECT_EQ(test, -EALREADY, simgpu_core_block_arrived(&e->core, 0));
+	KUNIT_EXPECT_EQ(test, -ERANGE, simgpu_core_block_arrived(&e->core, nr));
+	KUNIT_EXPECT_EQ(test, 0, simgpu_core_block_arrived(&e->core, 1));
+	KUNIT_EXPECT_EQ(test, -EALREADY, simgpu_core_block_arrived(&e->core, 1));
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 1U);
+	KUNIT_EXPECT_EQ(test, 0, memcmp(d, blk1, sizeof(blk1)));
+
+	/*
+	 * A copy from block 0 into block 2 (absent) waits without writing
+	 * anything; block 2 is lost: the copy fails, and a read too.
+	 */
+	memset(d, 0, 4096);
+	submit(e, 0, SIMGPU_OP_COPY, 0, VA_VRAM + 0x20000 + 8, VA_VRAM + 0x100, 64, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 1U);
+	KUNIT_EXPECT_EQ(test, e->last_demand, 2ULL);
+	KUNIT_EXPECT_EQ(test, 0, simgpu_core_block_lost(&e->core, 2));
+	KUNIT_EXPECT_EQ(test, -EALREADY, simgpu_core_block_lost(&e->core, 2));
+	KUNIT_EXPECT_EQ(test, simgpu_core_absent_count(&e->core), 0ULL);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_ERROR), (u32)SIMGPU_ERR_VRAM_LOST);
+	KUNIT_EXPECT_EQ(test, simgpu_mmio_read(&e->core, SIMGPU_REG_ERROR_CODE),
+			(u32)SIMGPU_ERR_VRAM_LOST);
+
+	/* Queue 1: a FILL of one whole page of block 2 makes it readable again. */
+	submit(e, 1, SIMGPU_OP_FILL, 0, VA_VRAM + 0x21000, 4096, 0x01020304, 0);
+	submit(e, 1, SIMGPU_OP_COPY, 0, VA_BUF + 0x100000, VA_VRAM + 0x21000, 16, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 1, SIMGPU_QREG_ERROR), 0U);
+	KUNIT_EXPECT_EQ(test, qreg(e, 1, SIMGPU_QREG_HEAD), 4U);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(*(__le32 *)d), 0x01020304U);
+	/* Its other pages stay lost. */
+	submit(e, 1, SIMGPU_OP_COPY, 0, VA_BUF + 0x100000, VA_VRAM + 0x22000, 16, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 1, SIMGPU_QREG_ERROR), (u32)SIMGPU_ERR_VRAM_LOST);
+
+	/* A reset forgets what was lost. */
+	simgpu_core_reset(&e->core);
+	KUNIT_EXPECT_EQ(test, e->core.ab.nr_lost, 0ULL);
+	simgpu_core_absent_clear(&e->core);
+	bitmap_free(map);
+}
+
 static void core_lost(struct kunit *test)
 {
 	struct fake_env *e = fake_env_new(test, 2);
@@ -1091,6 +1200,7 @@ static void core_lost(struct kunit *test)
 
 static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(core_lost),
+	KUNIT_CASE(core_absent_vram),
 	KUNIT_CASE(vram_sparse_and_scrub),
 	KUNIT_CASE(vram_zero_exact),
 	KUNIT_CASE(vram_write_iter_short),

@@ -107,6 +107,16 @@ static int fake_end(void *priv)
 	return fake_record(priv, 'e', 0, NULL, 0);
 }
 
+static int fake_postcopy(void *priv, const u8 *token)
+{
+	return fake_record(priv, 'p', token[0], token, GPUMIG_TOKEN_LEN);
+}
+
+static int fake_owed(void *priv, const u8 *token, u64 first, u64 nr, const u8 *map)
+{
+	return fake_record(priv, 'o', first, map, DIV_ROUND_UP(nr, 8));
+}
+
 static const struct gpumig_parser_ops fake_ops = {
 	.header = fake_header,
 	.vram = fake_vram,
@@ -115,6 +125,8 @@ static const struct gpumig_parser_ops fake_ops = {
 	.arch_part = fake_part,
 	.vendor = fake_vendor,
 	.end = fake_end,
+	.postcopy = fake_postcopy,
+	.owed = fake_owed,
 };
 
 static const struct gpumig_parser_limits t_limits = {
@@ -706,6 +718,8 @@ enum hostile_kind {
 	H_VRAM_FLAGS, H_OPTIONAL_TOO_BIG, H_ZERO_OUTSIDE, H_ZERO_WRAP, H_ZERO_EMPTY,
 	H_ZERO_LEN, H_WORK, H_PART_INDEX, H_PART_FLAGS, H_PART_SHORT, H_PART_HUGE,
 	H_VENDOR_FLAGS, H_VENDOR_HUGE, H_BLOCK_OLD_MINOR, H_BLOCK_BAD, H_RESERVED,
+	H_PC_FLAGS, H_PC_NO_TOKEN, H_PC_LEN, H_OWED_SHORT, H_OWED_LEN, H_OWED_BITS,
+	H_OWED_EMPTY,
 	H_COUNT
 };
 
@@ -744,6 +758,15 @@ static const struct hostile_case hostile_cases[H_COUNT] = {
 	[H_BLOCK_OLD_MINOR] = { "VRAM block in a 1.1 header", -EINVAL, "reserved bits" },
 	[H_BLOCK_BAD] = { "VRAM block of 1 GiB", -EINVAL, "not one a stream can carry" },
 	[H_RESERVED] = { "reserved descriptor bits", -EINVAL, "reserved bits" },
+	[H_PC_FLAGS] = { "post-copy section with flags", -EINVAL, "unknown flags" },
+	[H_PC_NO_TOKEN] = { "post-copy section without a token", -EINVAL, "no session token" },
+	[H_PC_LEN] = { "post-copy section of the wrong size", -EINVAL, "expected 32" },
+	[H_OWED_SHORT] = { "owed blocks shorter than their header", -EINVAL,
+			   "shorter than its own header" },
+	[H_OWED_LEN] = { "owed blocks: bitmap and count disagree", -EINVAL,
+			 "owed-blocks section of" },
+	[H_OWED_BITS] = { "owed blocks: bits past the count", -EINVAL, "past its" },
+	[H_OWED_EMPTY] = { "owed blocks: none covered", -EINVAL, "for 0 blocks" },
 };
 
 static void hostile_desc(const struct hostile_case *c, char *desc)
@@ -933,6 +956,37 @@ static void stream_hostile(struct kunit *test)
 	case H_RESERVED:
 		n += t_header_geo(buf, GPUMIG_STREAM_MAJOR, 2, 0, 0, 1);
 		break;
+	case H_PC_FLAGS:
+	case H_PC_NO_TOKEN:
+	case H_PC_LEN: {
+		struct gpumig_wire_postcopy pc = { .token = { 1, 2, 3 } };
+
+		if (k == H_PC_FLAGS)
+			pc.flags = cpu_to_le32(1);
+		if (k == H_PC_NO_TOKEN)
+			memset(pc.token, 0, sizeof(pc.token));
+		n += t_raw_section(buf + n, GPUMIG_SEC_POSTCOPY, 1, &pc,
+				   k == H_PC_LEN ? 16 : sizeof(pc),
+				   k == H_PC_LEN ? 16 : sizeof(pc));
+		break;
+	}
+	case H_OWED_SHORT:
+	case H_OWED_LEN:
+	case H_OWED_BITS:
+	case H_OWED_EMPTY: {
+		struct {
+			struct gpumig_wire_owed o;
+			u8 map[4];
+		} __packed ow = { .o = { .token = { 1 } } };
+		u32 len = sizeof(ow.o) + 2;
+
+		ow.o.nr_blocks = cpu_to_le64(k == H_OWED_LEN ? 30 : k == H_OWED_EMPTY ? 0 : 12);
+		ow.map[1] = k == H_OWED_BITS ? 0x10 : 0x0f;	/* block 12 is past 12 */
+		if (k == H_OWED_SHORT)
+			len = sizeof(ow.o);
+		n += t_raw_section(buf + n, GPUMIG_SEC_OWED, 1, &ow, len, len);
+		break;
+	}
 	default:
 		KUNIT_FAIL(test, "no case %d", k);
 		return;
@@ -944,6 +998,48 @@ static void stream_hostile(struct kunit *test)
 				  "message: %s", d->parser->msg);
 	/* No hostile section may reach the device. */
 	KUNIT_EXPECT_LE(test, d->nr_calls, 1);
+}
+
+/*
+ * Post-copy's sections reach the reader whole, in a stream of any minor:
+ * the announcement with its token, each part of the manifest with its
+ * first block and its bitmap; a reader without them refuses the stream at
+ * the announcement, which comes before any stop.
+ */
+static void stream_postcopy_sections(struct kunit *test)
+{
+	static const struct gpumig_parser_ops old_ops = {
+		.header = fake_header, .vram = fake_vram, .arch = fake_arch, .end = fake_end,
+	};
+	struct fake_dst *d = t_dst(test);
+	struct gpumig_wire_postcopy pc = { .token = { 0x5a, 2, 3 } };
+	struct {
+		struct gpumig_wire_owed o;
+		u8 map[2];
+	} __packed ow = { .o = { .token = { 0x5a, 2, 3 } }, .map = { 0x81, 0x05 } };
+	u8 buf[512];
+	size_t n = t_valid_header(buf, GPUMIG_STREAM_MAJOR, 0);
+
+	n += t_raw_section(buf + n, GPUMIG_SEC_POSTCOPY, 1, &pc, sizeof(pc), sizeof(pc));
+	ow.o.first = cpu_to_le64(64);
+	ow.o.nr_blocks = cpu_to_le64(11);
+	n += t_raw_section(buf + n, GPUMIG_SEC_OWED, 2, &ow, sizeof(ow), sizeof(ow));
+	KUNIT_ASSERT_EQ(test, gpumig_parser_feed(d->parser, buf, n), (ssize_t)n);
+	KUNIT_ASSERT_EQ(test, d->nr_calls, 3);
+	KUNIT_EXPECT_EQ(test, d->calls[1].kind, 'p');
+	KUNIT_EXPECT_EQ(test, d->calls[1].offset, 0x5aULL);
+	KUNIT_EXPECT_EQ(test, d->calls[1].sum, crc32_le(0, pc.token, sizeof(pc.token)));
+	KUNIT_EXPECT_EQ(test, d->calls[2].kind, 'o');
+	KUNIT_EXPECT_EQ(test, d->calls[2].offset, 64ULL);
+	KUNIT_EXPECT_EQ(test, d->calls[2].len, 2U);
+	KUNIT_EXPECT_EQ(test, d->calls[2].sum, crc32_le(0, ow.map, 2));
+
+	gpumig_parser_destroy(d->parser);
+	KUNIT_ASSERT_EQ(test, 0, gpumig_parser_init(d->parser, &t_limits, &old_ops, d));
+	d->nr_calls = 0;
+	KUNIT_EXPECT_EQ(test, gpumig_parser_feed(d->parser, buf, n), (ssize_t)-EPROTONOSUPPORT);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(d->parser->msg, "post-copy sections are not read"),
+				  "message: %s", d->parser->msg);
 }
 
 /* A length over the limit is refused from the header alone. */
@@ -1243,6 +1339,10 @@ static void stream_parts_unread(struct kunit *test)
 
 static void stream_init_limits(struct kunit *test)
 {
+	static const struct gpumig_parser_ops no_pc_ops = {
+		.header = fake_header, .vram = fake_vram, .zero = fake_zero,
+		.arch = fake_arch, .end = fake_end,
+	};
 	struct gpumig_parser p;
 	struct gpumig_parser_limits lim = t_limits;
 
@@ -1251,10 +1351,15 @@ static void stream_init_limits(struct kunit *test)
 	lim.max_chunk = GPUMIG_SEC_MAX_PAYLOAD + 1;
 	KUNIT_EXPECT_EQ(test, gpumig_parser_init(&p, &lim, &fake_ops, NULL), -EINVAL);
 	lim = t_limits;
-	KUNIT_ASSERT_EQ(test, gpumig_parser_init(&p, &lim, &fake_ops, NULL), 0);
+	KUNIT_ASSERT_EQ(test, gpumig_parser_init(&p, &lim, &no_pc_ops, NULL), 0);
 	/* One buffer, sized by the largest section the limits allow. */
 	KUNIT_EXPECT_EQ(test, p.buf_size,
 			(u32)(sizeof(struct gpumig_wire_vram) + T_CHUNK));
+	gpumig_parser_destroy(&p);
+	/* A reader of post-copy takes the largest manifest section too. */
+	KUNIT_ASSERT_EQ(test, gpumig_parser_init(&p, &lim, &fake_ops, NULL), 0);
+	KUNIT_EXPECT_EQ(test, p.buf_size,
+			(u32)(sizeof(struct gpumig_wire_owed) + GPUMIG_OWED_MAX_BLOCKS / 8));
 	gpumig_parser_destroy(&p);
 }
 
@@ -1271,6 +1376,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_callback_error_sticks),
 	KUNIT_CASE_PARAM(stream_hostile, hostile_gen_params),
 	KUNIT_CASE(stream_length_checked_before_payload),
+	KUNIT_CASE(stream_postcopy_sections),
 	KUNIT_CASE(stream_optional_skipped),
 	KUNIT_CASE(stream_notes),
 	KUNIT_CASE_PARAM(stream_compat, compat_gen_params),

@@ -21,7 +21,7 @@ DEV_FILES=(
 	"$DEV/meson.build" "$DEV/simgpu-pf.c" "$DEV/simgpu-vf.c" "$DEV/simgpu-pci.h" "$DEV/simgpu-model.h" "$DEV/model-glue.c"
 	"$DEV"/shim/*.h "$DEV"/shim/linux/*.h "$DEV"/shim/kunit/*.h
 	"$GPUMIG_TOP/qemu/Kconfig.simgpu" "$GPUMIG_TOP/scripts/qemu.sh"
-	"$GPUMIG_TOP"/drivers/gpu/simgpu/{core.c,regs.c,host.c,mmu.c,arch.c,simgpu.h}
+	"$GPUMIG_TOP"/drivers/gpu/simgpu/{core.c,regs.c,host.c,mmu.c,absent.c,arch.c,simgpu.h}
 	"$GPUMIG_TOP/include/uapi/linux/simgpu.h" "$GPUMIG_TOP/include/uapi/linux/simgpu_pf.h"
 )
 
@@ -57,7 +57,7 @@ install_device() {
 	mkdir -p "$d/model" "$d/abi" "$d/shim/uapi/linux"
 	cp "$DEV/meson.build" "$DEV/simgpu-pf.c" "$DEV/simgpu-vf.c" "$DEV/simgpu-pci.h" "$DEV/simgpu-model.h" "$DEV/model-glue.c" "$d/"
 	cp -r "$DEV/shim/." "$d/shim/"
-	cp "$GPUMIG_TOP"/drivers/gpu/simgpu/{core.c,regs.c,host.c,mmu.c,arch.c,simgpu.h} "$d/model/"
+	cp "$GPUMIG_TOP"/drivers/gpu/simgpu/{core.c,regs.c,host.c,mmu.c,absent.c,arch.c,simgpu.h} "$d/model/"
 	cp "$GPUMIG_TOP"/include/uapi/linux/{simgpu.h,simgpu_pf.h} "$d/abi/"
 	cp "$GPUMIG_TOP"/include/uapi/linux/{simgpu.h,simgpu_pf.h} "$d/shim/uapi/linux/"
 	grep -q "subdir('simgpu')" "$tree/hw/misc/meson.build" ||

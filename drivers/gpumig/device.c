@@ -220,6 +220,7 @@ int gpumig_mig_close(struct gpumig_mig *m)
 
 	gpumig_state_mutex_lock(m);
 	gpumig_disable_files(m);
+	gpumig_pc_dest_detach(m, "the tenant closed the device");
 	if (m->ops->dma_log_stop)
 		m->ops->dma_log_stop(m->priv);
 	ret = gpumig_teardown_locked(m, why, sizeof(why));
@@ -479,6 +480,7 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	spin_lock_init(&m->reset_lock);
 	spin_lock_init(&m->why_lock);
 	spin_lock_init(&m->poll_lock);
+	spin_lock_init(&m->pc_lock);
 	gpumig_converge_init(m);
 	/* A quarantine from before this binding still holds. */
 	if (gpumig_quarantine_get(vdev->dev, why, sizeof(why))) {
@@ -505,6 +507,7 @@ void gpumig_mig_destroy(struct gpumig_mig *m)
 		return;
 	gpumig_state_mutex_lock(m);
 	gpumig_disable_files(m);
+	gpumig_pc_device_gone(m);
 	gpumig_state_mutex_unlock(m);
 	gpumig_converge_exit(m);
 	mutex_destroy(&m->view_lock);

@@ -113,6 +113,13 @@ enum gpumig_file_state {
  * @idle_since: saving, pre-copy: when a read last found nothing to give
  *	(-ENOMSG) and none found data since, or 0 (converge.c)
  * @idle_ns: saving: time spent so since auto-converge's last period
+ * @pc: saving: the stream announced post-copy; resuming: it did
+ * @pc_token: then: the session token
+ * @pc_owed: then: the blocks owed (saving: found as stop-copy goes;
+ *	resuming: as the manifest says)
+ * @pc_next: saving: the first block of the next manifest section;
+ *	resuming: the one expected next
+ * @pc_payload: saving: one manifest section's payload
  */
 struct gpumig_mig_file {
 	struct file *filp;
@@ -149,7 +156,17 @@ struct gpumig_mig_file {
 	bool tail_seen;
 	u64 idle_since;
 	u64 idle_ns;
+	bool pc;
+	u8 pc_token[GPUMIG_TOKEN_LEN];
+	unsigned long *pc_owed;
+	unsigned long pc_next;
+	u8 *pc_payload;
 };
+
+/* The stream minor that carries post-copy (GPUMIG_SEC_POSTCOPY, _OWED). */
+#define GPUMIG_PC_STREAM_MINOR		3
+
+struct gpumig_pc;
 
 /* Auto-converge's period and the periods its verdict looks at (converge.c). */
 #define GPUMIG_CONVERGE_PERIOD_MS	1000
@@ -283,6 +300,13 @@ struct gpumig_view {
  * @view_seq: bumped whenever the migration moves (lockless)
  * @stats: the last migration, as the device saw it (atomics)
  * @conv: device auto-converge
+ * @pc_enabled: migration/postcopy (written and read locklessly)
+ * @pc_src: the source's post-copy session of the last stream, or NULL
+ *	(the state mutex)
+ * @pc_dst: the destination's, or NULL (the state mutex to change, with
+ *	@pc_lock too)
+ * @pc_lock: guards @pc_dst for gpumig_mig_postcopy_demand(); never held
+ *	across a sleep
  */
 struct gpumig_mig {
 	struct vfio_device *vdev;
@@ -321,6 +345,10 @@ struct gpumig_mig {
 
 	struct gpumig_mig_stats stats;
 	struct gpumig_converge conv;
+	bool pc_enabled;
+	struct gpumig_pc *pc_src;
+	struct gpumig_pc *pc_dst;
+	spinlock_t pc_lock;		/* see above */
 };
 
 /* state.c */
@@ -351,6 +379,21 @@ void gpumig_converge_stop(struct gpumig_mig *m);
 void gpumig_converge_exit(struct gpumig_mig *m);
 ssize_t gpumig_converge_show(struct gpumig_mig *m, unsigned int which, char *buf);
 int gpumig_converge_store(struct gpumig_mig *m, unsigned int which, const char *buf);
+
+/* postcopy.c */
+bool gpumig_pc_source_possible(struct gpumig_mig *m);
+void gpumig_pc_source_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf);
+void gpumig_pc_source_resumed(struct gpumig_mig *m);
+bool gpumig_pc_dest_possible(struct gpumig_mig *m);
+int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf);
+void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how);
+bool gpumig_pc_busy(struct gpumig_mig *m);
+void gpumig_pc_device_gone(struct gpumig_mig *m);
+void gpumig_pc_new_token(u8 *token);
+ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf);
+int gpumig_pc_store(struct gpumig_mig *m, const char *buf);
+int gpumig_pc_init(void);
+void gpumig_pc_exit(void);
 
 /* quarantine.c */
 void gpumig_quarantine_note(struct device *dev, const char *what);

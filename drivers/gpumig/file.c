@@ -9,6 +9,7 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <linux/bitmap.h>
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -65,6 +66,8 @@ void gpumig_file_free(struct gpumig_mig_file *migf)
 	kvfree(migf->tmp);
 	kvfree(migf->arch);
 	kfree(migf->arch_len);
+	bitmap_free(migf->pc_owed);
+	kvfree(migf->pc_payload);
 	mutex_destroy(&migf->lock);
 	mutex_destroy(&migf->io_lock);
 	kfree(migf);

@@ -19,6 +19,11 @@ static int __init gpumig_init(void)
 
 	if (ret)
 		return ret;
+	ret = gpumig_pc_init();
+	if (ret) {
+		gpumig_quarantine_exit();
+		return ret;
+	}
 	pr_info("gpumig: migration engine loaded (stream version %u.%u)\n",
 		GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR);
 	return 0;
@@ -26,6 +31,7 @@ static int __init gpumig_init(void)
 
 static void __exit gpumig_exit(void)
 {
+	gpumig_pc_exit();
 	gpumig_quarantine_exit();
 }
 

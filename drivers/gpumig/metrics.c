@@ -321,6 +321,49 @@ ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr
 }
 EXPORT_SYMBOL_GPL(gpumig_conv_attr_store);
 
+/**
+ * gpumig_pc_attr_show() - the show of post-copy's files
+ * @dev: the front end's device
+ * @attr: one of the set's pc
+ * @buf: sysfs buffer
+ *
+ * Return: bytes written, or -ENODEV for a function that does not migrate.
+ */
+ssize_t gpumig_pc_attr_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
+	struct gpumig_mig *m = ma->set->to_mig(dev);
+
+	if (!m)
+		return -ENODEV;
+	return gpumig_pc_show(m, ma - ma->set->pc, buf);
+}
+EXPORT_SYMBOL_GPL(gpumig_pc_attr_show);
+
+/**
+ * gpumig_pc_attr_store() - migration/postcopy: 1 or 0
+ * @dev: the front end's device
+ * @attr: the set's pc[GPUMIG_PCF_ENABLED]
+ * @buf: what was written
+ * @count: its length
+ *
+ * Return: @count, or gpumig_pc_store()'s error; -ENODEV for a function
+ * that does not migrate.
+ */
+ssize_t gpumig_pc_attr_store(struct device *dev, struct device_attribute *attr,
+			     const char *buf, size_t count)
+{
+	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
+	struct gpumig_mig *m = ma->set->to_mig(dev);
+	int ret;
+
+	if (!m)
+		return -ENODEV;
+	ret = gpumig_pc_store(m, buf);
+	return ret ? ret : count;
+}
+EXPORT_SYMBOL_GPL(gpumig_pc_attr_store);
+
 /* ---- the descriptor and what the device offers ------------------------- */
 
 /**

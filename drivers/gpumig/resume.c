@@ -7,6 +7,7 @@
  *
  * Copyright (C) 2026 The gpumig authors
  */
+#include <linux/bitmap.h>
 #include <linux/anon_inodes.h>
 #include <linux/crc32.h>
 #include <linux/ctype.h>
@@ -59,9 +60,9 @@ static int gpumig_rx_vram(void *priv, u64 off, const void *data, u32 len)
 {
 	struct gpumig_mig_file *migf = priv;
 
-	if (migf->tail_seen)
+	if (migf->tail_seen || migf->pc_next)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
-			"VRAM chunk at 0x%llx after the device's own state", off);
+			"VRAM chunk at 0x%llx after the device's state or the owed blocks", off);
 	if (trace_gpumig_vram_enabled())
 		trace_gpumig_vram(migf->m->vdev->dev, false, off, len, !data,
 				  data ? crc32_le(~0U, data, len) : 0);
@@ -88,9 +89,9 @@ static int gpumig_rx_zero(void *priv, u64 off, u64 len)
 	struct gpumig_mig *m = migf->m;
 	int ret;
 
-	if (migf->tail_seen)
+	if (migf->tail_seen || migf->pc_next)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
-			"zero range at 0x%llx after the device's own state", off);
+			"zero range at 0x%llx after the device's state or the owed blocks", off);
 	if (trace_gpumig_vram_enabled())
 		trace_gpumig_vram(m->vdev->dev, false, off, len, true, 0);
 	while (len) {
@@ -182,6 +183,53 @@ static int gpumig_rx_vendor(void *priv, u32 index, const void *data, u32 len)
 	return 0;
 }
 
+/* The source defers VRAM past the stop: refused here unless the device can run without it. */
+static int gpumig_rx_postcopy(void *priv, const u8 *token)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+
+	if (!gpumig_pc_dest_possible(m))
+		return gpumig_parser_set_error(&migf->parser, -EPROTONOSUPPORT,
+			"post-copy: this destination cannot run with VRAM still owed");
+	if (migf->pc)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"second post-copy section");
+	migf->pc_owed = bitmap_zalloc(m->compat.vram_size >> m->geo.block_shift,
+				      GFP_KERNEL_ACCOUNT);
+	if (!migf->pc_owed)
+		return -ENOMEM;
+	memcpy(migf->pc_token, token, GPUMIG_TOKEN_LEN);
+	migf->pc = true;
+	return 0;
+}
+
+/* Part of the manifest: blocks @first to @first + @nr - 1, in order. */
+static int gpumig_rx_owed(void *priv, const u8 *token, u64 first, u64 nr, const u8 *map)
+{
+	struct gpumig_mig_file *migf = priv;
+	struct gpumig_mig *m = migf->m;
+	u64 blocks = m->compat.vram_size >> m->geo.block_shift, i;
+
+	if (!migf->pc)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"owed blocks in a stream that announced no post-copy");
+	if (memcmp(token, migf->pc_token, GPUMIG_TOKEN_LEN))
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"owed blocks of another post-copy session");
+	if (migf->tail_seen)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"owed blocks after the device's own state");
+	if (first != migf->pc_next || first >= blocks || nr > blocks - first)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"owed blocks %llu-%llu where block %lu was due, of %llu",
+			first, first + nr - 1, migf->pc_next, blocks);
+	for (i = 0; i < nr; i += 8)
+		bitmap_set_value8(migf->pc_owed, map[i / 8], first + i);
+	migf->pc_next = first + nr;
+	return 0;
+}
+
 /* Everything arrived and checked out: install the architectural state, last. */
 static int gpumig_rx_end(void *priv)
 {
@@ -194,6 +242,9 @@ static int gpumig_rx_end(void *priv)
 	if (!migf->arch_parts)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"stream ended without architectural state");
+	if (migf->pc && migf->pc_next != m->compat.vram_size >> m->geo.block_shift)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"post-copy stream ended without its whole manifest of owed blocks");
 	if (migf->arch_parts != g->arch_parts)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"stream ended after %u of %u parts of the architectural state",
@@ -244,6 +295,8 @@ static const struct gpumig_parser_ops gpumig_rx_ops = {
 	.arch_part = gpumig_rx_arch_part,
 	.vendor = gpumig_rx_vendor,
 	.end = gpumig_rx_end,
+	.postcopy = gpumig_rx_postcopy,
+	.owed = gpumig_rx_owed,
 	.note = gpumig_rx_note,
 };
 
@@ -396,6 +449,17 @@ int gpumig_file_finish_resume(struct gpumig_mig_file *migf)
 	if (!ret && migf->state != GPUMIG_FILE_RESTORED)
 		ret = gpumig_parser_set_error(&migf->parser, -EINVAL,
 					      "stream ended before its end section");
+	if (!ret && migf->pc) {
+		/* The device runs without the owed blocks: they follow, by the mover. */
+		ret = gpumig_pc_dest_begin(migf->m, migf);
+		if (ret) {
+			gpumig_parser_set_error(&migf->parser, ret,
+						"post-copy: the device cannot run with VRAM owed (%d)",
+						ret);
+			gpumig_resume_refused(migf, ret);
+		}
+		goto out;
+	}
 	if (ret)
 		gpumig_resume_refused(migf, ret);
 out:

@@ -280,6 +280,156 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 				(u64)run << m->geo.block_shift);
 }
 
+/* ---- post-copy (postcopy.c) ------------------------------------------- */
+
+/* Blocks one manifest section covers: its bitmap fits the section buffer. */
+static unsigned long gpumig_owed_chunk(struct gpumig_mig_file *migf)
+{
+	size_t room = migf->buf_size - sizeof(struct gpumig_sec_hdr) -
+		      sizeof(struct gpumig_wire_owed);
+
+	return min_t(unsigned long, GPUMIG_OWED_MAX_BLOCKS, (room * 8) & ~63UL);
+}
+
+/* What the manifest sections take, all of them. */
+static u64 gpumig_owed_bytes(struct gpumig_mig_file *migf)
+{
+	unsigned long nr = gpumig_nr_blocks(migf->m), chunk = gpumig_owed_chunk(migf);
+	unsigned long full = nr / chunk, rest = nr % chunk;
+	u64 n = (u64)full * gpumig_blob_section_size(sizeof(struct gpumig_wire_owed) +
+						     chunk / 8);
+
+	if (rest)
+		n += gpumig_blob_section_size(sizeof(struct gpumig_wire_owed) +
+					      DIV_ROUND_UP(rest, 8));
+	return n;
+}
+
+/*
+ * After the announcement, what the stop adds for VRAM: a range per run of
+ * zero blocks (at most one run more than the blocks with data) and the
+ * manifest; the blocks with data are owed, not carried.
+ */
+static u64 gpumig_pc_stop_bytes(struct gpumig_mig_file *migf)
+{
+	struct gpumig_mig *m = migf->m;
+	unsigned long nonzero, zero;
+	u64 n = 0;
+
+	if (!migf->vram_done || migf->pc_next < gpumig_nr_blocks(m)) {
+		m->ops->vram_dirty_count(m->priv, &nonzero, &zero);
+		n = (u64)min(zero, nonzero + 1) * gpumig_zero_section_size();
+	}
+	return n + gpumig_owed_bytes(migf);
+}
+
+/* Does the operator want post-copy (migration/postcopy), and can the device? */
+static bool gpumig_pc_wanted(struct gpumig_mig_file *migf)
+{
+	return !migf->pc && READ_ONCE(migf->m->pc_enabled) &&
+	       gpumig_pc_source_possible(migf->m);
+}
+
+/*
+ * Pre-copy: announce post-copy into @buf (@room bytes), when the saving
+ * file is made or at the first read after the operator asked for it.
+ * Return: bytes of the section, 0 when not announcing, or -errno.
+ */
+static ssize_t gpumig_produce_announce(struct gpumig_mig_file *migf, u8 *buf, size_t room)
+{
+	struct gpumig_mig *m = migf->m;
+	struct gpumig_wire_postcopy pc = {};
+	unsigned long chunk = gpumig_owed_chunk(migf);
+	size_t len;
+
+	if (!gpumig_pc_wanted(migf))
+		return 0;
+	migf->pc_owed = bitmap_zalloc(gpumig_nr_blocks(m), GFP_KERNEL_ACCOUNT);
+	len = sizeof(struct gpumig_wire_owed) + chunk / 8;
+	migf->pc_payload = kvzalloc(len, GFP_KERNEL_ACCOUNT);
+	if (!migf->pc_owed || !migf->pc_payload)
+		return -ENOMEM;
+	gpumig_pc_new_token(migf->pc_token);
+	memcpy(pc.token, migf->pc_token, sizeof(pc.token));
+	migf->pc = true;
+	/* Nothing of VRAM goes before the stop any more: no initial data is owed. */
+	migf->initial_left = 0;
+	dev_info(m->vdev->dev, "post-copy: announced; VRAM with data follows the stop\n");
+	return gpumig_emit_blob(&migf->w, buf, room, GPUMIG_SEC_POSTCOPY, &pc, sizeof(pc));
+}
+
+/* The next manifest section, or 0 once all of it was produced. */
+static ssize_t gpumig_produce_owed(struct gpumig_mig_file *migf)
+{
+	struct gpumig_wire_owed *o = (void *)migf->pc_payload;
+	unsigned long nr = gpumig_nr_blocks(migf->m), first = migf->pc_next, n, i;
+	u8 *map = migf->pc_payload + sizeof(*o);
+
+	if (first >= nr)
+		return 0;
+	n = min(nr - first, gpumig_owed_chunk(migf));
+	memcpy(o->token, migf->pc_token, sizeof(o->token));
+	o->first = cpu_to_le64(first);
+	o->nr_blocks = cpu_to_le64(n);
+	memset(map, 0, DIV_ROUND_UP(n, 8));
+	for (i = 0; i < n; i += 8)
+		map[i / 8] = bitmap_get_value8(migf->pc_owed, first + i) &
+			     (n - i >= 8 ? 0xff : (1U << (n - i)) - 1);
+	migf->pc_next = first + n;
+	return gpumig_emit_blob(&migf->w, migf->buf, migf->buf_size, GPUMIG_SEC_OWED,
+				o, sizeof(*o) + DIV_ROUND_UP(n, 8));
+}
+
+/*
+ * Stop-copy of a post-copy stream: the dirty blocks that read zero go as
+ * ranges, those with data are noted owed (not read: reading them would sit
+ * in the downtime), then the manifest.  Return: bytes, 0 at the end, or
+ * -errno.
+ */
+static ssize_t gpumig_produce_pc_vram(struct gpumig_mig_file *migf)
+{
+	struct gpumig_mig *m = migf->m;
+	unsigned long looked = 0;
+	long blk, run;
+	bool zero;
+
+	for (;;) {
+		if (migf->ahead >= 0) {
+			/*
+			 * A block taken off the dirty set and kept (it ended a
+			 * zero run): on its own, wherever the cursor is.
+			 */
+			blk = migf->ahead;
+			migf->ahead = -1;
+			if (!migf->ahead_zero) {
+				__set_bit(blk, migf->pc_owed);
+				continue;
+			}
+			return gpumig_emit_zero(&migf->w, migf->buf, migf->buf_size,
+						(u64)blk << m->geo.block_shift,
+						gpumig_block_size(m));
+		}
+		blk = gpumig_next_dirty(migf, migf->cursor, &zero);
+		if (blk == -ENOENT)
+			return gpumig_produce_owed(migf);
+		if (blk < 0)
+			return blk;
+		if (zero) {
+			run = gpumig_zero_run(migf, blk);
+			if (run < 0)
+				return run;
+			migf->cursor = blk + run;
+			return gpumig_emit_zero(&migf->w, migf->buf, migf->buf_size,
+						(u64)blk << m->geo.block_shift,
+						(u64)run << m->geo.block_shift);
+		}
+		__set_bit(blk, migf->pc_owed);
+		migf->cursor = blk + 1;
+		if (!(++looked % GPUMIG_RESCHED_BLOCKS))
+			cond_resched();
+	}
+}
+
 /*
  * The device is still and its VRAM sent: the next section of the tail,
  * its vendor sections in order, then each part of its architectural state.
@@ -339,9 +489,15 @@ static int gpumig_produce(struct gpumig_mig_file *migf)
 	lockdep_assert_held(&migf->lock);
 	switch (migf->state) {
 	case GPUMIG_FILE_PRECOPY:
+		n = gpumig_produce_announce(migf, migf->buf, migf->buf_size);
+		if (n)
+			return gpumig_produced(migf, n);
+		if (migf->pc)
+			return -ENOMSG;	/* VRAM waits for the stop, and after it */
+		fallthrough;
 	case GPUMIG_FILE_STOPCOPY:
 		if (!migf->vram_done) {
-			n = gpumig_produce_vram(migf);
+			n = migf->pc ? gpumig_produce_pc_vram(migf) : gpumig_produce_vram(migf);
 			if (n)
 				return gpumig_produced(migf, n);
 			if (migf->state == GPUMIG_FILE_PRECOPY)
@@ -550,6 +706,9 @@ u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped)
 	lockdep_assert_held(&migf->lock);
 	switch (migf->state) {
 	case GPUMIG_FILE_PRECOPY:
+		if (migf->pc)
+			return n + (stopped ? gpumig_pc_stop_bytes(migf) + gpumig_tail_bytes(m) +
+					      gpumig_end_bytes() : 0);
 		if (stopped)
 			return n + gpumig_owed_vram_bytes(m, true, 0) + gpumig_tail_bytes(m) +
 			       gpumig_end_bytes();
@@ -557,6 +716,9 @@ u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped)
 	case GPUMIG_FILE_STOPCOPY:
 		if (migf->vram_done)
 			return n + migf->tail_left + gpumig_end_bytes();
+		if (migf->pc)
+			return n + gpumig_pc_stop_bytes(migf) + gpumig_tail_bytes(m) +
+			       gpumig_end_bytes();
 		return n + gpumig_owed_vram_bytes(m, true, migf->cursor) + gpumig_tail_bytes(m) +
 		       gpumig_end_bytes();
 	case GPUMIG_FILE_END:
@@ -749,6 +911,7 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	struct gpumig_compat compat;
 	struct gpumig_mig_file *migf;
 	ssize_t n, len;
+	bool pc;
 	int ret;
 
 	lockdep_assert_held(&m->state_mutex);
@@ -773,14 +936,21 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	/* A re-initialisation before now is part of the first pass. */
 	migf->reconfig_seen = gpumig_reconfig_seq(m);
 	migf->initial_left = gpumig_head_bytes() + gpumig_owed_vram_bytes(m, stop_copy, 0);
+	/* Post-copy asked for before pre-copy: announced right after the header. */
+	pc = !stop_copy && gpumig_pc_wanted(migf);
 	compat = m->compat;
-	compat.stream_minor = gpumig_stream_written(m);
+	compat.stream_minor = pc ? GPUMIG_PC_STREAM_MINOR : gpumig_stream_written(m);
 	n = gpumig_emit_header(&migf->w, migf->buf, migf->buf_size, &compat);
 	if (n >= 0) {
 		len = gpumig_emit_blob(&migf->w, migf->buf + n, migf->buf_size - n,
 				       GPUMIG_SEC_NOTE, gpumig_producer_note,
 				       sizeof(gpumig_producer_note) - 1);
 		n = len < 0 ? len : n + len;
+	}
+	if (n >= 0 && pc) {
+		len = gpumig_produce_announce(migf, migf->buf + n, migf->buf_size - n);
+		n = len < 0 ? len : n + len;
+		migf->initial_left = n;
 	}
 	ret = gpumig_produced(migf, n);
 	if (!ret)
@@ -808,8 +978,12 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 void gpumig_file_stop_copy(struct gpumig_mig_file *migf)
 {
 	mutex_lock(&migf->lock);
-	if (migf->state == GPUMIG_FILE_PRECOPY)
+	if (migf->state == GPUMIG_FILE_PRECOPY) {
 		migf->state = GPUMIG_FILE_STOPCOPY;
+		/* Post-copy: every block still dirty is looked at once, from the first. */
+		if (migf->pc)
+			migf->cursor = 0;
+	}
 	mutex_unlock(&migf->lock);
 	gpumig_file_wake(migf);
 }

@@ -43,8 +43,14 @@ void gpumig_disable_files(struct gpumig_mig *m)
 		spin_lock_irq(&m->poll_lock);
 		m->poll_file = NULL;
 		spin_unlock_irq(&m->poll_lock);
-		if (gpumig_file_complete(m->saving))
+		if (gpumig_file_complete(m->saving)) {
 			m->migrated_away = true;
+			/* Read to its end: what the manifest owes leaves the device. */
+			mutex_lock(&m->saving->lock);
+			if (m->saving->pc)
+				gpumig_pc_source_begin(m, m->saving);
+			mutex_unlock(&m->saving->lock);
+		}
 		gpumig_file_disable(m->saving);
 		m->saving = NULL;
 		if (m->ops->vram_track)
@@ -189,6 +195,12 @@ static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 {
 	struct gpumig_mig_file *migf;
 
+	/* Its own memory still arriving: not before all of it is here. */
+	if (gpumig_pc_busy(m)) {
+		gpumig_set_why(m, "post-copy: the VRAM of its last migration is still arriving");
+		dev_warn(m->vdev->dev, "migration refused: post-copy of its VRAM is still under way\n");
+		return ERR_PTR(-EBUSY);
+	}
 	/* A cap the device cannot honour: refused before anything moves. */
 	if (m->stream_need > m->stream_max) {
 		gpumig_set_why(m, "this device needs stream %u.%u; migration/stream_max is %u.%u",
@@ -216,8 +228,15 @@ static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 
 static struct file *gpumig_new_resuming(struct gpumig_mig *m)
 {
-	struct gpumig_mig_file *migf = gpumig_file_new_resuming(m);
+	struct gpumig_mig_file *migf;
 
+	/* Restoring over VRAM that is still arriving would mix two tenants' data. */
+	if (gpumig_pc_busy(m)) {
+		gpumig_set_why(m, "post-copy: the VRAM of its last migration is still arriving");
+		dev_warn(m->vdev->dev, "restore refused: post-copy of its VRAM is still under way\n");
+		return ERR_PTR(-EBUSY);
+	}
+	migf = gpumig_file_new_resuming(m);
 	if (IS_ERR(migf))
 		return ERR_CAST(migf);
 	get_file(migf->filp);
@@ -248,6 +267,9 @@ static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state
 		return ret ? ERR_PTR(ret) : NULL;
 	}
 	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_RUNNING_P2P) {
+		/* A failed switchover: what post-copy held goes back first. */
+		if (m->migrated_away)
+			gpumig_pc_source_resumed(m);
 		if (!m->ops->p2p)
 			return NULL;	/* stays quiesced: a target only, until RUNNING */
 		/* Runs again, its P2P DMA stopped first. */

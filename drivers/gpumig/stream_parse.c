@@ -92,6 +92,9 @@ int gpumig_parser_init(struct gpumig_parser *p,
 		size = max(size, sizeof(struct gpumig_wire_vendor) + lim->max_vendor);
 	size = max(size, sizeof(struct gpumig_wire_end));
 	size = max_t(size_t, size, GPUMIG_NOTE_MAX);
+	if (ops->postcopy && ops->owed)
+		size = max_t(size_t, size, sizeof(struct gpumig_wire_owed) +
+				       GPUMIG_OWED_MAX_BLOCKS / 8);
 
 	p->buf = kvmalloc(size, GFP_KERNEL_ACCOUNT);
 	if (!p->buf)
@@ -135,6 +138,10 @@ static const char *gpumig_sec_name(u16 type)
 		return "vendor";
 	case GPUMIG_SEC_END:
 		return "end";
+	case GPUMIG_SEC_POSTCOPY:
+		return "post-copy";
+	case GPUMIG_SEC_OWED:
+		return "owed blocks";
 	case GPUMIG_SEC_NOTE:
 		return "note";
 	default:
@@ -160,6 +167,10 @@ static u64 gpumig_sec_max_len(const struct gpumig_parser *p, u16 type)
 		return sizeof(struct gpumig_wire_end);
 	case GPUMIG_SEC_ZERO:
 		return sizeof(struct gpumig_wire_zero);
+	case GPUMIG_SEC_POSTCOPY:
+		return sizeof(struct gpumig_wire_postcopy);
+	case GPUMIG_SEC_OWED:
+		return sizeof(struct gpumig_wire_owed) + GPUMIG_OWED_MAX_BLOCKS / 8;
 	default:
 		return p->lim.max_skip;
 	}
@@ -175,6 +186,8 @@ static bool gpumig_sec_known(u16 type)
 	case GPUMIG_SEC_VENDOR:
 	case GPUMIG_SEC_END:
 	case GPUMIG_SEC_ZERO:
+	case GPUMIG_SEC_POSTCOPY:
+	case GPUMIG_SEC_OWED:
 		return true;
 	default:
 		return false;
@@ -224,7 +237,9 @@ static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
 			"unknown mandatory section type 0x%04x at offset %llu",
 			p->type, p->sec_start);
 	if ((p->type == GPUMIG_SEC_ARCH_PART && !p->ops->arch_part) ||
-	    (p->type == GPUMIG_SEC_VENDOR && !p->ops->vendor))
+	    (p->type == GPUMIG_SEC_VENDOR && !p->ops->vendor) ||
+	    ((p->type == GPUMIG_SEC_POSTCOPY || p->type == GPUMIG_SEC_OWED) &&
+	     (!p->ops->postcopy || !p->ops->owed)))
 		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
 			"%s sections are not read by this destination (offset %llu)",
 			gpumig_sec_name(p->type), p->sec_start);
@@ -235,7 +250,7 @@ static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
 			"%s section of %u bytes exceeds the destination's limit of %llu",
 			gpumig_sec_name(p->type), p->len, max);
 	if ((p->type == GPUMIG_SEC_HEADER || p->type == GPUMIG_SEC_END ||
-	     p->type == GPUMIG_SEC_ZERO) && p->len != max)
+	     p->type == GPUMIG_SEC_ZERO || p->type == GPUMIG_SEC_POSTCOPY) && p->len != max)
 		return gpumig_parser_set_error(p, -EINVAL,
 			"%s section has length %u, expected %llu",
 			gpumig_sec_name(p->type), p->len, max);
@@ -245,6 +260,7 @@ static int gpumig_parse_sec_hdr(struct gpumig_parser *p)
 			p->len);
 	if ((p->type == GPUMIG_SEC_ARCH_PART &&
 	     p->len < sizeof(struct gpumig_wire_arch_part)) ||
+	    (p->type == GPUMIG_SEC_OWED && p->len <= sizeof(struct gpumig_wire_owed)) ||
 	    (p->type == GPUMIG_SEC_VENDOR && p->len < sizeof(struct gpumig_wire_vendor)))
 		return gpumig_parser_set_error(p, -EINVAL,
 			"%s section of %u bytes is shorter than its own header",
@@ -445,6 +461,50 @@ static int gpumig_parse_vendor(struct gpumig_parser *p)
 	return 0;
 }
 
+static int gpumig_parse_postcopy(struct gpumig_parser *p)
+{
+	struct gpumig_wire_postcopy pc;
+	int ret;
+
+	memcpy(&pc, p->buf, sizeof(pc));
+	if (pc.flags || memchr_inv(pc.reserved, 0, sizeof(pc.reserved)))
+		return gpumig_parser_set_error(p, -EINVAL,
+			"post-copy section has unknown flags 0x%x or reserved bytes set",
+			le32_to_cpu(pc.flags));
+	if (!memchr_inv(pc.token, 0, sizeof(pc.token)))
+		return gpumig_parser_set_error(p, -EINVAL,
+					       "post-copy section has no session token");
+	ret = p->ops->postcopy(p->priv, pc.token);
+	if (ret)
+		return gpumig_parser_set_error(p, ret, "post-copy refused by the destination");
+	return 0;
+}
+
+static int gpumig_parse_owed(struct gpumig_parser *p)
+{
+	const u32 sh = sizeof(struct gpumig_wire_owed);
+	struct gpumig_wire_owed o;
+	const u8 *map = p->buf + sh;
+	u64 first, nr;
+	int ret;
+
+	memcpy(&o, p->buf, sizeof(o));
+	first = le64_to_cpu(o.first);
+	nr = le64_to_cpu(o.nr_blocks);
+	if (!nr || nr > GPUMIG_OWED_MAX_BLOCKS || p->len - sh != DIV_ROUND_UP(nr, 8))
+		return gpumig_parser_set_error(p, -EINVAL,
+			"owed-blocks section of %u bytes for %llu blocks", p->len, nr);
+	if (nr % 8 && map[nr / 8] >> (nr % 8))
+		return gpumig_parser_set_error(p, -EINVAL,
+			"owed-blocks section sets bits past its %llu blocks", nr);
+	ret = p->ops->owed(p->priv, o.token, first, nr, map);
+	if (ret)
+		return gpumig_parser_set_error(p, ret,
+			"owed blocks %llu-%llu refused by the destination",
+			first, first + nr - 1);
+	return 0;
+}
+
 static int gpumig_parse_end(struct gpumig_parser *p)
 {
 	struct gpumig_wire_end e;
@@ -494,6 +554,10 @@ static int gpumig_dispatch(struct gpumig_parser *p)
 		return gpumig_parse_vendor(p);
 	case GPUMIG_SEC_END:
 		return gpumig_parse_end(p);
+	case GPUMIG_SEC_POSTCOPY:
+		return gpumig_parse_postcopy(p);
+	case GPUMIG_SEC_OWED:
+		return gpumig_parse_owed(p);
 	case GPUMIG_SEC_NOTE:
 		if (!p->skip)
 			p->ops->note(p->priv, (const char *)p->buf, p->len);

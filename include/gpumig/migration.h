@@ -196,6 +196,34 @@ struct gpumig_geometry {
  *	PF does); a change during PRE_COPY is a gpumig_mig_reconfigured().
  *	Optional (a front end that sees the reset calls that instead).
  *	File lock, or the state mutex.
+ * @vram_absent: optional, with @vram_deliver and @vram_lose (all three or
+ *	none): a post-copy destination (Documentation/gpumig/postcopy.rst)
+ *	runs with the blocks set in @map (@nr bits, the device's blocks)
+ *	still owed: any access of the device to one waits until it arrives
+ *	(a GPU access parks its queue, others run on); nothing ever reads in
+ *	its place.  Called once, before the device first runs.  0 or an
+ *	errno.  State mutex.
+ * @vram_deliver: owed block @blk arrived: write its @len bytes (one
+ *	block) and let what waited on it run, at once (atomically for the
+ *	device).  0, -EALREADY when it is not owed, or an errno.  Called
+ *	without the engine's device locks, while the device runs.
+ * @vram_lose: owed block @blk will never arrive: what touches it fails
+ *	with the device's own error until the guest rewrites it or resets
+ *	the device.  0 or -EALREADY.  As @vram_deliver.
+ * @vram_hold: optional, with @hold_read, @hold_return and @hold_free: a
+ *	post-copy source, stopped and read to its end, gives up the contents
+ *	of the blocks set in @map: they leave the device (which then reads
+ *	zero there, so closing and scrubbing it loses nothing of them) into
+ *	a hold only the engine reaches.  Return the hold or an ERR_PTR.
+ *	State mutex.
+ * @hold_read: read @len bytes at VRAM offset @off of a held block.  Any
+ *	context that may sleep; the engine serialises calls on one hold.
+ * @hold_return: the source runs again (a failed switchover): the held
+ *	contents go back into the device, the hold is freed.  State mutex.
+ * @hold_free: scrub and free a hold (every block was delivered, or the
+ *	post-copy was abandoned); the device may be gone by then.
+ * @owner: the module the hold's code lives in (THIS_MODULE); the engine
+ *	pins it while a hold exists
  * @notifies_dirty: the backend calls gpumig_mig_vram_dirtied() whenever a
  *	VRAM block becomes dirty while tracking; without it (hardware that
  *	raises no interrupt for that) the engine looks again every
@@ -240,6 +268,14 @@ struct gpumig_backend_ops {
 			      void *ctx);
 	u32 (*guest_resets)(void *priv);
 	int (*throttle)(void *priv, u32 pct);
+	int (*vram_absent)(void *priv, const unsigned long *map, unsigned long nr);
+	int (*vram_deliver)(void *priv, unsigned long blk, const void *buf, u32 len);
+	int (*vram_lose)(void *priv, unsigned long blk);
+	void *(*vram_hold)(void *priv, const unsigned long *map, unsigned long nr);
+	int (*hold_read)(void *hold, u64 off, void *buf, u32 len);
+	void (*hold_return)(void *priv, void *hold);
+	void (*hold_free)(void *hold);
+	struct module *owner;
 	bool notifies_dirty;
 };
 
@@ -420,6 +456,17 @@ enum gpumig_converge_file {
 	GPUMIG_NR_CONV_FILES
 };
 
+/* Post-copy's files (migration/), in this order. */
+enum gpumig_pc_file {
+	GPUMIG_PCF_ENABLED,
+	GPUMIG_PCF_ROLE,
+	GPUMIG_PCF_STATE,
+	GPUMIG_PCF_OWED,
+	GPUMIG_PCF_LOST,
+	GPUMIG_PCF_TOKEN,
+	GPUMIG_NR_PC_FILES
+};
+
 struct gpumig_metric_set;
 
 /**
@@ -438,12 +485,14 @@ struct gpumig_metric_attr {
  * @m: the files, in the order of enum gpumig_metric
  * @stream_max: the setting migration/stream_max (root may write it)
  * @conv: auto-converge's files, in the order of enum gpumig_converge_file
+ * @pc: post-copy's files, in the order of enum gpumig_pc_file
  */
 struct gpumig_metric_set {
 	struct gpumig_mig *(*to_mig)(struct device *dev);
 	struct gpumig_metric_attr m[GPUMIG_NR_METRICS];
 	struct gpumig_metric_attr stream_max;
 	struct gpumig_metric_attr conv[GPUMIG_NR_CONV_FILES];
+	struct gpumig_metric_attr pc[GPUMIG_NR_PC_FILES];
 };
 
 ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *attr,
@@ -454,6 +503,10 @@ ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *att
 ssize_t gpumig_conv_attr_show(struct device *dev, struct device_attribute *attr, char *buf);
 ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr,
 			       const char *buf, size_t count);
+ssize_t gpumig_pc_attr_show(struct device *dev, struct device_attribute *attr, char *buf);
+ssize_t gpumig_pc_attr_store(struct device *dev, struct device_attribute *attr,
+			     const char *buf, size_t count);
+void gpumig_mig_postcopy_demand(struct gpumig_mig *m, unsigned long blk);
 
 #define GPUMIG_METRIC(_set, _name)						\
 	{ .attr = __ATTR(_name, 0444, gpumig_metric_attr_show, NULL),		\
@@ -463,6 +516,15 @@ ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr
 	  .set = &(_set) }
 #define GPUMIG_CONV_METRIC(_set, _name)						\
 	{ .attr = __ATTR(_name, 0444, gpumig_conv_attr_show, NULL),		\
+	  .set = &(_set) }
+#define GPUMIG_PC_SETTING(_set, _name)						\
+	{ .attr = __ATTR(_name, 0644, gpumig_pc_attr_show, gpumig_pc_attr_store), \
+	  .set = &(_set) }
+#define GPUMIG_PC_METRIC(_set, _name)						\
+	{ .attr = __ATTR(_name, 0444, gpumig_pc_attr_show, NULL),		\
+	  .set = &(_set) }
+#define GPUMIG_PC_SECRET(_set, _name)						\
+	{ .attr = __ATTR(_name, 0400, gpumig_pc_attr_show, NULL),		\
 	  .set = &(_set) }
 
 /**
@@ -507,6 +569,14 @@ ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr
 		GPUMIG_CONV_METRIC(_p##_metrics, throttle_pct),			\
 		GPUMIG_CONV_METRIC(_p##_metrics, converging),				\
 		},								\
+		.pc = {	/* in the order of enum gpumig_pc_file */		\
+		GPUMIG_PC_SETTING(_p##_metrics, postcopy),				\
+		GPUMIG_PC_METRIC(_p##_metrics, postcopy_role),			\
+		GPUMIG_PC_METRIC(_p##_metrics, postcopy_state),			\
+		GPUMIG_PC_METRIC(_p##_metrics, postcopy_owed_blocks),		\
+		GPUMIG_PC_METRIC(_p##_metrics, postcopy_lost_blocks),		\
+		GPUMIG_PC_SECRET(_p##_metrics, postcopy_token),			\
+		},								\
 	};									\
 	static struct attribute *_p##_mig_attrs[] = {				\
 		__VA_ARGS__,							\
@@ -522,6 +592,9 @@ ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr
 		&_p##_metrics.conv[4].attr.attr, &_p##_metrics.conv[5].attr.attr,	\
 		&_p##_metrics.conv[6].attr.attr, &_p##_metrics.conv[7].attr.attr,	\
 		&_p##_metrics.conv[8].attr.attr,				\
+		&_p##_metrics.pc[0].attr.attr, &_p##_metrics.pc[1].attr.attr,	\
+		&_p##_metrics.pc[2].attr.attr, &_p##_metrics.pc[3].attr.attr,	\
+		&_p##_metrics.pc[4].attr.attr, &_p##_metrics.pc[5].attr.attr,	\
 		NULL								\
 	}
 

@@ -122,6 +122,12 @@ struct gpumig_parser_limits {
  * @vendor: optional: vendor section @index (stream 1.2); without it such
  *	a section fails the stream
  * @end: the stream is complete and every check passed
+ * @postcopy: optional: the source defers VRAM past the stop, in session
+ *	@token (GPUMIG_TOKEN_LEN bytes, not all zero); without it (or @owed)
+ *	such a stream fails at that section, in pre-copy
+ * @owed: optional: blocks @first to @first + @nr - 1 of which those set
+ *	in @map (DIV_ROUND_UP(@nr, 8) bytes, checked: no bit past @nr) are
+ *	owed in session @token
  * @note: optional; a note section of at most GPUMIG_NOTE_MAX bytes (not
  *	NUL terminated).  Notes never fail a stream: longer ones are
  *	skipped unread, and without @note every one is.
@@ -140,6 +146,8 @@ struct gpumig_parser_ops {
 	int (*arch_part)(void *priv, u16 part, u16 nr_parts, const void *data, u32 len);
 	int (*vendor)(void *priv, u32 index, const void *data, u32 len);
 	int (*end)(void *priv);
+	int (*postcopy)(void *priv, const u8 *token);
+	int (*owed)(void *priv, const u8 *token, u64 first, u64 nr, const u8 *map);
 	void (*note)(void *priv, const char *text, u32 len);
 };
 

@@ -75,21 +75,21 @@ geometry_vf() {
 	return $rc
 }
 
-# stream_cap_vf SRC DST: migration/stream_max takes 1.0 to 1.2 and nothing
+# stream_cap_vf SRC DST: migration/stream_max takes 1.0 to 1.3 and nothing
 # else; under 1.0 SRC says so in its descriptor and a kernel in flight
-# migrates to DST in a stream 1.0 (zero chunks, no ranges); back to 1.2.
+# migrates to DST in a stream 1.0 (zero chunks, no ranges); back to 1.3.
 stream_cap_vf() {
 	local f=/sys/bus/pci/devices/$1/migration/stream_max c=/sys/bus/pci/devices/$1/migration/compat
 	local v rc=0
 
-	[ "$(cat "$f")" = 1.2 ] || return 1
-	for v in 2.0 1.3 "1.0 x" 1; do
+	[ "$(cat "$f")" = 1.3 ] || return 1
+	for v in 2.0 1.4 "1.0 x" 1; do
 		! echo "$v" >"$f" 2>/dev/null || rc=1
 	done
 	echo 1.0 >"$f" && [ "$(cat "$f")" = 1.0 ] && grep -q "^stream=1.0 " "$c" || rc=1
 	[ $rc = 0 ] && timeout 600 "$tooldir/simgpu-client" -s migrate -n stream_1_0 \
 		-d "$2" "$1" >"$out/client-stream-1-0.ktap" || rc=1
-	echo 1.2 >"$f" && grep -q "^stream=1.1 " "$c" || rc=1
+	echo 1.3 >"$f" && grep -q "^stream=1.1 " "$c" || rc=1
 	return $rc
 }
 
@@ -310,7 +310,7 @@ pci_suite() {
 		geometry_vf "$vf0" "$vf2" "parts=3,vendor" "^stream=1.2 .*state_version=1\$"
 	check "geometry: 256 KiB blocks, no VRAM dirty tracking (stream 1.2): migrates" \
 		geometry_vf "$vf2" "$vf0" "block=256,untracked" " block_size=262144\$"
-	check "migration/stream_max: 1.0 to 1.2 only; capped at 1.0 a VF migrates in stream 1.0" \
+	check "migration/stream_max: 1.0 to 1.3 only; capped at 1.0 a VF migrates in stream 1.0" \
 		stream_cap_vf "$vf0" "$vf2"
 	check "migration/ files: readable by all, a reader in a loop costs the device one refresh a period" \
 		metrics_cached "$vf1"

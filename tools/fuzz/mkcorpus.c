@@ -87,6 +87,32 @@ int main(int argc, char **argv)
 	out[1] = 0x80;
 	put(argv[1], "last-chunk-repair", len);
 
+	/* Post-copy: the announcement, then a manifest at the end. */
+	gpumig_writer_init(&w);
+	len = 2;
+	out[0] = 0x21;
+	out[1] = 0;
+	EMIT(gpumig_emit_header(&w, out + len, sizeof(out) - len, &c));
+	{
+		struct {
+			struct gpumig_wire_owed o;
+			u8 map[4];
+		} __attribute__((packed)) ow = { .map = { 0x81, 0x00, 0x10, 0x03 } };
+		struct gpumig_wire_postcopy pc = { .token = { 0x47, 0x4d } };
+
+		memcpy(ow.o.token, pc.token, sizeof(pc.token));
+		ow.o.first = 0;
+		ow.o.nr_blocks = 26;
+		EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_POSTCOPY,
+				      &pc, sizeof(pc)));
+		EMIT(gpumig_emit_zero(&w, out + len, sizeof(out) - len, 65536, 65536));
+		EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_OWED,
+				      &ow, sizeof(ow)));
+	}
+	EMIT(gpumig_emit_blob(&w, out + len, sizeof(out) - len, GPUMIG_SEC_ARCH, data, 200));
+	EMIT(gpumig_emit_end(&w, out + len, sizeof(out) - len));
+	put(argv[1], "postcopy", len);
+
 	/* An incompatible source. */
 	gpumig_writer_init(&w);
 	len = 2;

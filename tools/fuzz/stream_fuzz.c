@@ -126,7 +126,7 @@ static int fz_arch_part(void *priv, u16 part, u16 nr_parts, const void *data, u3
 
 	if (part >= nr_parts)
 		abort();	/* the parser let a bad part through */
-	d->digest = fz_mix(d->digest, part << 16 | nr_parts);
+	d->digest = fz_mix(d->digest, (u32)part << 16 | nr_parts);
 	return fz_blob(d, d->part, sizeof(d->part), data, len);
 }
 
@@ -157,16 +157,40 @@ static void fz_note(void *priv, const char *text, u32 len)
 	fz_blob(d, note, sizeof(note), text, len);
 }
 
+static int fz_postcopy(void *priv, const u8 *token)
+{
+	struct fz_dst *d = priv;
+
+	if (!memchr_inv(token, 0, GPUMIG_TOKEN_LEN))
+		abort();	/* the parser let a session without a token through */
+	d->digest = crc32_le(d->digest, token, GPUMIG_TOKEN_LEN);
+	d->calls++;
+	return 0;
+}
+
+static int fz_owed(void *priv, const u8 *token, u64 first, u64 nr, const u8 *map)
+{
+	struct fz_dst *d = priv;
+
+	if (!nr || nr > GPUMIG_OWED_MAX_BLOCKS || (nr % 8 && map[nr / 8] >> (nr % 8)))
+		abort();	/* the parser let a bad manifest through */
+	d->digest = fz_mix(fz_mix(d->digest, first), nr);
+	d->digest = crc32_le(d->digest, map, DIV_ROUND_UP(nr, 8));
+	d->calls++;
+	return 0;
+}
+
 static const struct gpumig_parser_ops fz_ops = {
 	.header = fz_header, .vram = fz_vram, .zero = fz_zero, .arch = fz_arch,
 	.arch_part = fz_arch_part, .vendor = fz_vendor, .end = fz_end, .note = fz_note,
+	.postcopy = fz_postcopy, .owed = fz_owed,
 };
 
 /* The split run's: the same, and VRAM data may be placed. */
 static const struct gpumig_parser_ops fz_place_ops = {
 	.header = fz_header, .vram = fz_vram, .vram_placed = fz_vram_placed,
 	.zero = fz_zero, .arch = fz_arch, .arch_part = fz_arch_part, .vendor = fz_vendor,
-	.end = fz_end, .note = fz_note,
+	.end = fz_end, .note = fz_note, .postcopy = fz_postcopy, .owed = fz_owed,
 };
 
 struct fz_result {

@@ -115,6 +115,9 @@ static const struct scenario {
 	{ "dirty_precopy", t_dirty_precopy, NEEDS_DST | NEEDS_MIGRATION },
 	{ "aperture", t_aperture, NEEDS_DST | NEEDS_MIGRATION },
 	{ "migrate", t_migrate, NEEDS_DST | NEEDS_MIGRATION },
+	{ "postcopy", t_postcopy, NEEDS_DST | NEEDS_MIGRATION },
+	{ "postcopy_abandon", t_postcopy_abandon, NEEDS_DST | NEEDS_MIGRATION },
+	{ "postcopy_mover", t_postcopy_mover, NEEDS_DST | NEEDS_MIGRATION },	/* GPUMIG_MOVER */
 	{ "incompatible", t_incompatible, NEEDS_DST | NEEDS_MIGRATION },
 	{ "stop_fails", t_stop_fails, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "reset_precopy", t_reset_precopy, RUN_DEFAULT | NEEDS_MIGRATION },

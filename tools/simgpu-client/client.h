@@ -70,6 +70,11 @@ int t_converge_sysfs(struct gpu *g);
 int t_migrate(struct gpu *g);
 int t_incompatible(struct gpu *g);
 
+/* mig_postcopy.c */
+int t_postcopy(struct gpu *g);
+int t_postcopy_abandon(struct gpu *g);
+int t_postcopy_mover(struct gpu *g);
+
 /* mig_states.c */
 int t_stop_fails(struct gpu *g);
 int t_reset_precopy(struct gpu *g);

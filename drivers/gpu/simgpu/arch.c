@@ -180,7 +180,8 @@ int simgpu_arch_restore(struct simgpu_core *core, const void *buf, size_t len)
 		for (j = 0; j < ARRAY_SIZE(aq->args); j++)
 			q[i].cur.args[j] = le64_to_cpu(aq->args[j]);
 		q[i].cur.progress = le64_to_cpu(aq->progress);
-		if (q[i].ctrl & ~SIMGPU_QCTRL_ENABLE || q[i].error > SIMGPU_ERR_INTERNAL ||
+		if (q[i].ctrl & ~SIMGPU_QCTRL_ENABLE ||
+		    (q[i].error > SIMGPU_ERR_INTERNAL && q[i].error != SIMGPU_ERR_VRAM_LOST) ||
 		    le32_to_cpu(aq->active) > 1 ||
 		    (q[i].active && !simgpu_arch_cmd_ok(&q[i].cur)))
 			goto out;
@@ -201,8 +202,11 @@ int simgpu_arch_restore(struct simgpu_core *core, const void *buf, size_t len)
 	core->dirty_base = le64_to_cpu(a->dirty_base);
 	core->dirty_pages = le32_to_cpu(a->dirty_pages);
 	core->dirty_count = le32_to_cpu(a->dirty_count);
-	for (i = 0; i < SIMGPU_MAX_QUEUES; i++)
+	for (i = 0; i < SIMGPU_MAX_QUEUES; i++) {
 		q[i].ready_at = ktime_get();
+		q[i].wait_blk = -1;
+	}
+	core->workload_wait = -1;
 	memcpy(core->q, q, sizeof(core->q));
 	simgpu_mmu_flush(core);
 	mutex_unlock(&core->lock);

@@ -177,6 +177,7 @@ static int simgpu_be_scrub(void *priv)
 
 	simgpu_reset(sdev);
 	simgpu_core_set_throttle(&sdev->core, 0);	/* never the next tenant's */
+	simgpu_core_absent_clear(&sdev->core);		/* nor its owed VRAM */
 	mutex_lock(&sdev->core.lock);
 	simgpu_vram_scrub(&sdev->vram);
 	mutex_unlock(&sdev->core.lock);
@@ -216,6 +217,75 @@ static int simgpu_be_throttle(void *priv, u32 pct)
 	return 0;
 }
 
+/* ---- post-copy: the destination runs with blocks absent (absent.c) ---- */
+
+static int simgpu_be_vram_absent(void *priv, const unsigned long *map, unsigned long nr)
+{
+	struct simgpu_dev *sdev = priv;
+
+	return simgpu_core_set_absent(&sdev->core, map, nr, SIMGPU_VRAM_BLOCK_SHIFT);
+}
+
+/* Write the block and make it present at once, under the model's lock. */
+static int simgpu_be_vram_deliver(void *priv, unsigned long blk, const void *buf, u32 len)
+{
+	struct simgpu_dev *sdev = priv;
+	int ret;
+
+	if (len != BIT(SIMGPU_VRAM_BLOCK_SHIFT))
+		return -EINVAL;
+	mutex_lock(&sdev->core.lock);
+	ret = simgpu_absent_arrive_check(&sdev->core, blk);
+	if (!ret)
+		ret = simgpu_vram_rw(&sdev->vram, (u64)blk << SIMGPU_VRAM_BLOCK_SHIFT,
+				     (void *)buf, len, true);
+	if (!ret)
+		simgpu_absent_arrived_locked(&sdev->core, blk);
+	mutex_unlock(&sdev->core.lock);
+	if (!ret)
+		simgpu_proc_kick(&sdev->proc);
+	return ret;
+}
+
+static int simgpu_be_vram_lose(void *priv, unsigned long blk)
+{
+	struct simgpu_dev *sdev = priv;
+
+	return simgpu_core_block_lost(&sdev->core, blk);
+}
+
+/* ---- post-copy: the source's held blocks ------------------------------- */
+
+static void *simgpu_be_vram_hold(void *priv, const unsigned long *map, unsigned long nr)
+{
+	struct simgpu_dev *sdev = priv;
+	struct simgpu_vram_hold *h;
+
+	mutex_lock(&sdev->core.lock);
+	h = simgpu_vram_hold(&sdev->vram, map, nr);
+	mutex_unlock(&sdev->core.lock);
+	return h;
+}
+
+static int simgpu_be_hold_read(void *hold, u64 off, void *buf, u32 len)
+{
+	return simgpu_vram_hold_read(hold, off, buf, len);
+}
+
+static void simgpu_be_hold_return(void *priv, void *hold)
+{
+	struct simgpu_dev *sdev = priv;
+
+	mutex_lock(&sdev->core.lock);
+	simgpu_vram_hold_return(&sdev->vram, hold);
+	mutex_unlock(&sdev->core.lock);
+}
+
+static void simgpu_be_hold_free(void *hold)
+{
+	simgpu_vram_hold_free(hold);
+}
+
 const struct gpumig_backend_ops simgpu_backend_ops = {
 	.quiesce = simgpu_be_quiesce,
 	.unquiesce = simgpu_be_unquiesce,
@@ -236,6 +306,14 @@ const struct gpumig_backend_ops simgpu_backend_ops = {
 	.dma_log_stop = simgpu_be_dma_log_stop,
 	.dma_log_report = simgpu_be_dma_log_report,
 	.throttle = simgpu_be_throttle,
+	.vram_absent = simgpu_be_vram_absent,
+	.vram_deliver = simgpu_be_vram_deliver,
+	.vram_lose = simgpu_be_vram_lose,
+	.vram_hold = simgpu_be_vram_hold,
+	.hold_read = simgpu_be_hold_read,
+	.hold_return = simgpu_be_hold_return,
+	.hold_free = simgpu_be_hold_free,
+	.owner = THIS_MODULE,
 	.notifies_dirty = true,
 };
 

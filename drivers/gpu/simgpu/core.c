@@ -68,8 +68,20 @@ bool simgpu_queue_has_work(struct simgpu_core *core, struct simgpu_queue *q)
 
 static bool simgpu_queue_ready(struct simgpu_core *core, struct simgpu_queue *q)
 {
-	return simgpu_queue_has_work(core, q) &&
+	return simgpu_queue_has_work(core, q) && q->wait_blk < 0 &&
 	       (!q->active || !ktime_before(ktime_get(), q->ready_at));
+}
+
+/*
+ * A step found a block absent: the queue waits for it, and whoever brings
+ * blocks in hears which one, the first time.
+ */
+static void simgpu_wait_block(struct simgpu_core *core, s64 *wait)
+{
+	*wait = core->wait_blk;
+	core->ab.waits++;
+	if (core->env->demand)
+		core->env->demand(core->ctx, core->wait_blk);
 }
 
 /**
@@ -228,6 +240,10 @@ static void simgpu_queue_step(struct simgpu_core *core, u32 qi)
 		q->active = true;
 	}
 	err = simgpu_cmd_step(core, qi, &done);
+	if (err == SIMGPU_STEP_WAIT) {
+		simgpu_wait_block(core, &q->wait_blk);
+		return;
+	}
 	if (err) {
 		simgpu_queue_fail(core, qi, err, core->fault_addr);
 		return;
@@ -373,7 +389,7 @@ static void simgpu_service_workload(struct simgpu_core *core)
 	u64 due, n, ns;
 
 	if (!rate || !core->dirty_pages || core->err_queue == SIMGPU_QUEUE_WORKLOAD ||
-	    core->run_state != SIMGPU_RUN)
+	    core->run_state != SIMGPU_RUN || core->workload_wait >= 0)
 		return;
 	ns = simgpu_run_clock(core, ktime_get()) - core->dirty_start;
 	due = div_u64((u64)ns * rate, NSEC_PER_SEC);
@@ -396,6 +412,12 @@ static void simgpu_service_workload(struct simgpu_core *core)
 
 		err = simgpu_mem_access(core, core->dirty_base + page * SIMGPU_PAGE_SIZE,
 					stamp, sizeof(stamp), true);
+		if (err == SIMGPU_STEP_WAIT) {
+			/* Paced in run time: what it could not write waits with it. */
+			simgpu_wait_block(core, &core->workload_wait);
+			core->dirty_done = due;
+			return;
+		}
 		if (err) {
 			simgpu_queue_fail(core, SIMGPU_QUEUE_WORKLOAD, err,
 					  core->fault_addr);
@@ -422,10 +444,11 @@ static bool simgpu_has_work_locked(struct simgpu_core *core)
 		return true;
 	if (!(core->control & SIMGPU_CTRL_ENABLE))
 		return false;
-	if (READ_ONCE(core->knobs.dirty_rate) && core->dirty_pages)
+	if (READ_ONCE(core->knobs.dirty_rate) && core->dirty_pages && core->workload_wait < 0)
 		return true;
+	/* A queue waiting for an absent block is woken by its arrival. */
 	for (i = 0; i < core->nr_queues; i++)
-		if (simgpu_queue_has_work(core, &core->q[i]))
+		if (simgpu_queue_has_work(core, &core->q[i]) && core->q[i].wait_blk < 0)
 			return true;
 	return false;
 }
@@ -516,6 +539,7 @@ void simgpu_reset_locked(struct simgpu_core *core)
 	core->rr = 0;
 	WRITE_ONCE(core->run_state, SIMGPU_RUN);
 	memset(core->q, 0, sizeof(core->q));
+	simgpu_absent_reset_locked(core);
 	simgpu_mmu_flush(core);
 }
 
@@ -556,7 +580,10 @@ void simgpu_core_clear_stats(struct simgpu_core *core)
  *
  * Every register returns to its reset value, queued and running work is
  * dropped and the translation cache flushed.  VRAM keeps its contents
- * (the tenant is the same); it is scrubbed when the tenant closes.
+ * (the tenant is the same); it is scrubbed when the tenant closes.  VRAM
+ * a migration still owes stays owed; what was lost of it reads again (as
+ * whatever VRAM then holds there: the guest reset its device, whose
+ * memory it no longer trusts).
  */
 void simgpu_core_reset(struct simgpu_core *core)
 {
@@ -596,6 +623,7 @@ int simgpu_core_init(struct simgpu_core *core, const struct simgpu_env_ops *env,
 	core->knobs.preempt = true;
 	core->vram_size = vram_size;
 	core->share_from = ktime_get();
+	simgpu_absent_reset_locked(core);
 	mutex_init(&core->lock);
 	return 0;
 }
@@ -609,6 +637,7 @@ void simgpu_core_destroy(struct simgpu_core *core)
 {
 	kvfree(core->scratch);
 	kfree(core->bounce);
+	simgpu_absent_free(core);
 	mutex_destroy(&core->lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_core_destroy);

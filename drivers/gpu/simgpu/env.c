@@ -61,6 +61,14 @@ static void simgpu_env_guest_reset(void *ctx)
 		gpumig_mig_reconfigured(sdev->mig);
 }
 
+/* Post-copy: the model waits on an owed block; the engine's mover hears. */
+static void simgpu_env_demand(void *ctx, u64 blk)
+{
+	struct simgpu_dev *sdev = ctx;
+
+	gpumig_mig_postcopy_demand(sdev->mig, blk);
+}
+
 const struct simgpu_env_ops simgpu_mdev_env = {
 	.dma_rw = simgpu_env_dma_rw,
 	.vram_rw = simgpu_env_vram_rw,
@@ -68,4 +76,5 @@ const struct simgpu_env_ops simgpu_mdev_env = {
 	.kick = simgpu_env_kick,
 	.stepped = simgpu_env_stepped,
 	.guest_reset = simgpu_env_guest_reset,
+	.demand = simgpu_env_demand,
 };

@@ -117,6 +117,35 @@ u32 simgpu_mmu_translate(struct simgpu_core *core, u64 va, bool write, u64 *pte)
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_mmu_translate);
 
+/*
+ * Before an access moves a byte: is any VRAM page it touches absent (a
+ * migration still owes it) or lost?  Translation errors are left to the
+ * access itself.
+ */
+static u32 simgpu_mem_probe(struct simgpu_core *core, u64 va, size_t len, bool write)
+{
+	while (len) {
+		size_t off = va & (SIMGPU_PAGE_SIZE - 1);
+		size_t n = min_t(size_t, len, SIMGPU_PAGE_SIZE - off);
+		u64 pte;
+		u32 err;
+
+		if (simgpu_mmu_translate(core, va, write, &pte))
+			return 0;
+		if (pte & SIMGPU_PTE_VRAM) {
+			err = simgpu_absent_probe(core, (pte & SIMGPU_PTE_ADDR_MASK) + off, n,
+						  write);
+			if (err) {
+				core->fault_addr = va;
+				return err;
+			}
+		}
+		va += n;
+		len -= n;
+	}
+	return 0;
+}
+
 /**
  * simgpu_mem_access() - read or write GPU virtual memory
  * @core: device, lock held
@@ -126,21 +155,29 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_mmu_translate);
  * @write: true to write @buf to the device's memory
  *
  * Each page is translated separately and lands in VRAM or, through the
- * environment (VFIO), in guest memory.
+ * environment (VFIO), in guest memory.  While a migration still owes VRAM
+ * (absent.c), nothing moves unless every VRAM page the access touches is
+ * there.
  *
- * Return: 0 or SIMGPU_ERR_*; core->fault_addr says where it failed.
+ * Return: 0, SIMGPU_STEP_WAIT (core->wait_blk is the absent block), or
+ * SIMGPU_ERR_*; core->fault_addr says where it failed.
  */
 u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 		      bool write)
 {
 	u8 *p = buf;
+	u32 err;
 
 	lockdep_assert_held(&core->lock);
+	if (core->ab.nr_absent || core->ab.nr_lost) {
+		err = simgpu_mem_probe(core, va, len, write);
+		if (err)
+			return err;
+	}
 	while (len) {
 		size_t off = va & (SIMGPU_PAGE_SIZE - 1);
 		size_t n = min_t(size_t, len, SIMGPU_PAGE_SIZE - off);
 		u64 pte, addr;
-		u32 err;
 		int ret;
 
 		err = simgpu_mmu_translate(core, va, write, &pte);
@@ -154,6 +191,8 @@ u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 				return ret == -ERANGE ? SIMGPU_ERR_VRAM_RANGE :
 							SIMGPU_ERR_INTERNAL;
 			}
+			if (write && core->ab.nr_lost)
+				simgpu_absent_written(core, addr, n);
 		} else if (core->env->dma_rw(core->ctx, addr, p, n, write)) {
 			core->fault_addr = va;
 			return SIMGPU_ERR_DMA;

@@ -68,6 +68,9 @@ enum simgpu_run_state {
  * @guest_reset: the guest reset the device through its control register
  *	(optional): its state starts over, which a migration in pre-copy
  *	may want to know
+ * @demand: optional: work waits on VRAM block @blk, which has not arrived
+ *	yet (simgpu_core_set_absent()); called once each time a queue or the
+ *	background writer starts to wait on it
  *
  * Every op may be called with the core's lock held and must not sleep on
  * it; @dma_rw and @vram_rw may sleep otherwise.
@@ -79,6 +82,7 @@ struct simgpu_env_ops {
 	void (*kick)(void *ctx);
 	void (*stepped)(void *ctx);
 	void (*guest_reset)(void *ctx);
+	void (*demand)(void *ctx, u64 blk);
 };
 
 /**
@@ -107,6 +111,7 @@ struct simgpu_cmd_state {
  * @active: @cur holds a command in progress
  * @cur: the command in progress
  * @ready_at: the next kernel step may not run before this (kernel_step_us)
+ * @wait_blk: the absent VRAM block the current step waits for, or -1
  */
 struct simgpu_queue {
 	u64 ring;
@@ -119,7 +124,34 @@ struct simgpu_queue {
 	bool active;
 	struct simgpu_cmd_state cur;
 	ktime_t ready_at;
+	s64 wait_blk;
 };
+
+/**
+ * struct simgpu_absent - device memory that has not arrived (absent.c)
+ * @absent: one bit per block of 1 << @shift bytes that is still owed, or
+ *	NULL when none ever was
+ * @lost: one bit per page (SIMGPU_PAGE_SIZE) that will never arrive
+ * @nr_blocks: bits of @absent
+ * @shift: log2 of the block
+ * @nr_absent: bits set in @absent
+ * @nr_lost: bits set in @lost
+ * @waits: times work started to wait on an absent block
+ * @lost_hits: accesses refused with SIMGPU_ERR_VRAM_LOST
+ */
+struct simgpu_absent {
+	unsigned long *absent;
+	unsigned long *lost;
+	u64 nr_blocks;
+	u32 shift;
+	u64 nr_absent;
+	u64 nr_lost;
+	u64 waits;
+	u64 lost_hits;
+};
+
+/* What a step returns when it must wait for an absent block (never a queue's error). */
+#define SIMGPU_STEP_WAIT		0xffffffffU
 
 struct simgpu_tlb_entry {
 	u64 vpn;
@@ -260,6 +292,9 @@ struct simgpu_core {
 	u32 throttle_pct;
 	ktime_t share_from;
 	u64 share_base;
+	struct simgpu_absent ab;
+	u64 wait_blk;
+	s64 workload_wait;
 
 	struct simgpu_knobs knobs;
 };
@@ -305,6 +340,21 @@ void simgpu_mmu_flush(struct simgpu_core *core);
 bool simgpu_tlb_empty(struct simgpu_core *core);
 u32 simgpu_mem_access(struct simgpu_core *core, u64 va, void *buf, size_t len,
 		      bool write);
+
+/* absent.c: VRAM a migration still owes (post-copy) */
+int simgpu_core_set_absent(struct simgpu_core *core, const unsigned long *map,
+			   u64 nr_blocks, u32 shift);
+int simgpu_core_block_arrived(struct simgpu_core *core, u64 blk);
+int simgpu_core_block_lost(struct simgpu_core *core, u64 blk);
+void simgpu_core_absent_clear(struct simgpu_core *core);
+u64 simgpu_core_absent_count(struct simgpu_core *core);
+int simgpu_absent_arrive_check(struct simgpu_core *core, u64 blk);
+void simgpu_absent_arrived_locked(struct simgpu_core *core, u64 blk);
+u32 simgpu_absent_probe(struct simgpu_core *core, u64 va, size_t len, bool write);
+void simgpu_absent_written(struct simgpu_core *core, u64 addr, size_t len);
+void simgpu_absent_wake_locked(struct simgpu_core *core, s64 blk);
+void simgpu_absent_reset_locked(struct simgpu_core *core);
+void simgpu_absent_free(struct simgpu_core *core);
 
 /* arch.c */
 size_t simgpu_arch_size(void);

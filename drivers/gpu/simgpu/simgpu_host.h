@@ -93,6 +93,12 @@ void simgpu_vram_dirty_count(struct simgpu_vram *vram, unsigned long *backed,
 			     unsigned long *zero);
 void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len);
 void simgpu_vram_scrub(struct simgpu_vram *vram);
+struct simgpu_vram_hold;
+struct simgpu_vram_hold *simgpu_vram_hold(struct simgpu_vram *vram, const unsigned long *map,
+					  unsigned long nr);
+int simgpu_vram_hold_read(struct simgpu_vram_hold *h, u64 offset, void *buf, size_t len);
+void simgpu_vram_hold_return(struct simgpu_vram *vram, struct simgpu_vram_hold *h);
+void simgpu_vram_hold_free(struct simgpu_vram_hold *h);
 
 /* proc.c */
 void simgpu_proc_init(struct simgpu_proc *p, struct simgpu_core *core);

@@ -474,3 +474,147 @@ void simgpu_vram_scrub(struct simgpu_vram *vram)
 	vram->nr_dirty_backed = 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_scrub);
+
+/**
+ * struct simgpu_vram_hold - VRAM pages that left a device for a post-copy
+ * @pages: page index -> struct page *, as they were in the device
+ * @size: the device's VRAM size, bytes
+ */
+struct simgpu_vram_hold {
+	struct xarray pages;
+	u64 size;
+};
+
+/**
+ * simgpu_vram_hold() - move the pages of the blocks set in @map out of VRAM
+ * @vram: VRAM, @vram->lock held
+ * @map: one bit per block
+ * @nr: bits in @map
+ *
+ * The device then reads zero there; the pages keep their contents, held.
+ *
+ * Return: the hold, or an ERR_PTR (nothing moved).
+ */
+struct simgpu_vram_hold *simgpu_vram_hold(struct simgpu_vram *vram, const unsigned long *map,
+					  unsigned long nr)
+{
+	struct simgpu_vram_hold *h;
+	unsigned long blk, idx, first, last;
+	struct page *page;
+
+	lockdep_assert_held(vram->lock);
+	if (nr != vram->nr_blocks)
+		return ERR_PTR(-EINVAL);
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return ERR_PTR(-ENOMEM);
+	xa_init(&h->pages);
+	h->size = vram->size;
+	for_each_set_bit(blk, map, nr) {
+		unsigned int moved = 0;
+
+		first = blk << (SIMGPU_VRAM_BLOCK_SHIFT - PAGE_SHIFT);
+		last = first + SIMGPU_VRAM_BLOCK_PAGES - 1;
+		xa_for_each_range(&vram->pages, idx, page, first, last) {
+			if (xa_err(xa_store(&h->pages, idx, page, GFP_KERNEL))) {
+				if (moved)
+					simgpu_vram_backing(vram, blk, false);
+				simgpu_vram_hold_return(vram, h);
+				return ERR_PTR(-ENOMEM);
+			}
+			xa_erase(&vram->pages, idx);
+			vram->present--;
+			moved++;
+		}
+		/* All of its pages left: the block reads zero in the device. */
+		if (moved)
+			simgpu_vram_backing(vram, blk, false);
+		cond_resched();
+	}
+	return h;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_hold);
+
+/**
+ * simgpu_vram_hold_read() - read held contents
+ * @h: hold; its user serialises calls
+ * @offset: VRAM offset
+ * @buf: kernel buffer
+ * @len: bytes
+ *
+ * Return: 0, or -ERANGE outside VRAM.  A page never written reads zero.
+ */
+int simgpu_vram_hold_read(struct simgpu_vram_hold *h, u64 offset, void *buf, size_t len)
+{
+	u8 *p = buf;
+	u64 end;
+
+	if (check_add_overflow(offset, (u64)len, &end) || end > h->size)
+		return -ERANGE;
+	while (len) {
+		size_t off = offset & ~PAGE_MASK;
+		size_t n = min_t(size_t, len, PAGE_SIZE - off);
+		struct page *page = xa_load(&h->pages, offset >> PAGE_SHIFT);
+
+		if (page)
+			memcpy_from_page(p, page, off, n);
+		else
+			memset(p, 0, n);
+		p += n;
+		offset += n;
+		len -= n;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_hold_read);
+
+/**
+ * simgpu_vram_hold_return() - put held pages back where they were, free the hold
+ * @vram: VRAM, @vram->lock held; nothing was written where they go since
+ * @h: hold
+ *
+ * A page whose place the device has filled meanwhile is scrubbed instead.
+ */
+void simgpu_vram_hold_return(struct simgpu_vram *vram, struct simgpu_vram_hold *h)
+{
+	struct page *page;
+	unsigned long idx;
+
+	lockdep_assert_held(vram->lock);
+	xa_for_each(&h->pages, idx, page) {
+		unsigned long blk = idx >> (SIMGPU_VRAM_BLOCK_SHIFT - PAGE_SHIFT);
+		bool was_zero = simgpu_vram_block_zero(vram, blk);
+
+		if (xa_load(&vram->pages, idx) ||
+		    xa_err(xa_store(&vram->pages, idx, page, GFP_KERNEL))) {
+			clear_highpage(page);
+			__free_page(page);
+			continue;
+		}
+		vram->present++;
+		if (was_zero)
+			simgpu_vram_backing(vram, blk, true);
+	}
+	xa_destroy(&h->pages);
+	kfree(h);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_hold_return);
+
+/**
+ * simgpu_vram_hold_free() - scrub and free held pages
+ * @h: hold
+ */
+void simgpu_vram_hold_free(struct simgpu_vram_hold *h)
+{
+	struct page *page;
+	unsigned long idx;
+
+	xa_for_each(&h->pages, idx, page) {
+		clear_highpage(page);
+		__free_page(page);
+		cond_resched();
+	}
+	xa_destroy(&h->pages);
+	kfree(h);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_hold_free);

@@ -17,7 +17,7 @@
 
 #define GPUMIG_SEC_MAGIC		0x474d5047	/* "GPMG" on the wire */
 #define GPUMIG_STREAM_MAJOR		1
-#define GPUMIG_STREAM_MINOR		2
+#define GPUMIG_STREAM_MINOR		3
 
 /* No destination buffers more than this of one section. */
 #define GPUMIG_SEC_MAX_PAYLOAD		(16U << 20)
@@ -32,6 +32,8 @@
 #define GPUMIG_SEC_ZERO			0x0005	/* a range of device memory reads zero (1.1) */
 #define GPUMIG_SEC_ARCH_PART		0x0006	/* one part of the architectural state (1.2) */
 #define GPUMIG_SEC_VENDOR		0x0007	/* a device's own opaque state (1.2) */
+#define GPUMIG_SEC_POSTCOPY		0x0008	/* pre-copy: VRAM will follow the stop (1.3) */
+#define GPUMIG_SEC_OWED			0x0009	/* stop-copy: blocks still owed (1.3) */
 #define GPUMIG_SEC_END			0x000f	/* last: counts and stream CRC */
 #define GPUMIG_SEC_NOTE			(GPUMIG_SEC_OPTIONAL | 0x0001)
 
@@ -186,6 +188,48 @@ struct gpumig_wire_vendor {
 	__le32 index;
 	__le32 flags;
 } __attribute__((packed));
+
+/* Bytes of a post-copy session token. */
+#define GPUMIG_TOKEN_LEN		16
+
+/**
+ * struct gpumig_wire_postcopy - payload of GPUMIG_SEC_POSTCOPY (32 bytes).
+ *	Stream 1.3: the source defers part of VRAM past the stop (deferred
+ *	restoration, Documentation/gpumig/postcopy.rst).  Sent in pre-copy,
+ *	before any stop-copy data, so that a destination that cannot run with
+ *	VRAM still owed refuses the stream while the source still runs (a
+ *	reader of 1.2 or earlier refuses it as an unknown mandatory section).
+ *	After it the stream carries no more VRAM data before the stop.
+ * @token: the session token: random, the same in GPUMIG_SEC_OWED and in
+ *	every block the mover delivers
+ * @flags: must be zero
+ * @reserved: must be zero
+ */
+struct gpumig_wire_postcopy {
+	__u8 token[GPUMIG_TOKEN_LEN];
+	__le32 flags;
+	__le32 reserved[3];
+} __attribute__((packed));
+
+/**
+ * struct gpumig_wire_owed - payload of GPUMIG_SEC_OWED (32 bytes), then a
+ *	bitmap of @nr_blocks bits in DIV_ROUND_UP(@nr_blocks, 8) bytes (bit i
+ *	of byte j is block @first + 8 * j + i; the bits past @nr_blocks are
+ *	zero).  Stream 1.3, stop-copy, in a stream that carried a
+ *	GPUMIG_SEC_POSTCOPY: the blocks set are owed, delivered after the
+ *	stop by the mover; one section covers at most 524288 blocks, further
+ *	ones follow with a higher @first, in order, without overlap.
+ * @token: the session's, as in GPUMIG_SEC_POSTCOPY
+ * @first: first block the bitmap covers
+ * @nr_blocks: blocks it covers, not zero
+ */
+struct gpumig_wire_owed {
+	__u8 token[GPUMIG_TOKEN_LEN];
+	__le64 first;
+	__le64 nr_blocks;
+} __attribute__((packed));
+
+#define GPUMIG_OWED_MAX_BLOCKS		524288
 
 /**
  * struct gpumig_wire_end - payload of GPUMIG_SEC_END (16 bytes)

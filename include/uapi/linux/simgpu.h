@@ -160,6 +160,15 @@ struct simgpu_cmd {
  * SIMGPU_REG_ERROR_QUEUE is SIMGPU_QUEUE_DEVICE; a device reset clears it.
  */
 #define SIMGPU_ERR_DEVICE_LOST		11
+/*
+ * The command touched device memory that was lost in a migration: the
+ * destination ran before all of VRAM had arrived (post-copy) and the rest
+ * never did.  SIMGPU_REG_ERROR_ADDR is the GPU virtual address.  A lost
+ * page reads as this error until the guest writes all of it (a FILL or
+ * COPY that covers it whole) or resets the device; nothing else of the
+ * device is affected.
+ */
+#define SIMGPU_ERR_VRAM_LOST		12
 
 /* SIMGPU_REG_ERROR_QUEUE of an error of the whole device. */
 #define SIMGPU_QUEUE_DEVICE		0xfe

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Just enough of the kernel's API for simgpu's device model (core.c,
- * regs.c, host.c, mmu.c, arch.c from drivers/gpu/simgpu) to build unchanged inside QEMU,
+ * regs.c, host.c, mmu.c, absent.c, arch.c from drivers/gpu/simgpu) to build unchanged inside QEMU,
  * the way the stream codec builds into the fuzzer.
  *
  * The model's lock becomes nothing: QEMU runs every access to the device,
@@ -84,5 +84,62 @@ static inline ktime_t ktime_add_us(ktime_t t, u64 us) { return t + (s64)us * 100
 static inline ktime_t ktime_sub(ktime_t a, ktime_t b) { return a - b; }
 static inline bool ktime_before(ktime_t a, ktime_t b) { return a < b; }
 static inline s64 ktime_to_ns(ktime_t t) { return t; }
+
+/* Bitmaps, as absent.c uses them (not atomic: the big lock serialises). */
+#define BITS_PER_LONG		(8 * sizeof(long))
+#define BITS_TO_LONGS(n)	(((n) + BITS_PER_LONG - 1) / BITS_PER_LONG)
+#ifndef DIV_ROUND_UP
+#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
+#endif
+
+static inline unsigned long *bitmap_zalloc(u64 nbits, int gfp)
+{
+	(void)gfp;
+	return calloc(BITS_TO_LONGS(nbits) ? BITS_TO_LONGS(nbits) : 1, sizeof(long));
+}
+
+static inline void bitmap_free(const unsigned long *map) { free((void *)map); }
+
+static inline bool test_bit(u64 nr, const unsigned long *map)
+{
+	return (map[nr / BITS_PER_LONG] >> (nr % BITS_PER_LONG)) & 1;
+}
+
+static inline void __set_bit(u64 nr, unsigned long *map)
+{
+	map[nr / BITS_PER_LONG] |= 1UL << (nr % BITS_PER_LONG);
+}
+
+static inline void __clear_bit(u64 nr, unsigned long *map)
+{
+	map[nr / BITS_PER_LONG] &= ~(1UL << (nr % BITS_PER_LONG));
+}
+
+static inline void bitmap_copy(unsigned long *dst, const unsigned long *src, u64 nbits)
+{
+	memcpy(dst, src, BITS_TO_LONGS(nbits) * sizeof(long));
+	if (nbits % BITS_PER_LONG)
+		dst[nbits / BITS_PER_LONG] &= (1UL << (nbits % BITS_PER_LONG)) - 1;
+}
+
+static inline void bitmap_zero(unsigned long *map, u64 nbits)
+{
+	memset(map, 0, BITS_TO_LONGS(nbits) * sizeof(long));
+}
+
+static inline void bitmap_set(unsigned long *map, u64 start, u64 n)
+{
+	while (n--)
+		__set_bit(start++, map);
+}
+
+static inline u64 bitmap_weight(const unsigned long *map, u64 nbits)
+{
+	u64 i, w = 0;
+
+	for (i = 0; i < nbits; i++)
+		w += test_bit(i, map);
+	return w;
+}
 
 #endif /* SIMGPU_SHIM_H */

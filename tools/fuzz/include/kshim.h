@@ -22,6 +22,7 @@
 #endif
 
 typedef uint8_t u8;
+typedef uint8_t __u8;
 typedef uint16_t u16;
 typedef uint32_t u32;
 typedef unsigned long long u64;
@@ -53,6 +54,17 @@ typedef unsigned long long __le64;
 #define check_add_overflow(a, b, d)	__builtin_add_overflow(a, b, d)
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define BIT(n)		(1UL << (n))
+#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
+
+static inline void *memchr_inv(const void *p, int c, size_t n)
+{
+	const unsigned char *s = p;
+
+	for (; n; n--, s++)
+		if (*s != (unsigned char)c)
+			return (void *)s;
+	return NULL;
+}
 
 static inline void *kvmalloc(size_t n, int gfp)
 {

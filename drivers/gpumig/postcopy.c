@@ -1,0 +1,1051 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig: post-copy of device memory (deferred VRAM restoration).
+ *
+ * A saving file that announced post-copy (GPUMIG_SEC_POSTCOPY, save.c)
+ * ends its stream with a manifest of the blocks it did not carry
+ * (GPUMIG_SEC_OWED).  When such a stream was read to its end and the
+ * source leaves STOP_COPY, their contents leave the device into a hold
+ * (the backend's @vram_hold): a session here, the source's, keyed by the
+ * stream's token.  The destination that restored the stream runs with
+ * those blocks absent (the backend's @vram_absent): a session too, its
+ * destination.  A mover, root's, attaches to both through
+ * /dev/gpumig-postcopy (<uapi/linux/gpumig_postcopy.h>) and carries each
+ * block: a source reads it with its CRC, the destination checks and
+ * installs it and its write returns once the device can use it, the
+ * mover acknowledges it to the source.  The last acknowledgment scrubs
+ * the hold; an abandon on the destination marks what is still missing
+ * lost, on the source scrubs what it held.
+ *
+ * A session outlives the open files on it and the device's binding: the
+ * source's hold lives as long as blocks are owed, whatever the tenant or
+ * the VMM does with the device, unless the device itself goes (removing
+ * it abandons the session, loudly) or runs again (a failed switchover: the
+ * contents go back).  A destination session ends with its device's
+ * tenant: a VM that closed its device no longer waits for its memory.
+ *
+ * Locks: the state mutex of a device, then a session's @lock; a session's
+ * @demand_lock (a spinlock: the backend reports demand from under its own
+ * locks) nests inside everything.  gpumig_pc_list_lock guards the list
+ * and is taken with no session lock held, or before one.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/bitmap.h>
+#include <linux/crc32.h>
+#include <linux/fs.h>
+#include <linux/kref.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include <uapi/linux/gpumig_postcopy.h>
+
+#include "engine.h"
+
+static_assert(GPUMIG_PC_TOKEN_LEN == GPUMIG_TOKEN_LEN);
+static_assert(sizeof(struct gpumig_pc_block) == 40);
+
+#define GPUMIG_PC_DEMANDS	64
+
+/**
+ * struct gpumig_pc - one post-copy session, one side of it
+ * @node: in gpumig_pc_list while the session is active
+ * @ref: the list's, each open file's and the device's
+ * @token: the streams' session token
+ * @source: the source's side (else the destination's)
+ * @dev_name: the device's name, for messages after it is gone
+ * @lock: guards every field below but the demand ring
+ * @state: GPUMIG_PC_STATE_*
+ * @m: destination: its device, until the tenant closes it or it goes
+ * @ops: source: the backend whose hold this is
+ * @hold: source: the held contents, or NULL once scrubbed
+ * @nr_blocks: blocks of the device's VRAM
+ * @block_shift: log2 of the block
+ * @owed: source: blocks not acknowledged; destination: not arrived
+ * @ever: destination: blocks owed at the stop
+ * @wanted: source: blocks the destination asked for first
+ * @nr_owed: bits set in @owed
+ * @total: blocks owed at the stop
+ * @lost: destination: blocks marked lost
+ * @wq: readers and pollers wait here
+ * @demand_lock: guards the demand ring; a spinlock, taken under the
+ *	backend's locks
+ * @demand: destination: blocks the device started to wait on
+ * @dhead: next to read
+ * @dtail: next to write
+ * @waits: destination: every time the device started to wait
+ */
+struct gpumig_pc {
+	struct list_head node;
+	struct kref ref;
+	u8 token[GPUMIG_TOKEN_LEN];
+	bool source;
+	char dev_name[64];
+
+	struct mutex lock;	/* see above */
+	u32 state;
+	struct gpumig_mig *m;
+	const struct gpumig_backend_ops *ops;
+	void *hold;
+	unsigned long nr_blocks;
+	u32 block_shift;
+	unsigned long *owed;
+	unsigned long *ever;
+	unsigned long *wanted;
+	unsigned long nr_owed;
+	unsigned long total;
+	unsigned long lost;
+	wait_queue_head_t wq;
+
+	spinlock_t demand_lock;	/* see above */
+	u64 demand[GPUMIG_PC_DEMANDS];
+	u32 dhead;
+	u32 dtail;
+	u64 waits;
+};
+
+static LIST_HEAD(gpumig_pc_list);
+static DEFINE_MUTEX(gpumig_pc_list_lock);	/* guards gpumig_pc_list */
+
+static void gpumig_pc_free(struct kref *ref)
+{
+	struct gpumig_pc *s = container_of(ref, struct gpumig_pc, ref);
+
+	WARN_ON(s->hold);
+	bitmap_free(s->owed);
+	bitmap_free(s->ever);
+	bitmap_free(s->wanted);
+	mutex_destroy(&s->lock);
+	kfree(s);
+}
+
+static void gpumig_pc_put(struct gpumig_pc *s)
+{
+	kref_put(&s->ref, gpumig_pc_free);
+}
+
+static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bool source,
+				       const unsigned long *owed)
+{
+	unsigned long nr = m->compat.vram_size >> m->geo.block_shift;
+	struct gpumig_pc *s = kzalloc(sizeof(*s), GFP_KERNEL);
+
+	if (!s)
+		return NULL;
+	s->owed = bitmap_zalloc(nr, GFP_KERNEL);
+	s->ever = bitmap_zalloc(nr, GFP_KERNEL);
+	s->wanted = bitmap_zalloc(nr, GFP_KERNEL);
+	if (!s->owed || !s->ever || !s->wanted) {
+		bitmap_free(s->owed);
+		bitmap_free(s->ever);
+		bitmap_free(s->wanted);
+		kfree(s);
+		return NULL;
+	}
+	kref_init(&s->ref);
+	INIT_LIST_HEAD(&s->node);
+	memcpy(s->token, token, GPUMIG_TOKEN_LEN);
+	s->source = source;
+	strscpy(s->dev_name, dev_name(m->vdev->dev), sizeof(s->dev_name));
+	mutex_init(&s->lock);
+	init_waitqueue_head(&s->wq);
+	spin_lock_init(&s->demand_lock);
+	s->state = GPUMIG_PC_STATE_ACTIVE;
+	s->nr_blocks = nr;
+	s->block_shift = m->geo.block_shift;
+	bitmap_copy(s->owed, owed, nr);
+	bitmap_copy(s->ever, owed, nr);
+	s->nr_owed = bitmap_weight(owed, nr);
+	s->total = s->nr_owed;
+	return s;
+}
+
+/* The session of @token on side @source that is still active, with a reference. */
+static struct gpumig_pc *gpumig_pc_find(const u8 *token, bool source)
+{
+	struct gpumig_pc *s;
+
+	lockdep_assert_held(&gpumig_pc_list_lock);
+	list_for_each_entry(s, &gpumig_pc_list, node)
+		if (s->source == source && !memcmp(s->token, token, GPUMIG_TOKEN_LEN)) {
+			kref_get(&s->ref);
+			return s;
+		}
+	return NULL;
+}
+
+/* Put @s on the list, unless its side of @token is there already. */
+static int gpumig_pc_publish(struct gpumig_pc *s)
+{
+	struct gpumig_pc *old;
+	int ret = 0;
+
+	mutex_lock(&gpumig_pc_list_lock);
+	old = gpumig_pc_find(s->token, s->source);
+	if (old) {
+		gpumig_pc_put(old);
+		ret = -EEXIST;
+	} else {
+		kref_get(&s->ref);
+		list_add_tail(&s->node, &gpumig_pc_list);
+	}
+	mutex_unlock(&gpumig_pc_list_lock);
+	return ret;
+}
+
+static void gpumig_pc_unpublish(struct gpumig_pc *s)
+{
+	bool listed;
+
+	mutex_lock(&gpumig_pc_list_lock);
+	listed = !list_empty(&s->node);
+	list_del_init(&s->node);
+	mutex_unlock(&gpumig_pc_list_lock);
+	if (listed)
+		gpumig_pc_put(s);
+}
+
+/* Source: scrub and let go of what is held.  The session's lock held. */
+static void gpumig_pc_drop_hold(struct gpumig_pc *s)
+{
+	lockdep_assert_held(&s->lock);
+	if (!s->hold)
+		return;
+	s->ops->hold_free(s->hold);
+	module_put(s->ops->owner);
+	s->hold = NULL;
+}
+
+/*
+ * The session ends in @state: it leaves the list (no mover attaches any
+ * more), readers wake.  Its lock held; the caller unpublishes after.
+ */
+static void gpumig_pc_end_locked(struct gpumig_pc *s, u32 state)
+{
+	lockdep_assert_held(&s->lock);
+	if (s->state != GPUMIG_PC_STATE_ACTIVE)
+		return;
+	s->state = state;
+	if (s->source)
+		gpumig_pc_drop_hold(s);
+	wake_up_interruptible_all(&s->wq);
+}
+
+/* ---- the source ------------------------------------------------------- */
+
+/**
+ * gpumig_pc_source_possible() - may this device's saving file announce post-copy?
+ * @m: device
+ *
+ * Return: true with the backend's hold and dirty tracking, and a cap that
+ * lets the device write stream 1.3.
+ */
+bool gpumig_pc_source_possible(struct gpumig_mig *m)
+{
+	const struct gpumig_backend_ops *o = m->ops;
+
+	return o->vram_hold && o->hold_read && o->hold_return && o->hold_free &&
+	       o->vram_track && READ_ONCE(m->stream_max) >= GPUMIG_PC_STREAM_MINOR;
+}
+
+/**
+ * gpumig_pc_source_begin() - a post-copy stream was read to its end
+ * @m: device, state mutex held, stopped
+ * @migf: its saving file, complete, with the manifest it sent
+ *
+ * The owed blocks leave the device into a hold and the source's session
+ * starts.  On failure the post-copy cannot go on: the destination's mover
+ * finds no source and the operator abandons it; the log and last_error
+ * say why.
+ */
+void gpumig_pc_source_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
+{
+	struct gpumig_pc *s;
+	void *hold;
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	if (m->pc_src) {
+		gpumig_pc_put(m->pc_src);
+		m->pc_src = NULL;
+	}
+	s = gpumig_pc_new(m, migf->pc_token, true, migf->pc_owed);
+	if (!s) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	s->ops = m->ops;
+	if (!try_module_get(m->ops->owner)) {
+		ret = -ENODEV;
+		goto fail_put;
+	}
+	hold = m->ops->vram_hold(m->priv, migf->pc_owed, s->nr_blocks);
+	if (IS_ERR(hold)) {
+		module_put(m->ops->owner);
+		ret = PTR_ERR(hold);
+		goto fail_put;
+	}
+	s->hold = hold;
+	if (!s->nr_owed) {
+		mutex_lock(&s->lock);
+		gpumig_pc_end_locked(s, GPUMIG_PC_STATE_DONE);
+		mutex_unlock(&s->lock);
+	} else {
+		ret = gpumig_pc_publish(s);
+		if (ret) {
+			m->ops->hold_return(m->priv, hold);
+			module_put(m->ops->owner);
+			s->hold = NULL;
+			goto fail_put;
+		}
+	}
+	m->pc_src = s;
+	dev_info(m->vdev->dev, "post-copy: holding %lu VRAM blocks for the destination\n",
+		 s->total);
+	gpumig_view_changed(m);
+	return;
+fail_put:
+	gpumig_pc_put(s);
+fail:
+	gpumig_set_why(m, "post-copy: the owed VRAM could not be held (%d)", ret);
+	dev_err(m->vdev->dev, "post-copy: the owed VRAM could not be held (%d)\n", ret);
+}
+
+/**
+ * gpumig_pc_source_resumed() - the source runs again: the owed set is dropped
+ * @m: device, state mutex held, about to run
+ *
+ * A failed switchover: what was held goes back into the device, whatever
+ * a mover did meanwhile (the destination that took blocks will not run).
+ */
+void gpumig_pc_source_resumed(struct gpumig_mig *m)
+{
+	struct gpumig_pc *s = m->pc_src;
+
+	lockdep_assert_held(&m->state_mutex);
+	if (!s)
+		return;
+	mutex_lock(&s->lock);
+	if (s->hold) {
+		m->ops->hold_return(m->priv, s->hold);
+		module_put(s->ops->owner);
+		s->hold = NULL;
+		dev_warn(m->vdev->dev,
+			 "post-copy: the source runs again; %lu owed blocks went back into it\n",
+			 s->nr_owed);
+	}
+	gpumig_pc_end_locked(s, GPUMIG_PC_STATE_ABANDONED);
+	mutex_unlock(&s->lock);
+	gpumig_pc_unpublish(s);
+	gpumig_pc_put(s);
+	m->pc_src = NULL;
+	gpumig_view_changed(m);
+}
+
+/* One record for the mover: @blk's header and data into @buf. */
+static ssize_t gpumig_pc_source_fill(struct gpumig_pc *s, unsigned long blk, u8 *buf)
+{
+	struct gpumig_pc_block *b = (void *)buf;
+	u32 len = 1U << s->block_shift;
+	int ret;
+
+	lockdep_assert_held(&s->lock);
+	ret = s->ops->hold_read(s->hold, (u64)blk << s->block_shift, buf + sizeof(*b), len);
+	if (ret)
+		return ret;
+	b->magic = cpu_to_le32(GPUMIG_PC_MAGIC);
+	b->flags = 0;
+	memcpy(b->token, s->token, GPUMIG_TOKEN_LEN);
+	b->block = cpu_to_le64(blk);
+	b->len = cpu_to_le32(len);
+	b->crc = cpu_to_le32(crc32_le(~0U, buf + sizeof(*b), len));
+	return sizeof(*b) + len;
+}
+
+/* ---- the destination -------------------------------------------------- */
+
+/**
+ * gpumig_pc_dest_possible() - may this device restore a post-copy stream?
+ * @m: device
+ *
+ * Return: true when its backend runs with blocks absent.
+ */
+bool gpumig_pc_dest_possible(struct gpumig_mig *m)
+{
+	return m->ops->vram_absent && m->ops->vram_deliver && m->ops->vram_lose;
+}
+
+/**
+ * gpumig_pc_dest_begin() - a post-copy stream checked out: the device runs without the rest
+ * @m: device, state mutex held, about to leave RESUMING
+ * @migf: its resuming file, with the manifest
+ *
+ * Return: 0, or an errno (the device stays in RESUMING).
+ */
+int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
+{
+	struct gpumig_pc *s;
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	s = gpumig_pc_new(m, migf->pc_token, false, migf->pc_owed);
+	if (!s)
+		return -ENOMEM;
+	ret = m->ops->vram_absent(m->priv, migf->pc_owed, s->nr_blocks);
+	if (ret) {
+		gpumig_pc_put(s);
+		return ret;
+	}
+	if (s->nr_owed) {
+		ret = gpumig_pc_publish(s);
+		if (ret) {
+			gpumig_set_why(m, "post-copy: session token already in use on this host");
+			gpumig_pc_put(s);
+			return ret;
+		}
+	} else {
+		s->state = GPUMIG_PC_STATE_DONE;
+	}
+	s->m = m;
+	gpumig_pc_dest_detach(m, "a new stream was restored");
+	spin_lock_irq(&m->pc_lock);
+	m->pc_dst = s;
+	spin_unlock_irq(&m->pc_lock);
+	dev_info(m->vdev->dev, "post-copy: running with %lu VRAM blocks still owed\n",
+		 s->total);
+	gpumig_view_changed(m);
+	return 0;
+}
+
+/* Mark every block still owed lost.  The session's lock held, with its device. */
+static unsigned long gpumig_pc_lose_all(struct gpumig_pc *s)
+{
+	unsigned long blk, first = ULONG_MAX, n = 0;
+
+	lockdep_assert_held(&s->lock);
+	for_each_set_bit(blk, s->owed, s->nr_blocks) {
+		if (s->m && s->m->ops->vram_lose(s->m->priv, blk) == 0)
+			n++;
+		if (first == ULONG_MAX)
+			first = blk;
+	}
+	bitmap_zero(s->owed, s->nr_blocks);
+	s->lost += n;
+	s->nr_owed = 0;
+	if (n && s->m) {
+		gpumig_set_why(s->m,
+			       "post-copy abandoned: %lu VRAM blocks lost (the first block %lu)",
+			       n, first);
+		dev_err(s->m->vdev->dev,
+			"post-copy abandoned: %lu VRAM blocks lost (the first block %lu); the guest sees its device's VRAM-lost error on them\n",
+			n, first);
+	}
+	return n;
+}
+
+/**
+ * gpumig_pc_dest_detach() - the destination's device no longer waits for its memory
+ * @m: device, state mutex held
+ * @how: why, for the log
+ */
+void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how)
+{
+	struct gpumig_pc *s = m->pc_dst;
+
+	lockdep_assert_held(&m->state_mutex);
+	if (!s)
+		return;
+	spin_lock_irq(&m->pc_lock);
+	m->pc_dst = NULL;
+	spin_unlock_irq(&m->pc_lock);
+	mutex_lock(&s->lock);
+	if (s->state == GPUMIG_PC_STATE_ACTIVE) {
+		dev_warn(m->vdev->dev, "post-copy ended with %lu VRAM blocks owed: %s\n",
+			 s->nr_owed, how);
+		gpumig_pc_lose_all(s);
+		gpumig_pc_end_locked(s, GPUMIG_PC_STATE_ABANDONED);
+	}
+	s->m = NULL;
+	mutex_unlock(&s->lock);
+	gpumig_pc_unpublish(s);
+	gpumig_pc_put(s);
+}
+
+/**
+ * gpumig_pc_busy() - does the device still wait for owed VRAM?
+ * @m: device, state mutex held
+ *
+ * Return: true while a destination session is active: the device may
+ * not be saved (a second migration) until its memory has arrived.
+ */
+bool gpumig_pc_busy(struct gpumig_mig *m)
+{
+	struct gpumig_pc *s = m->pc_dst;
+	bool busy;
+
+	lockdep_assert_held(&m->state_mutex);
+	if (!s)
+		return false;
+	mutex_lock(&s->lock);
+	busy = s->state == GPUMIG_PC_STATE_ACTIVE;
+	mutex_unlock(&s->lock);
+	return busy;
+}
+
+/**
+ * gpumig_mig_postcopy_demand() - the device waits on an owed block
+ * @m: device
+ * @blk: the block
+ *
+ * For the backend, from any context but NMI: the mover hears of it and
+ * carries that block first.
+ */
+void gpumig_mig_postcopy_demand(struct gpumig_mig *m, unsigned long blk)
+{
+	struct gpumig_pc *s;
+	unsigned long flags;
+	bool woke = false;
+
+	if (!m)
+		return;
+	spin_lock_irqsave(&m->pc_lock, flags);
+	s = m->pc_dst;
+	if (s) {
+		spin_lock(&s->demand_lock);
+		s->waits++;
+		if (s->dtail - s->dhead < GPUMIG_PC_DEMANDS) {
+			s->demand[s->dtail++ % GPUMIG_PC_DEMANDS] = blk;
+			woke = true;
+		}
+		spin_unlock(&s->demand_lock);
+		if (woke)
+			wake_up_interruptible_all(&s->wq);
+	}
+	spin_unlock_irqrestore(&m->pc_lock, flags);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_postcopy_demand);
+
+/* Check and install one block from the mover.  The session's lock held. */
+static int gpumig_pc_deliver(struct gpumig_pc *s, const struct gpumig_pc_block *b,
+			     const u8 *data, size_t len)
+{
+	u64 blk = le64_to_cpu(b->block);
+	u32 bsize = 1U << s->block_shift;
+	int ret;
+
+	lockdep_assert_held(&s->lock);
+	if (le32_to_cpu(b->magic) != GPUMIG_PC_MAGIC || b->flags ||
+	    le32_to_cpu(b->len) != bsize || len != bsize)
+		return -EINVAL;
+	if (memcmp(b->token, s->token, GPUMIG_TOKEN_LEN))
+		return -EACCES;
+	if (blk >= s->nr_blocks)
+		return -ERANGE;
+	if (!test_bit(blk, s->ever))
+		return -ENOENT;
+	if (crc32_le(~0U, data, len) != le32_to_cpu(b->crc))
+		return -EBADMSG;
+	if (!test_bit(blk, s->owed))
+		return -EALREADY;
+	if (s->state != GPUMIG_PC_STATE_ACTIVE || !s->m)
+		return -ENODEV;
+	ret = s->m->ops->vram_deliver(s->m->priv, blk, data, len);
+	if (ret)
+		return ret;
+	__clear_bit(blk, s->owed);
+	if (!--s->nr_owed) {
+		dev_info(s->m->vdev->dev, "post-copy: every owed VRAM block arrived (%lu)\n",
+			 s->total);
+		gpumig_pc_end_locked(s, GPUMIG_PC_STATE_DONE);
+	}
+	return 0;
+}
+
+/* ---- the device node -------------------------------------------------- */
+
+/**
+ * struct gpumig_pc_open_file - one open file of /dev/gpumig-postcopy
+ * @s: the session it attached to, or NULL
+ * @cursor: source: the next block to look at
+ * @buf: source: one record; destination: one block being written
+ */
+struct gpumig_pc_open_file {
+	struct gpumig_pc *s;
+	unsigned long cursor;
+	u8 *buf;
+};
+
+static int gpumig_pc_open(struct inode *inode, struct file *filp)
+{
+	struct gpumig_pc_open_file *f;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	filp->private_data = f;
+	return stream_open(inode, filp);
+}
+
+static int gpumig_pc_release(struct inode *inode, struct file *filp)
+{
+	struct gpumig_pc_open_file *f = filp->private_data;
+
+	if (f->s)
+		gpumig_pc_put(f->s);
+	kvfree(f->buf);
+	kfree(f);
+	return 0;
+}
+
+static int gpumig_pc_attach(struct gpumig_pc_open_file *f, void __user *arg)
+{
+	struct gpumig_pc_attach a;
+	struct gpumig_pc *s;
+	size_t len;
+
+	if (copy_from_user(&a, arg, sizeof(a)))
+		return -EFAULT;
+	if (a.argsz < sizeof(a) || a.flags ||
+	    (a.role != GPUMIG_PC_ROLE_SOURCE && a.role != GPUMIG_PC_ROLE_DESTINATION))
+		return -EINVAL;
+	if (f->s)
+		return -EBUSY;
+	mutex_lock(&gpumig_pc_list_lock);
+	s = gpumig_pc_find(a.token, a.role == GPUMIG_PC_ROLE_SOURCE);
+	mutex_unlock(&gpumig_pc_list_lock);
+	if (!s)
+		return -ENOENT;
+	len = sizeof(struct gpumig_pc_block) + (1UL << s->block_shift);
+	f->buf = kvmalloc(len, GFP_KERNEL);
+	if (!f->buf) {
+		gpumig_pc_put(s);
+		return -ENOMEM;
+	}
+	mutex_lock(&s->lock);
+	a.nr_blocks = s->nr_blocks;
+	a.block_size = 1U << s->block_shift;
+	a.owed = s->nr_owed;
+	a.total = s->total;
+	mutex_unlock(&s->lock);
+	f->s = s;
+	return copy_to_user(arg, &a, sizeof(a)) ? -EFAULT : 0;
+}
+
+static int gpumig_pc_status(struct gpumig_pc *s, void __user *arg)
+{
+	struct gpumig_pc_status st = { .argsz = sizeof(st) };
+
+	mutex_lock(&s->lock);
+	st.state = s->state;
+	st.owed = s->nr_owed;
+	st.total = s->total;
+	st.lost = s->lost;
+	mutex_unlock(&s->lock);
+	spin_lock_irq(&s->demand_lock);
+	st.waits = s->waits;
+	spin_unlock_irq(&s->demand_lock);
+	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+/* Source: the destination took @blk. */
+static int gpumig_pc_ack(struct gpumig_pc *s, u64 blk)
+{
+	int ret = 0;
+
+	mutex_lock(&s->lock);
+	if (blk >= s->nr_blocks) {
+		ret = -ERANGE;
+	} else if (!test_bit(blk, s->ever)) {
+		ret = -ENOENT;
+	} else if (!test_bit(blk, s->owed)) {
+		ret = -EALREADY;
+	} else {
+		__clear_bit(blk, s->owed);
+		__clear_bit(blk, s->wanted);
+		if (!--s->nr_owed) {
+			pr_info("%s: post-copy: every held VRAM block was delivered (%lu); scrubbed\n",
+				s->dev_name, s->total);
+			gpumig_pc_end_locked(s, GPUMIG_PC_STATE_DONE);
+		}
+	}
+	mutex_unlock(&s->lock);
+	if (READ_ONCE(s->state) != GPUMIG_PC_STATE_ACTIVE)
+		gpumig_pc_unpublish(s);
+	return ret;
+}
+
+static int gpumig_pc_want(struct gpumig_pc *s, u64 blk)
+{
+	int ret = 0;
+
+	mutex_lock(&s->lock);
+	if (blk >= s->nr_blocks)
+		ret = -ERANGE;
+	else if (!test_bit(blk, s->owed))
+		ret = -EALREADY;
+	else
+		__set_bit(blk, s->wanted);
+	mutex_unlock(&s->lock);
+	wake_up_interruptible_all(&s->wq);
+	return ret;
+}
+
+static void gpumig_pc_abandon(struct gpumig_pc *s)
+{
+	mutex_lock(&s->lock);
+	if (s->state == GPUMIG_PC_STATE_ACTIVE) {
+		if (s->source)
+			pr_warn("%s: post-copy abandoned with %lu VRAM blocks not delivered; scrubbed\n",
+				s->dev_name, s->nr_owed);
+		else
+			gpumig_pc_lose_all(s);
+		gpumig_pc_end_locked(s, GPUMIG_PC_STATE_ABANDONED);
+	}
+	mutex_unlock(&s->lock);
+	gpumig_pc_unpublish(s);
+}
+
+static long gpumig_pc_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct gpumig_pc_open_file *f = filp->private_data;
+	void __user *uarg = (void __user *)arg;
+	u64 blk;
+
+	if (cmd == GPUMIG_PC_ATTACH)
+		return gpumig_pc_attach(f, uarg);
+	if (!f->s)
+		return -ENXIO;
+	switch (cmd) {
+	case GPUMIG_PC_STATUS:
+		return gpumig_pc_status(f->s, uarg);
+	case GPUMIG_PC_ABANDON:
+		gpumig_pc_abandon(f->s);
+		return 0;
+	case GPUMIG_PC_ACK:
+	case GPUMIG_PC_WANT:
+		if (!f->s->source)
+			return -EINVAL;
+		if (copy_from_user(&blk, uarg, sizeof(blk)))
+			return -EFAULT;
+		return cmd == GPUMIG_PC_ACK ? gpumig_pc_ack(f->s, blk) : gpumig_pc_want(f->s, blk);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/*
+ * Source: the next block this file gives, or -ENOENT when it gave each
+ * once.  The session's lock held.
+ */
+static long gpumig_pc_source_next(struct gpumig_pc *s, struct gpumig_pc_open_file *f)
+{
+	unsigned long blk;
+
+	lockdep_assert_held(&s->lock);
+	blk = find_first_bit(s->wanted, s->nr_blocks);
+	if (blk < s->nr_blocks) {
+		__clear_bit(blk, s->wanted);
+		return blk;
+	}
+	if (f->cursor >= s->nr_blocks)
+		return -ENOENT;
+	blk = find_next_bit(s->owed, s->nr_blocks, f->cursor);
+	if (blk >= s->nr_blocks) {
+		f->cursor = s->nr_blocks;
+		return -ENOENT;
+	}
+	f->cursor = blk + 1;
+	return blk;
+}
+
+static bool gpumig_pc_source_ready(struct gpumig_pc *s, struct gpumig_pc_open_file *f)
+{
+	bool ready;
+
+	mutex_lock(&s->lock);
+	ready = s->state != GPUMIG_PC_STATE_ACTIVE ||
+		find_first_bit(s->wanted, s->nr_blocks) < s->nr_blocks ||
+		(f->cursor < s->nr_blocks &&
+		 find_next_bit(s->owed, s->nr_blocks, f->cursor) < s->nr_blocks);
+	mutex_unlock(&s->lock);
+	return ready;
+}
+
+static ssize_t gpumig_pc_source_read(struct file *filp, struct gpumig_pc_open_file *f,
+				     char __user *ubuf, size_t count)
+{
+	struct gpumig_pc *s = f->s;
+	size_t need = sizeof(struct gpumig_pc_block) + (1UL << s->block_shift);
+	ssize_t n;
+	long blk;
+
+	if (count < need)
+		return -EINVAL;
+	for (;;) {
+		mutex_lock(&s->lock);
+		if (s->state != GPUMIG_PC_STATE_ACTIVE) {
+			n = s->state == GPUMIG_PC_STATE_DONE ? 0 : -ECONNABORTED;
+			mutex_unlock(&s->lock);
+			return n;
+		}
+		blk = gpumig_pc_source_next(s, f);
+		if (blk >= 0) {
+			n = gpumig_pc_source_fill(s, blk, f->buf);
+			mutex_unlock(&s->lock);
+			if (n < 0)
+				return n;
+			return copy_to_user(ubuf, f->buf, n) ? -EFAULT : n;
+		}
+		mutex_unlock(&s->lock);
+		if (filp->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		if (wait_event_interruptible(s->wq, gpumig_pc_source_ready(s, f)))
+			return -ERESTARTSYS;
+	}
+}
+
+static bool gpumig_pc_dest_ready(struct gpumig_pc *s)
+{
+	bool ready;
+
+	spin_lock_irq(&s->demand_lock);
+	ready = s->dhead != s->dtail;
+	spin_unlock_irq(&s->demand_lock);
+	return ready || READ_ONCE(s->state) != GPUMIG_PC_STATE_ACTIVE;
+}
+
+static ssize_t gpumig_pc_dest_read(struct file *filp, struct gpumig_pc *s,
+				   char __user *ubuf, size_t count)
+{
+	struct gpumig_pc_event ev = { .type = GPUMIG_PC_EVENT_DEMAND };
+	bool got;
+
+	if (count < sizeof(ev))
+		return -EINVAL;
+	for (;;) {
+		spin_lock_irq(&s->demand_lock);
+		got = s->dhead != s->dtail;
+		if (got)
+			ev.block = s->demand[s->dhead++ % GPUMIG_PC_DEMANDS];
+		spin_unlock_irq(&s->demand_lock);
+		if (got)
+			return copy_to_user(ubuf, &ev, sizeof(ev)) ? -EFAULT : sizeof(ev);
+		if (READ_ONCE(s->state) != GPUMIG_PC_STATE_ACTIVE)
+			return 0;
+		if (filp->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		if (wait_event_interruptible(s->wq, gpumig_pc_dest_ready(s)))
+			return -ERESTARTSYS;
+	}
+}
+
+static ssize_t gpumig_pc_read(struct file *filp, char __user *ubuf, size_t count, loff_t *ppos)
+{
+	struct gpumig_pc_open_file *f = filp->private_data;
+
+	if (!f->s)
+		return -ENXIO;
+	if (f->s->source)
+		return gpumig_pc_source_read(filp, f, ubuf, count);
+	return gpumig_pc_dest_read(filp, f->s, ubuf, count);
+}
+
+static ssize_t gpumig_pc_write(struct file *filp, const char __user *ubuf, size_t count,
+			       loff_t *ppos)
+{
+	struct gpumig_pc_open_file *f = filp->private_data;
+	const size_t hdr = sizeof(struct gpumig_pc_block);
+	struct gpumig_pc *s = f->s;
+	int ret;
+
+	if (!s)
+		return -ENXIO;
+	if (s->source)
+		return -EINVAL;
+	if (count < hdr || count > hdr + (1UL << s->block_shift))
+		return -EINVAL;
+	if (copy_from_user(f->buf, ubuf, count))
+		return -EFAULT;
+	mutex_lock(&s->lock);
+	ret = gpumig_pc_deliver(s, (void *)f->buf, f->buf + hdr, count - hdr);
+	mutex_unlock(&s->lock);
+	if (READ_ONCE(s->state) != GPUMIG_PC_STATE_ACTIVE)
+		gpumig_pc_unpublish(s);
+	return ret ? ret : count;
+}
+
+static __poll_t gpumig_pc_poll(struct file *filp, struct poll_table_struct *wait)
+{
+	struct gpumig_pc_open_file *f = filp->private_data;
+	struct gpumig_pc *s = f->s;
+	__poll_t mask = 0;
+
+	if (!s)
+		return EPOLLERR;
+	poll_wait(filp, &s->wq, wait);
+	if (s->source) {
+		if (gpumig_pc_source_ready(s, f))
+			mask |= EPOLLIN | EPOLLRDNORM;
+	} else {
+		if (gpumig_pc_dest_ready(s))
+			mask |= EPOLLIN | EPOLLRDNORM;
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	}
+	return mask;
+}
+
+static const struct file_operations gpumig_pc_fops = {
+	.owner = THIS_MODULE,
+	.open = gpumig_pc_open,
+	.release = gpumig_pc_release,
+	.read = gpumig_pc_read,
+	.write = gpumig_pc_write,
+	.poll = gpumig_pc_poll,
+	.unlocked_ioctl = gpumig_pc_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+static struct miscdevice gpumig_pc_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = GPUMIG_PC_DEVICE,
+	.fops = &gpumig_pc_fops,
+	.mode = 0600,
+};
+
+/* ---- the device's side ------------------------------------------------ */
+
+/**
+ * gpumig_pc_device_gone() - the device goes: its sessions end
+ * @m: device, state mutex held
+ *
+ * A source's hold is scrubbed (an mdev's removal cannot be refused), a
+ * destination's owed blocks are lost with it; both loudly.
+ */
+void gpumig_pc_device_gone(struct gpumig_mig *m)
+{
+	struct gpumig_pc *s = m->pc_src;
+
+	lockdep_assert_held(&m->state_mutex);
+	gpumig_pc_dest_detach(m, "the device was removed");
+	if (!s)
+		return;
+	mutex_lock(&s->lock);
+	if (s->state == GPUMIG_PC_STATE_ACTIVE)
+		dev_err(m->vdev->dev,
+			"post-copy abandoned: the device was removed with %lu VRAM blocks not delivered; scrubbed\n",
+			s->nr_owed);
+	gpumig_pc_end_locked(s, GPUMIG_PC_STATE_ABANDONED);
+	mutex_unlock(&s->lock);
+	gpumig_pc_unpublish(s);
+	gpumig_pc_put(s);
+	m->pc_src = NULL;
+}
+
+/**
+ * gpumig_pc_show() - the device's post-copy files
+ * @m: device
+ * @which: enum gpumig_pc_file
+ * @buf: sysfs buffer
+ *
+ * Return: bytes written.
+ */
+ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf)
+{
+	static const char *const names[] = {
+		[GPUMIG_PC_STATE_ACTIVE] = "active",
+		[GPUMIG_PC_STATE_DONE] = "done",
+		[GPUMIG_PC_STATE_ABANDONED] = "abandoned",
+	};
+	struct gpumig_pc *s;
+	unsigned long owed = 0, lost = 0;
+	const char *role = "none", *state = "none";
+	u8 token[GPUMIG_TOKEN_LEN] = {};
+	ssize_t n;
+
+	if (which == GPUMIG_PCF_ENABLED)
+		return sysfs_emit(buf, "%d\n", READ_ONCE(m->pc_enabled));
+	gpumig_state_mutex_lock(m);
+	s = m->pc_dst ? m->pc_dst : m->pc_src;
+	if (s) {
+		mutex_lock(&s->lock);
+		role = s->source ? "source" : "destination";
+		state = names[s->state];
+		owed = s->nr_owed;
+		lost = s->lost;
+		memcpy(token, s->token, sizeof(token));
+		mutex_unlock(&s->lock);
+	}
+	switch (which) {
+	case GPUMIG_PCF_ROLE:
+		n = sysfs_emit(buf, "%s\n", role);
+		break;
+	case GPUMIG_PCF_STATE:
+		n = sysfs_emit(buf, "%s\n", state);
+		break;
+	case GPUMIG_PCF_OWED:
+		n = sysfs_emit(buf, "%lu\n", owed);
+		break;
+	case GPUMIG_PCF_LOST:
+		n = sysfs_emit(buf, "%lu\n", lost);
+		break;
+	case GPUMIG_PCF_TOKEN:
+		n = s ? sysfs_emit(buf, "%*phN\n", GPUMIG_TOKEN_LEN, token) : sysfs_emit(buf, "\n");
+		break;
+	default:
+		n = -EINVAL;
+	}
+	gpumig_state_mutex_unlock(m);
+	return n;
+}
+
+/**
+ * gpumig_pc_store() - migration/postcopy: 1 lets the next (or current)
+ *	pre-copy defer VRAM past the stop, 0 does not
+ * @m: device
+ * @buf: what was written
+ *
+ * Return: 0, -EINVAL for another value, -EOPNOTSUPP for a device that
+ * cannot (no hold, no dirty tracking, or capped below stream 1.3).
+ */
+int gpumig_pc_store(struct gpumig_mig *m, const char *buf)
+{
+	bool on;
+
+	if (sysfs_streq(buf, "1"))
+		on = true;
+	else if (sysfs_streq(buf, "0"))
+		on = false;
+	else
+		return -EINVAL;
+	if (on && !gpumig_pc_source_possible(m))
+		return -EOPNOTSUPP;
+	WRITE_ONCE(m->pc_enabled, on);
+	return 0;
+}
+
+int gpumig_pc_init(void)
+{
+	return misc_register(&gpumig_pc_misc);
+}
+
+void gpumig_pc_exit(void)
+{
+	misc_deregister(&gpumig_pc_misc);
+}
+
+/**
+ * gpumig_pc_new_token() - a fresh session token
+ * @token: GPUMIG_TOKEN_LEN bytes, never all zero
+ */
+void gpumig_pc_new_token(u8 *token)
+{
+	do {
+		get_random_bytes(token, GPUMIG_TOKEN_LEN);
+	} while (!memchr_inv(token, 0, GPUMIG_TOKEN_LEN));
+}

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig-mover: carries the VRAM blocks a post-copy migration still owes
+ * from the source host's kernel to the destination host's
+ * (Documentation/gpumig/postcopy.rst, gpumig-mover.8).
+ *
+ *   gpumig-mover source TOKEN [--rate BYTES_PER_S]
+ *   gpumig-mover destination TOKEN [--abandon-after SECONDS] -- COMMAND...
+ *   gpumig-mover abandon TOKEN source|destination
+ *   gpumig-mover status TOKEN source|destination
+ *
+ * The destination end runs COMMAND, which starts the source end with its
+ * stdin and stdout as the link: "ssh SOURCE-HOST gpumig-mover source
+ * TOKEN" across hosts (ssh encrypts and authenticates it), or plain
+ * "gpumig-mover source TOKEN" on one host.  Over the link the destination
+ * sends the blocks its device waits on (WANT) and each block its kernel
+ * took (ACK); the source sends blocks, those asked for first, the rest at
+ * --rate at most, and END once every block was acknowledged.  Either end
+ * may die and be started again: the kernel keeps what is owed, and a block
+ * sent twice is answered EALREADY, which counts as delivered.
+ *
+ * Exit status: 0 when every block was delivered, 1 on an error (the
+ * post-copy goes on: start the mover again), 2 on bad usage, 3 when the
+ * post-copy was abandoned.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/gpumig_postcopy.h>
+
+#define MV_MAGIC	0x564d4d47	/* "GMMV" */
+#define MV_HELLO	1	/* source -> destination: @block is the block size */
+#define MV_BLOCK	2	/* source -> destination: a record follows */
+#define MV_END		3	/* source -> destination: everything delivered */
+#define MV_WANT		4	/* destination -> source */
+#define MV_ACK		5	/* destination -> source */
+
+struct mv_msg {
+	uint32_t magic;
+	uint32_t type;
+	uint64_t block;
+};
+
+static const char *prog = "gpumig-mover";
+
+static void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+static int bad_usage(void)
+{
+	fprintf(stderr,
+		"Usage: %s source TOKEN [--rate BYTES_PER_S]\n"
+		"       %s destination TOKEN [--abandon-after SECONDS] -- COMMAND...\n"
+		"       %s abandon TOKEN source|destination\n"
+		"       %s status TOKEN source|destination\n",
+		prog, prog, prog, prog);
+	return 2;
+}
+
+static int parse_token(const char *hex, uint8_t *token)
+{
+	int i;
+
+	if (strlen(hex) != 2 * GPUMIG_PC_TOKEN_LEN)
+		return -1;
+	for (i = 0; i < GPUMIG_PC_TOKEN_LEN; i++) {
+		unsigned int v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return -1;
+		token[i] = v;
+	}
+	return 0;
+}
+
+static int attach(const uint8_t *token, uint32_t role, struct gpumig_pc_attach *a)
+{
+	int fd = open("/dev/" GPUMIG_PC_DEVICE, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		die(1, "/dev/%s: %s (is gpumig loaded, and are you root?)", GPUMIG_PC_DEVICE,
+		    strerror(errno));
+	memset(a, 0, sizeof(*a));
+	a->argsz = sizeof(*a);
+	a->role = role;
+	memcpy(a->token, token, GPUMIG_PC_TOKEN_LEN);
+	if (ioctl(fd, GPUMIG_PC_ATTACH, a))
+		die(errno == ENOENT ? 3 : 1, "no active %s session of that token: %s",
+		    role == GPUMIG_PC_ROLE_SOURCE ? "source" : "destination", strerror(errno));
+	return fd;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= n;
+	}
+	return 1;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int send_msg(int fd, uint32_t type, uint64_t block)
+{
+	struct mv_msg m = { .magic = MV_MAGIC, .type = type, .block = block };
+
+	return write_full(fd, &m, sizeof(m));
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* ---- source: stdin has WANT/ACK, stdout gets blocks ---------------------- */
+
+static int run_source(const uint8_t *token, double rate)
+{
+	struct gpumig_pc_attach a;
+	int fd = attach(token, GPUMIG_PC_ROLE_SOURCE, &a);
+	size_t reclen = sizeof(struct gpumig_pc_block) + a.block_size;
+	uint8_t *rec = malloc(reclen);
+	double next = now_s();
+	unsigned int wanted = 0;
+	bool more = true;
+
+	if (!rec)
+		die(1, "out of memory");
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	if (send_msg(1, MV_HELLO, a.block_size))
+		die(1, "link: %s", strerror(errno));
+	for (;;) {
+		struct pollfd p[2] = { { .fd = 0, .events = POLLIN },
+				       { .fd = fd, .events = POLLIN } };
+		int tmo = -1;
+		double t;
+
+		/* Blocks nobody waits on go at --rate; asked-for ones at once. */
+		t = now_s();
+		if (more && rate > 0 && !wanted && t < next) {
+			p[1].events = 0;
+			tmo = (int)((next - t) * 1000) + 1;
+		}
+		if (poll(p, 2, tmo) < 0 && errno != EINTR)
+			die(1, "poll: %s", strerror(errno));
+		if (p[0].revents & (POLLIN | POLLHUP)) {
+			struct mv_msg m;
+			int r = read_full(0, &m, sizeof(m));
+
+			if (r == 0)
+				return 1;	/* the destination went: start again */
+			if (r < 0 || m.magic != MV_MAGIC ||
+			    (m.type != MV_WANT && m.type != MV_ACK))
+				die(1, "link: a bad message from the destination");
+			if (ioctl(fd, m.type == MV_WANT ? GPUMIG_PC_WANT : GPUMIG_PC_ACK,
+				  &m.block) && errno != EALREADY)
+				die(errno == ECONNABORTED ? 3 : 1, "%s block %llu: %s",
+				    m.type == MV_WANT ? "want" : "ack",
+				    (unsigned long long)m.block, strerror(errno));
+			if (m.type == MV_WANT)
+				wanted++;
+			more = true;
+		}
+		if (p[1].revents & POLLIN) {
+			ssize_t n = read(fd, rec, reclen);
+
+			if (n == 0) {
+				send_msg(1, MV_END, 0);
+				return 0;
+			}
+			if (n < 0 && errno == ECONNABORTED)
+				die(3, "the post-copy was abandoned");
+			if (n < 0 && errno != EAGAIN)
+				die(1, "read a held block: %s", strerror(errno));
+			if (n < 0) {
+				more = false;
+				continue;
+			}
+			if (send_msg(1, MV_BLOCK, 0) || write_full(1, rec, n))
+				return 1;	/* the destination went */
+			if (wanted)
+				wanted--;
+			else if (rate > 0)
+				next = (next > t ? next : t) + n / rate;
+		}
+	}
+}
+
+/* ---- destination: runs COMMAND, the source end, over two pipes ---------- */
+
+static pid_t spawn(char **argv, int *to, int *from)
+{
+	int a[2], b[2];
+	pid_t pid;
+
+	if (pipe2(a, O_CLOEXEC) || pipe2(b, O_CLOEXEC))
+		die(1, "pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		die(1, "fork: %s", strerror(errno));
+	if (!pid) {
+		dup2(a[0], 0);
+		dup2(b[1], 1);
+		execvp(argv[0], argv);
+		fprintf(stderr, "%s: %s: %s\n", prog, argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(a[0]);
+	close(b[1]);
+	*to = a[1];
+	*from = b[0];
+	return pid;
+}
+
+static int run_destination(const uint8_t *token, double abandon_after, char **cmd)
+{
+	struct gpumig_pc_attach a;
+	int fd = attach(token, GPUMIG_PC_ROLE_DESTINATION, &a), to, from, status;
+	size_t reclen = sizeof(struct gpumig_pc_block) + a.block_size;
+	uint8_t *rec = malloc(reclen);
+	unsigned long long delivered = 0, again = 0;
+	double last = now_s();
+	struct mv_msg m;
+	pid_t pid;
+
+	if (!rec)
+		die(1, "out of memory");
+	signal(SIGPIPE, SIG_IGN);
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	pid = spawn(cmd, &to, &from);
+	if (read_full(from, &m, sizeof(m)) != 1 || m.magic != MV_MAGIC || m.type != MV_HELLO ||
+	    m.block != a.block_size)
+		die(1, "the source end did not start (or has another block size)");
+	fprintf(stderr, "%s: %llu of %llu blocks owed\n", prog, (unsigned long long)a.owed,
+		(unsigned long long)a.total);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = from, .events = POLLIN },
+				       { .fd = fd, .events = POLLIN } };
+		int tmo = abandon_after > 0 ? 1000 : -1;
+		struct gpumig_pc_event ev;
+
+		if (poll(p, 2, tmo) < 0 && errno != EINTR)
+			die(1, "poll: %s", strerror(errno));
+		if (abandon_after > 0 && now_s() - last > abandon_after) {
+			if (ioctl(fd, GPUMIG_PC_ABANDON))
+				die(1, "abandon: %s", strerror(errno));
+			die(3, "no block arrived for %.0f s: abandoned, the rest is lost",
+			    abandon_after);
+		}
+		while (read(fd, &ev, sizeof(ev)) == sizeof(ev))
+			if (send_msg(to, MV_WANT, ev.block))
+				break;
+		if (!(p[0].revents & (POLLIN | POLLHUP)))
+			continue;
+		if (read_full(from, &m, sizeof(m)) != 1 || m.magic != MV_MAGIC)
+			break;	/* the source end went */
+		if (m.type == MV_END) {
+			waitpid(pid, &status, 0);
+			fprintf(stderr, "%s: done: %llu blocks delivered (%llu again)\n", prog,
+				delivered, again);
+			return 0;
+		}
+		if (m.type != MV_BLOCK || read_full(from, rec, reclen) != 1)
+			break;
+		if (write(fd, rec, reclen) == (ssize_t)reclen) {
+			delivered++;
+		} else if (errno == EALREADY) {
+			again++;
+		} else {
+			/* A block that does not check out is not acknowledged. */
+			fprintf(stderr, "%s: block %llu refused: %s\n", prog,
+				(unsigned long long)((struct gpumig_pc_block *)rec)->block,
+				strerror(errno));
+			continue;
+		}
+		last = now_s();
+		if (send_msg(to, MV_ACK, ((struct gpumig_pc_block *)rec)->block))
+			break;
+	}
+	close(to);
+	waitpid(pid, &status, 0);
+	die(1, "the source end went after %llu blocks; start the mover again", delivered);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	uint8_t token[GPUMIG_PC_TOKEN_LEN];
+	double rate = 0, abandon_after = 0;
+	uint32_t role;
+	int i;
+
+	if (argc < 3 || parse_token(argv[2], token))
+		return bad_usage();
+	if (!strcmp(argv[1], "abandon") || !strcmp(argv[1], "status")) {
+		struct gpumig_pc_status st = { .argsz = sizeof(st) };
+		struct gpumig_pc_attach a;
+		int fd;
+
+		if (argc != 4 || (strcmp(argv[3], "source") && strcmp(argv[3], "destination")))
+			return bad_usage();
+		role = strcmp(argv[3], "source") ? GPUMIG_PC_ROLE_DESTINATION :
+						   GPUMIG_PC_ROLE_SOURCE;
+		fd = attach(token, role, &a);
+		if (!strcmp(argv[1], "abandon"))
+			return ioctl(fd, GPUMIG_PC_ABANDON) ? 1 : 0;
+		if (ioctl(fd, GPUMIG_PC_STATUS, &st))
+			die(1, "status: %s", strerror(errno));
+		printf("state=%s owed=%llu total=%llu lost=%llu waits=%llu\n",
+		       st.state == GPUMIG_PC_STATE_ACTIVE ? "active" :
+		       st.state == GPUMIG_PC_STATE_DONE ? "done" : "abandoned",
+		       (unsigned long long)st.owed, (unsigned long long)st.total,
+		       (unsigned long long)st.lost, (unsigned long long)st.waits);
+		return 0;
+	}
+	if (!strcmp(argv[1], "source")) {
+		for (i = 3; i < argc; i++) {
+			if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+				rate = strtod(argv[++i], NULL);
+			else
+				return bad_usage();
+		}
+		return run_source(token, rate);
+	}
+	if (!strcmp(argv[1], "destination")) {
+		for (i = 3; i < argc && strcmp(argv[i], "--"); i++) {
+			if (!strcmp(argv[i], "--abandon-after") && i + 1 < argc)
+				abandon_after = strtod(argv[++i], NULL);
+			else
+				return bad_usage();
+		}
+		if (i + 1 >= argc)
+			return bad_usage();
+		return run_destination(token, abandon_after, argv + i + 1);
+	}
+	return bad_usage();
+}

@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu-client: post-copy of device memory (deferred VRAM restoration),
+ * the client as both the VMM and the mover on one host.  The source
+ * announces post-copy in pre-copy and owes every block with data at the
+ * stop; the destination runs at once, a GPU access to an owed block waits
+ * for it while another queue runs on; the mover (/dev/gpumig-postcopy)
+ * carries the blocks, the demanded one first; hostile blocks are refused
+ * and write nothing; a mover killed halfway resumes; every byte of VRAM
+ * ends right and the source's hold is scrubbed.  postcopy_abandon: the
+ * source is given up halfway, the guest's access to a missing block fails
+ * with SIMGPU_ERR_VRAM_LOST and no wrong data is ever read; the one it
+ * had got reads right.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/gpumig_postcopy.h>
+#include <linux/gpumig_stream.h>
+#include <linux/vfio.h>
+
+#include "client.h"
+#include "converge.h"
+#include "vfio_mig.h"
+
+#define PC_DATA		(4 << 20)	/* VRAM with data: 64 blocks of 64 KiB */
+#define PC_BLOCK	65536
+#define PC_WAIT_BLK	5		/* the block a GPU access waits on */
+
+/* The kernel's crc32_le(): reflected 0xedb88320, no final inversion. */
+static uint32_t pc_crc(const uint8_t *p, size_t len)
+{
+	uint32_t crc = ~0U;
+	int i;
+
+	while (len--) {
+		crc ^= *p++;
+		for (i = 0; i < 8; i++)
+			crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
+	}
+	return crc;
+}
+
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* migration/postcopy_token of @g, as bytes: 0 or -1. */
+static int pc_token(struct gpu *g, uint8_t *token)
+{
+	char hex[64];
+	int i;
+
+	mig_attr(g, "postcopy_token", hex, sizeof(hex));
+	if (strlen(hex) != 2 * GPUMIG_PC_TOKEN_LEN)
+		return -1;
+	for (i = 0; i < GPUMIG_PC_TOKEN_LEN; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		token[i] = hi << 4 | lo;
+	}
+	return 0;
+}
+
+/* An open file of /dev/gpumig-postcopy attached to @token as @role, or -errno. */
+static int pc_attach(const uint8_t *token, uint32_t role, struct gpumig_pc_attach *a)
+{
+	int fd = open("/dev/" GPUMIG_PC_DEVICE, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	memset(a, 0, sizeof(*a));
+	a->argsz = sizeof(*a);
+	a->role = role;
+	memcpy(a->token, token, GPUMIG_PC_TOKEN_LEN);
+	if (ioctl(fd, GPUMIG_PC_ATTACH, a)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static int pc_state(struct gpu *g, const char *want)
+{
+	char st[64];
+
+	mig_attr(g, "postcopy_state", st, sizeof(st));
+	return strcmp(st, want) ? -1 : 0;
+}
+
+/* A destination write of @rec (a block record): 0 or -errno. */
+static int pc_put(int dfd, const uint8_t *rec, size_t len)
+{
+	ssize_t n = write(dfd, rec, len);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/*
+ * Move up to @max blocks (demanded first), acknowledging each: the count
+ * moved, or -1 (fail_msg says why).  0 when the source has none left.
+ */
+static int pc_move(int sfd, int dfd, uint8_t *rec, size_t reclen, int max)
+{
+	const struct gpumig_pc_block *b = (const void *)rec;
+	struct gpumig_pc_event ev;
+	int moved = 0, ret;
+	uint64_t blk;
+	ssize_t n;
+
+	while (moved < max) {
+		while (read(dfd, &ev, sizeof(ev)) == sizeof(ev))
+			if (ioctl(sfd, GPUMIG_PC_WANT, &ev.block) && errno != EALREADY)
+				return fail("WANT %llu: %s", (unsigned long long)ev.block,
+					    strerror(errno));
+		n = read(sfd, rec, reclen);
+		if (n == 0 || (n < 0 && errno == EAGAIN))
+			break;
+		if (n != (ssize_t)reclen)
+			return fail("source read: %zd (%s)", n, strerror(errno));
+		ret = pc_put(dfd, rec, reclen);
+		if (ret && ret != -EALREADY)
+			return fail("destination took block %llu: %s",
+				    (unsigned long long)b->block, strerror(-ret));
+		blk = b->block;
+		if (ioctl(sfd, GPUMIG_PC_ACK, &blk))
+			return fail("ACK %llu: %s", (unsigned long long)blk, strerror(errno));
+		moved++;
+	}
+	return moved;
+}
+
+/*
+ * Four hostile records, each refused with its errno and nothing written,
+ * from the good one in @rec (left as it was).
+ */
+static int pc_hostile(int dfd, uint8_t *rec, size_t reclen, uint64_t never)
+{
+	struct gpumig_pc_block *b = (void *)rec, keep = *b;
+	uint8_t *data = rec + sizeof(*b);
+	int ret;
+
+	data[7] ^= 0x40;	/* the data changed in transit */
+	ret = pc_put(dfd, rec, reclen);
+	data[7] ^= 0x40;
+	CHECK(ret == -EBADMSG, "a block with a bad CRC: %d, not EBADMSG", ret);
+	b->token[3] ^= 1;	/* another session's */
+	ret = pc_put(dfd, rec, reclen);
+	*b = keep;
+	CHECK(ret == -EACCES, "a block of another session: %d, not EACCES", ret);
+	b->block = 1ULL << 40;	/* outside VRAM */
+	ret = pc_put(dfd, rec, reclen);
+	*b = keep;
+	CHECK(ret == -ERANGE, "a block outside VRAM: %d, not ERANGE", ret);
+	b->block = never;	/* never owed: it read zero at the stop */
+	ret = pc_put(dfd, rec, reclen);
+	*b = keep;
+	CHECK(ret == -ENOENT, "a block never owed: %d, not ENOENT", ret);
+	ret = pc_put(dfd, rec, reclen - 1);
+	CHECK(ret == -EINVAL, "a short block: %d, not EINVAL", ret);
+	return 0;
+}
+
+/*
+ * The source: 4 MiB of VRAM with data, post-copy on, migrated; the
+ * destination open and RUNNING with the 64 blocks owed.  *@data is what
+ * VRAM holds (the source's guest buffer).
+ */
+static int pc_migrate(struct gpu *src, struct gpu *dst, uint8_t **data)
+{
+	struct vfio_precopy_info info = { .argsz = sizeof(info) };
+	struct blob pre = { 0 }, stop = { 0 };
+	char v[64];
+	int64_t est;
+	int fd = -1, ret;
+
+	gpu_setup(src, 64);
+	*data = sysbuf(src, VA_SYS, PC_DATA, NULL);
+	fill_random(*data, PC_DATA);
+	gpu_map_range(src, VA_VRAM, 0, 8 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_submit(src, 0, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS, PC_DATA, 0);
+	CHECK(gpu_wait_idle(src, 0, TMO) == 0, "fill VRAM");
+
+	ret = mig_attr_write(src, "postcopy", "1");
+	if (ret == -EOPNOTSUPP) {
+		snprintf(fail_msg, sizeof(fail_msg), "the device cannot hold VRAM for post-copy");
+		return SKIP;
+	}
+	CHECK(ret == 0, "migration/postcopy: %s", strerror(-ret));
+	CHECK(mig_attr_write(src, "postcopy", "2") == -EINVAL, "postcopy took 2");
+	mig_attr(src, "postcopy", v, sizeof(v));
+	CHECK(!strcmp(v, "1"), "postcopy reads %s", v);
+
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	ret = mig_read(fd, &pre);
+	CHECK(ret == -ENOMSG, "pre-copy read: %d", ret);
+	CHECK(ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &info) == 0, "PRECOPY_INFO");
+	CHECK(info.initial_bytes == 0 && info.dirty_bytes == 0,
+	      "announced post-copy, PRECOPY_INFO still owes %llu + %llu",
+	      (unsigned long long)info.initial_bytes, (unsigned long long)info.dirty_bytes);
+	CHECK(pre.len < 4096, "pre-copy carried %zu bytes: VRAM went before the stop", pre.len);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) == 0, "PRE_COPY_P2P");
+	est = mig_data_size(src);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "STOP_COPY");
+	ret = mig_read(fd, &stop);
+	CHECK(ret == 0, "stop-copy read: %d", ret);
+	CHECK(stop.len < PC_BLOCK, "stop-copy carried %zu bytes: VRAM data in it", stop.len);
+	CHECK(est >= (int64_t)stop.len && est < (int64_t)stop.len + 8192,
+	      "MIG_DATA_SIZE %lld, stop-copy %zu", (long long)est, stop.len);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
+	data_fd_close(fd);
+	CHECK(pc_state(src, "active") == 0, "the source does not say it holds VRAM");
+	mig_attr(src, "postcopy_owed_blocks", v, sizeof(v));
+	CHECK(atoi(v) == PC_DATA / PC_BLOCK, "the source owes %s blocks, not %d", v,
+	      PC_DATA / PC_BLOCK);
+	printf("    # postcopy: %zu pre-copy bytes, %zu stop-copy bytes (estimate %lld), %s blocks owed\n",
+	       pre.len, stop.len, (long long)est, v);
+
+	CHECK(gpu_open(dst, dst_name) == 0, "open destination");
+	ret = migrate_into(dst, src, src->mem, &pre, &stop);
+	free(pre.p);
+	free(stop.p);
+	if (ret)
+		return ret;
+	CHECK(pc_state(dst, "active") == 0, "the destination does not say it waits for VRAM");
+	mig_attr(dst, "postcopy_role", v, sizeof(v));
+	CHECK(!strcmp(v, "destination"), "destination's role: %s", v);
+	CHECK(mig_set(dst, VFIO_DEVICE_STATE_PRE_COPY, NULL) < 0,
+	      "a destination still owed VRAM started a second migration");
+	CHECK(mig_set(dst, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "dst back to RUNNING");
+	return 0;
+}
+
+/* Queue 0 of @dst reads block PC_WAIT_BLK; queue 1 runs on meanwhile. */
+static int pc_park(struct gpu *dst, uint8_t **out)
+{
+	*out = sysbuf(dst, VA_SYS + (8 << 20), 4096, NULL);
+	sysbuf(dst, VA_SYS + (9 << 20), 4096, NULL);
+	gpu_submit(dst, 0, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20),
+		   VA_VRAM + PC_WAIT_BLK * PC_BLOCK + 4096, 4096, 0);
+	gpu_submit(dst, 1, SIMGPU_OP_FENCE, 0, VA_SYS + (9 << 20), 0x77, 0, 0);
+	CHECK(gpu_wait_idle(dst, 1, TMO) == 0, "queue 1 stopped while queue 0 waits");
+	usleep(200000);
+	CHECK(qrd(dst, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+	      "a copy from an owed block did not wait for it");
+	CHECK(qrd(dst, 0, SIMGPU_QREG_ERROR) == 0, "the waiting queue failed: %u",
+	      qrd(dst, 0, SIMGPU_QREG_ERROR));
+	return 0;
+}
+
+/* The destination's first event names the block its queue waits on. */
+static int pc_demanded(int dfd)
+{
+	struct pollfd p = { .fd = dfd, .events = POLLIN };
+	struct gpumig_pc_event ev;
+
+	CHECK(poll(&p, 1, TMO) == 1, "no demand event from the destination");
+	CHECK(read(dfd, &ev, sizeof(ev)) == sizeof(ev), "demand read: %s", strerror(errno));
+	CHECK(ev.type == GPUMIG_PC_EVENT_DEMAND && ev.block == PC_WAIT_BLK,
+	      "demand for block %llu (type %u), expected %d", (unsigned long long)ev.block,
+	      ev.type, PC_WAIT_BLK);
+	return 0;
+}
+
+/* All of the first @len bytes of @dst's VRAM against @want. */
+static int pc_verify(struct gpu *dst, const uint8_t *want, size_t len)
+{
+	uint8_t *back = sysbuf(dst, VA_SYS + (16 << 20), len, NULL);
+
+	gpu_submit(dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (16 << 20), VA_VRAM, len, 0);
+	CHECK(gpu_wait_idle(dst, 1, 30000) == 0, "read VRAM back");
+	CHECK(!memcmp(back, want, len), "VRAM differs after post-copy");
+	return 0;
+}
+
+int t_postcopy(struct gpu *src)
+{
+	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
+	const struct gpumig_pc_block *b;
+	struct gpumig_pc_attach sa, da;
+	struct gpumig_pc_status st = { .argsz = sizeof(st) };
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *out, *rec;
+	int sfd, dfd, n, total = 0, ret;
+	uint64_t blk = PC_WAIT_BLK;
+	struct gpu dst;
+
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	TRY(pc_park(&dst, &out));
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	CHECK(sfd >= 0, "attach to the source: %s", strerror(-sfd));
+	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
+	CHECK(dfd >= 0, "attach to the destination: %s", strerror(-dfd));
+	CHECK(sa.owed == PC_DATA / PC_BLOCK && da.owed == sa.owed && da.block_size == PC_BLOCK,
+	      "attached: source owes %llu, destination %llu, blocks of %u",
+	      (unsigned long long)sa.owed, (unsigned long long)da.owed, da.block_size);
+	TRY(pc_demanded(dfd));
+
+	/* The demanded block first, then hostile copies of it, then it. */
+	CHECK(ioctl(sfd, GPUMIG_PC_WANT, &blk) == 0, "WANT: %s", strerror(errno));
+	rec = malloc(reclen);
+	CHECK(read(sfd, rec, reclen) == (ssize_t)reclen, "source read: %s", strerror(errno));
+	b = (const void *)rec;
+	CHECK(b->block == PC_WAIT_BLK && b->len == PC_BLOCK &&
+	      !memcmp(rec + sizeof(*b), data + PC_WAIT_BLK * PC_BLOCK, PC_BLOCK) &&
+	      b->crc == pc_crc(rec + sizeof(*b), PC_BLOCK),
+	      "the source gave block %llu, not the demanded one with its data and CRC",
+	      (unsigned long long)b->block);
+	TRY(pc_hostile(dfd, rec, reclen, (8 << 20) / PC_BLOCK));
+	CHECK(qrd(&dst, 0, SIMGPU_QREG_STATUS) & SIMGPU_QSTATUS_BUSY,
+	      "a refused block let the waiting queue run");
+	CHECK(pc_put(dfd, rec, reclen) == 0, "deliver block %d: %s", PC_WAIT_BLK, strerror(errno));
+	CHECK(pc_put(dfd, rec, reclen) == -EALREADY, "a block sent twice was not EALREADY");
+	CHECK(ioctl(sfd, GPUMIG_PC_ACK, &blk) == 0, "ACK");
+	CHECK(gpu_wait_idle(&dst, 0, TMO) == 0, "the waiting copy did not finish");
+	CHECK(!memcmp(out, data + PC_WAIT_BLK * PC_BLOCK + 4096, 4096),
+	      "the waiting copy read other data than the block's");
+	total = 1;
+
+	/* Half, then the mover dies; a new one finishes from what is left. */
+	fcntl(sfd, F_SETFL, O_NONBLOCK);
+	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	n = pc_move(sfd, dfd, rec, reclen, 30);
+	TRY(n < 0);
+	total += n;
+	close(sfd);
+	close(dfd);
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
+	CHECK(sfd >= 0 && dfd >= 0, "a restarted mover cannot attach");
+	fcntl(sfd, F_SETFL, O_NONBLOCK);
+	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	CHECK(sa.owed == (uint64_t)(PC_DATA / PC_BLOCK - total) && da.owed == sa.owed,
+	      "after %d blocks the source owes %llu, the destination %llu", total,
+	      (unsigned long long)sa.owed, (unsigned long long)da.owed);
+	n = pc_move(sfd, dfd, rec, reclen, 1000);
+	TRY(n < 0);
+	total += n;
+	CHECK(total == PC_DATA / PC_BLOCK, "moved %d blocks of %d", total, PC_DATA / PC_BLOCK);
+	CHECK(ioctl(dfd, GPUMIG_PC_STATUS, &st) == 0 && st.state == GPUMIG_PC_STATE_DONE &&
+	      !st.owed && st.total == (uint64_t)total && !st.lost && st.waits >= 1,
+	      "destination status: state %u, %llu owed of %llu, %llu lost, %llu waits",
+	      st.state, (unsigned long long)st.owed, (unsigned long long)st.total,
+	      (unsigned long long)st.lost, (unsigned long long)st.waits);
+	CHECK(read(sfd, rec, reclen) == 0, "the source did not end when all was delivered");
+	close(sfd);
+	close(dfd);
+	free(rec);
+	CHECK(pc_state(src, "done") == 0 && pc_state(&dst, "done") == 0,
+	      "post-copy not done on both sides");
+	CHECK(pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa) == -ENOENT,
+	      "a finished session can still be attached to");
+	TRY(pc_verify(&dst, data, PC_DATA));
+	gpu_close(&dst);
+	printf("    # postcopy: %d blocks delivered, the demanded one first; hostile blocks refused\n",
+	       total);
+	return 0;
+}
+
+int t_postcopy_abandon(struct gpu *src)
+{
+	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
+	struct gpumig_pc_attach sa, da;
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *out, *rec;
+	int sfd, dfd, ret, n;
+	struct gpu dst;
+	uint32_t err;
+	char v[64];
+
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
+	CHECK(sfd >= 0 && dfd >= 0, "attach");
+	fcntl(sfd, F_SETFL, O_NONBLOCK);
+	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	/* Blocks 0-3 arrive; then the source host is lost. */
+	rec = malloc(reclen);
+	n = pc_move(sfd, dfd, rec, reclen, 4);
+	TRY(n < 0);
+	CHECK(n == 4, "moved %d blocks of 4", n);
+	close(sfd);
+	CHECK(ioctl(dfd, GPUMIG_PC_ABANDON) == 0, "ABANDON: %s", strerror(errno));
+	mig_attr(&dst, "postcopy_lost_blocks", v, sizeof(v));
+	CHECK(atoi(v) == PC_DATA / PC_BLOCK - 4, "%s blocks lost, expected %d", v,
+	      PC_DATA / PC_BLOCK - 4);
+	CHECK(pc_state(&dst, "abandoned") == 0, "the destination does not say it was abandoned");
+	mig_attr(&dst, "last_error", v, sizeof(v));
+	CHECK(strstr(v, "lost"), "last_error does not say blocks were lost: %s", v);
+	/* What arrived reads right; an access to what did not fails, loudly. */
+	TRY(pc_verify(&dst, data, 4 * PC_BLOCK));
+	out = sysbuf(&dst, VA_SYS + (8 << 20), 4096, NULL);
+	memset(out, 0xa5, 4096);
+	gpu_submit(&dst, 0, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM + 7 * PC_BLOCK,
+		   4096, 0);
+	usleep(200000);
+	err = qrd(&dst, 0, SIMGPU_QREG_ERROR);
+	CHECK(err == SIMGPU_ERR_VRAM_LOST, "a read of a lost block: queue error %u, not %u",
+	      err, SIMGPU_ERR_VRAM_LOST);
+	for (n = 0; n < 4096; n++)
+		CHECK(out[n] == 0xa5, "a read of a lost block wrote data into guest memory");
+	/* The source's side: abandoned, scrubbed. */
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	CHECK(sfd >= 0, "attach to the source again: %s", strerror(-sfd));
+	CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON");
+	CHECK(read(sfd, rec, reclen) < 0 && errno == ECONNABORTED,
+	      "an abandoned source still gives blocks");
+	close(sfd);
+	close(dfd);
+	free(rec);
+	CHECK(pc_state(src, "abandoned") == 0, "the source does not say it was abandoned");
+	gpu_close(&dst);
+	return 0;
+}
+
+/* gpumig-mover destination TOKEN -- gpumig-mover source TOKEN [--rate R]: its pid. */
+static pid_t pc_spawn_mover(const char *mover, const char *hex, const char *rate)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (rate)
+			execl(mover, mover, "destination", hex, "--", mover, "source", hex,
+			      "--rate", rate, (char *)NULL);
+		else
+			execl(mover, mover, "destination", hex, "--", mover, "source", hex,
+			      (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Wait up to @ms for @pid: its exit status, or -1 (then it is killed). */
+static int pc_wait(pid_t pid, int ms)
+{
+	int st, i;
+
+	for (i = 0; i < ms / 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+/*
+ * The project's mover (GPUMIG_MOVER names it), as an operator runs it on
+ * one host: the waiting queue's block arrives first even at a low rate
+ * cap; killed halfway, it is started again and finishes; every byte ends
+ * right and both sides say done.
+ */
+int t_postcopy_mover(struct gpu *src)
+{
+	const char *mover = getenv("GPUMIG_MOVER");
+	uint8_t *data, *out;
+	char hex[64], v[64];
+	struct gpu dst;
+	pid_t pid;
+	int ret;
+
+	if (!mover) {
+		snprintf(fail_msg, sizeof(fail_msg), "GPUMIG_MOVER does not name gpumig-mover");
+		return SKIP;
+	}
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	TRY(pc_park(&dst, &out));
+	mig_attr(src, "postcopy_token", hex, sizeof(hex));
+	/* 256 KiB/s: the 64 blocks would take 16 s; the demanded one goes at once. */
+	pid = pc_spawn_mover(mover, hex, "262144");
+	CHECK(pid > 0, "fork");
+	CHECK(gpu_wait_idle(&dst, 0, 3000) == 0,
+	      "the waiting copy did not finish within 3 s under a 256 KiB/s cap");
+	CHECK(!memcmp(out, data + PC_WAIT_BLK * PC_BLOCK + 4096, 4096),
+	      "the waiting copy read other data than the block's");
+	usleep(500000);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	mig_attr(&dst, "postcopy_owed_blocks", v, sizeof(v));
+	CHECK(atoi(v) > 0 && atoi(v) < PC_DATA / PC_BLOCK - 1,
+	      "after a killed mover %s blocks are owed", v);
+	/* A new mover, no cap: it resumes and finishes. */
+	pid = pc_spawn_mover(mover, hex, NULL);
+	CHECK(pid > 0, "fork");
+	ret = pc_wait(pid, 60000);
+	CHECK(ret == 0, "gpumig-mover exited %d", ret);
+	CHECK(pc_state(src, "done") == 0 && pc_state(&dst, "done") == 0,
+	      "post-copy not done on both sides after the mover");
+	TRY(pc_verify(&dst, data, PC_DATA));
+	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted, done\n",
+	       v);
+	gpu_close(&dst);
+	return 0;
+}
