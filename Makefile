@@ -10,6 +10,7 @@
 #   make bench                               the benchmarks (ratios)
 #   make bench-vram                          only the VRAM migration one
 #   make bench-converge                      only the auto-converge one
+#   make bench-postcopy                      only the post-copy one
 
 ifeq ($(KERNELRELEASE),)
 
@@ -19,7 +20,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install uninstall check check-two-host static kunit fuzz fuzz-long demo bench bench-vram bench-converge soak \
+.PHONY: all modules clean install uninstall check check-two-host static kunit fuzz fuzz-long demo bench bench-vram bench-converge bench-postcopy soak \
 	deps dkms-install dkms-remove deb
 
 all: modules
@@ -93,6 +94,9 @@ bench-vram:
 
 bench-converge:
 	scripts/bench.sh --converge
+
+bench-postcopy:
+	scripts/bench.sh --postcopy
 
 soak:
 	scripts/soak.sh

@@ -13,10 +13,12 @@
 #                              debug kernel's headers)
 #   scripts/bench.sh --converge  only the auto-converge benchmark (the same
 #                              VM as --vram's)
+#   scripts/bench.sh --postcopy  only the post-copy benchmark (the same VM)
 #
 # BENCH_REPS (default 7): runs of each VRAM benchmark type, interleaved;
 # BENCH_CONVERGE_REPS (default 3): rounds of auto-converge's idle and hot
-# runs of each type;
+# runs of each type; BENCH_POSTCOPY_REPS (default 3): rounds of
+# post-copy's runs of each type;
 # BENCH_CPUS (default 2): the VRAM benchmark VM's vCPUs.
 # BENCH_APPEND adds to the VRAM benchmark VM's kernel command line, to
 # measure what a boot option costs: BENCH_APPEND=init_on_alloc=0 (Debian's
@@ -30,7 +32,8 @@ case "${1:-}" in
 "") ;;
 --vram) vram_only=1 only=vram ;;
 --converge) vram_only=1 converge_only=1 only=converge ;;
-*) die "usage: $0 [--vram | --converge]" ;;
+--postcopy) vram_only=1 converge_only=1 only=postcopy ;;
+*) die "usage: $0 [--vram | --converge | --postcopy]" ;;
 esac
 
 "$GPUMIG_TOP/scripts/install-deps.sh" >&2
@@ -85,10 +88,43 @@ fi
 # Auto-converge (the same VM): per type, the runs, then the medians and
 # the ratios to the idle downtime measured in the same process.
 [ "$only" = vram ] && exit 0
+if [ "$only" != postcopy ]; then
 [ -s "$out/vram/bench-converge.txt" ] || die "no auto-converge benchmark output: see $out/vram/console.log"
 echo "Auto-converge ($(cat "$out/vram/uname.txt"), under TCG): a 4 MiB VRAM working set rewritten at 8 MiB/s, the VMM's link 2 MiB/s, switchover when what is owed fits 300 ms of it or forced after 40 s; downtime = the device's part (PRE_COPY_P2P to the destination's STOP)"
 sed -n 's/^    # //p' "$out/vram/bench-converge.txt" | grep -v '^converge_bench ' | grep -v '^Subtest:'
 if grep -q '^not ok' "$out/vram/bench-converge.txt"; then
 	grep '^    # ' "$out/vram/bench-converge.txt" | grep -v '^    # [^ ]*: ' >&2
 	die "an auto-converge benchmark run's own correctness check failed: see $out/vram/bench-converge.txt"
+fi
+echo
+fi
+
+# Post-copy (the same VM): per type, the runs, the medians and ratios to
+# the downtime without post-copy of the same type, measured in the same
+# process; then the largest type's downtime over the smallest's.
+[ "$only" = converge ] && exit 0
+[ -s "$out/vram/bench-postcopy.txt" ] || die "no post-copy benchmark output: see $out/vram/console.log"
+echo "Post-copy ($(cat "$out/vram/uname.txt"), under TCG): 8 MiB of data blocks beside a 4 MiB working set; the VMM reads pre-copy unthrottled; gpumig-mover carries the owed blocks at 4 MiB/s; downtime = the device's part (PRE_COPY_P2P to the destination's STOP)"
+sed -n 's/^    # //p' "$out/vram/bench-postcopy.txt" | grep -v '^pc_bench ' | grep -v '^Subtest:'
+awk '/^    # pc_bench / && / run=pc-hot / && / type=simgpu-/ {
+	for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	d[v["type"]] = d[v["type"]] " " v["down_us"]
+}
+END {
+	for (t in d) {
+		n = split(d[t], a, " ")
+		for (i = 2; i <= n; i++)	# insertion sort: mawk has no asort
+			for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
+				x = a[j]; a[j] = a[j - 1]; a[j - 1] = x
+			}
+		m = a[int((n + 1) / 2)]
+		if (lo == "" || m < lo) { lo = m; lt = t }
+		if (hi == "" || m > hi) { hi = m; ht = t }
+	}
+	if (lo > 0)
+		printf "post-copy, hot: the largest type'"'"'s downtime over the smallest'"'"'s (mdevs, medians): %s %.0f us / %s %.0f us = %.2fx (goal <= 1.5: %s)\n", ht, hi, lt, lo, hi / lo, hi <= 1.5 * lo ? "met" : "NOT MET"
+}' "$out/vram/bench-postcopy.txt"
+if grep -q '^not ok' "$out/vram/bench-postcopy.txt"; then
+	grep '^    # ' "$out/vram/bench-postcopy.txt" | grep -v '^    # [^ ]*: ' >&2
+	die "a post-copy benchmark run's own correctness check failed: see $out/vram/bench-postcopy.txt"
 fi

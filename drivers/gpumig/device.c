@@ -93,7 +93,7 @@ void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why)
 	if (m->log_ops)
 		m->ops->dma_log_stop(m->priv);
 	trace_gpumig_state(m->vdev->dev, m->state, VFIO_DEVICE_STATE_ERROR, err);
-	m->state = VFIO_DEVICE_STATE_ERROR;
+	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_ERROR);
 	m->quiesced = false;
 	m->p2p_stopped = false;
 	if (m->quarantined) {
@@ -170,7 +170,8 @@ int gpumig_mig_open(struct gpumig_mig *m)
 		dev_err(m->vdev->dev, "refusing to reuse a quarantined device: %s\n", why);
 		ret = -EBUSY;
 	} else {
-		m->state = VFIO_DEVICE_STATE_RUNNING;	/* a new session, ERROR or not */
+		/* a new session, ERROR or not */
+		WRITE_ONCE(m->state, VFIO_DEVICE_STATE_RUNNING);
 		gpumig_set_why(m, "%s", "");	/* the last tenant's is not this one's */
 		gpumig_set_source(m, "");
 		atomic64_set(&m->stats.log_reports, 0);
@@ -237,7 +238,7 @@ int gpumig_mig_close(struct gpumig_mig *m)
 		dev_err(m->vdev->dev, "quarantined: %s%s\n", why,
 			m->migrated_away ? " (after migrating away)" : "");
 	}
-	m->state = VFIO_DEVICE_STATE_RUNNING;
+	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_RUNNING);
 	m->quiesced = false;
 	m->p2p_stopped = false;	/* scrubbed: reset, or quarantined and never run */
 	m->migrated_away = false;
@@ -474,13 +475,15 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	m->stream_max = GPUMIG_STREAM_MINOR;
 	m->compat.stream_minor = gpumig_stream_written(m);
 	m->log_ops = gpumig_dma_logging_supported() && ops->dma_log_start;
-	m->state = VFIO_DEVICE_STATE_RUNNING;
+	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_RUNNING);
 	mutex_init(&m->state_mutex);
 	mutex_init(&m->view_lock);
 	spin_lock_init(&m->reset_lock);
 	spin_lock_init(&m->why_lock);
 	spin_lock_init(&m->poll_lock);
 	spin_lock_init(&m->pc_lock);
+	m->pc_timeout_s = GPUMIG_PC_TIMEOUT_S;
+	gpumig_pc_source_adopt(m);
 	gpumig_converge_init(m);
 	/* A quarantine from before this binding still holds. */
 	if (gpumig_quarantine_get(vdev->dev, why, sizeof(why))) {

@@ -114,6 +114,8 @@ enum gpumig_file_state {
  *	(-ENOMSG) and none found data since, or 0 (converge.c)
  * @idle_ns: saving: time spent so since auto-converge's last period
  * @pc: saving: the stream announced post-copy; resuming: it did
+ * @pc_refused: saving: post-copy may not be announced (the device still
+ *	holds VRAM for an earlier one)
  * @pc_token: then: the session token
  * @pc_owed: then: the blocks owed (saving: found as stop-copy goes;
  *	resuming: as the manifest says)
@@ -157,6 +159,7 @@ struct gpumig_mig_file {
 	u64 idle_since;
 	u64 idle_ns;
 	bool pc;
+	bool pc_refused;
 	u8 pc_token[GPUMIG_TOKEN_LEN];
 	unsigned long *pc_owed;
 	unsigned long pc_next;
@@ -165,6 +168,9 @@ struct gpumig_mig_file {
 
 /* The stream minor that carries post-copy (GPUMIG_SEC_POSTCOPY, _OWED). */
 #define GPUMIG_PC_STREAM_MINOR		3
+/* A destination that gets no block for this long abandons (postcopy_timeout_s). */
+#define GPUMIG_PC_TIMEOUT_S		300
+#define GPUMIG_PC_TIMEOUT_MAX_S		86400
 
 struct gpumig_pc;
 
@@ -301,6 +307,7 @@ struct gpumig_view {
  * @stats: the last migration, as the device saw it (atomics)
  * @conv: device auto-converge
  * @pc_enabled: migration/postcopy (written and read locklessly)
+ * @pc_timeout_s: migration/postcopy_timeout_s (likewise)
  * @pc_src: the source's post-copy session of the last stream, or NULL
  *	(the state mutex)
  * @pc_dst: the destination's, or NULL (the state mutex to change, with
@@ -346,6 +353,7 @@ struct gpumig_mig {
 	struct gpumig_mig_stats stats;
 	struct gpumig_converge conv;
 	bool pc_enabled;
+	u32 pc_timeout_s;
 	struct gpumig_pc *pc_src;
 	struct gpumig_pc *pc_dst;
 	spinlock_t pc_lock;		/* see above */
@@ -382,6 +390,7 @@ int gpumig_converge_store(struct gpumig_mig *m, unsigned int which, const char *
 
 /* postcopy.c */
 bool gpumig_pc_source_possible(struct gpumig_mig *m);
+bool gpumig_pc_source_holding(struct gpumig_mig *m);
 void gpumig_pc_source_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf);
 void gpumig_pc_source_resumed(struct gpumig_mig *m);
 bool gpumig_pc_dest_possible(struct gpumig_mig *m);
@@ -389,9 +398,10 @@ int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf);
 void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how);
 bool gpumig_pc_busy(struct gpumig_mig *m);
 void gpumig_pc_device_gone(struct gpumig_mig *m);
+void gpumig_pc_source_adopt(struct gpumig_mig *m);
 void gpumig_pc_new_token(u8 *token);
 ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf);
-int gpumig_pc_store(struct gpumig_mig *m, const char *buf);
+int gpumig_pc_store(struct gpumig_mig *m, unsigned int which, const char *buf);
 int gpumig_pc_init(void);
 void gpumig_pc_exit(void);
 

@@ -341,9 +341,9 @@ ssize_t gpumig_pc_attr_show(struct device *dev, struct device_attribute *attr, c
 EXPORT_SYMBOL_GPL(gpumig_pc_attr_show);
 
 /**
- * gpumig_pc_attr_store() - migration/postcopy: 1 or 0
+ * gpumig_pc_attr_store() - migration/postcopy (1 or 0) and postcopy_timeout_s
  * @dev: the front end's device
- * @attr: the set's pc[GPUMIG_PCF_ENABLED]
+ * @attr: the set's pc[GPUMIG_PCF_ENABLED] or pc[GPUMIG_PCF_TIMEOUT]
  * @buf: what was written
  * @count: its length
  *
@@ -359,7 +359,7 @@ ssize_t gpumig_pc_attr_store(struct device *dev, struct device_attribute *attr,
 
 	if (!m)
 		return -ENODEV;
-	ret = gpumig_pc_store(m, buf);
+	ret = gpumig_pc_store(m, ma - ma->set->pc, buf);
 	return ret ? ret : count;
 }
 EXPORT_SYMBOL_GPL(gpumig_pc_attr_store);

@@ -41,6 +41,7 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 
 #include <uapi/linux/gpumig_postcopy.h>
 
@@ -61,7 +62,10 @@ static_assert(sizeof(struct gpumig_pc_block) == 40);
  * @lock: guards every field below but the demand ring
  * @state: GPUMIG_PC_STATE_*
  * @m: destination: its device, until the tenant closes it or it goes
- * @ops: source: the backend whose hold this is
+ * @hold_read: source: the backend's, which reads @hold (kept here: the
+ *	hold may outlive the device's binding, @owner does not go before it)
+ * @hold_free: source: the backend's, which scrubs and frees @hold
+ * @owner: source: the module of those two, held while @hold is
  * @hold: source: the held contents, or NULL once scrubbed
  * @nr_blocks: blocks of the device's VRAM
  * @block_shift: log2 of the block
@@ -78,6 +82,11 @@ static_assert(sizeof(struct gpumig_pc_block) == 40);
  * @dhead: next to read
  * @dtail: next to write
  * @waits: destination: every time the device started to wait
+ * @timeout: destination: abandons the session when no block arrived for
+ *	@timeout_s (it holds a reference while queued)
+ * @timeout_s: 0 for never
+ * @last_arrival: destination: jiffies of the session's start or its last
+ *	block (@lock)
  */
 struct gpumig_pc {
 	struct list_head node;
@@ -89,7 +98,9 @@ struct gpumig_pc {
 	struct mutex lock;	/* see above */
 	u32 state;
 	struct gpumig_mig *m;
-	const struct gpumig_backend_ops *ops;
+	int (*hold_read)(void *hold, u64 off, void *buf, u32 len);
+	void (*hold_free)(void *hold);
+	struct module *owner;
 	void *hold;
 	unsigned long nr_blocks;
 	u32 block_shift;
@@ -106,6 +117,10 @@ struct gpumig_pc {
 	u32 dhead;
 	u32 dtail;
 	u64 waits;
+
+	struct delayed_work timeout;
+	u32 timeout_s;
+	unsigned long last_arrival;
 };
 
 static LIST_HEAD(gpumig_pc_list);
@@ -127,6 +142,8 @@ static void gpumig_pc_put(struct gpumig_pc *s)
 {
 	kref_put(&s->ref, gpumig_pc_free);
 }
+
+static void gpumig_pc_timeout(struct work_struct *work);
 
 static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bool source,
 				       const unsigned long *owed)
@@ -161,6 +178,7 @@ static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bo
 	bitmap_copy(s->ever, owed, nr);
 	s->nr_owed = bitmap_weight(owed, nr);
 	s->total = s->nr_owed;
+	INIT_DELAYED_WORK(&s->timeout, gpumig_pc_timeout);
 	return s;
 }
 
@@ -215,8 +233,8 @@ static void gpumig_pc_drop_hold(struct gpumig_pc *s)
 	lockdep_assert_held(&s->lock);
 	if (!s->hold)
 		return;
-	s->ops->hold_free(s->hold);
-	module_put(s->ops->owner);
+	s->hold_free(s->hold);
+	module_put(s->owner);
 	s->hold = NULL;
 }
 
@@ -253,6 +271,32 @@ bool gpumig_pc_source_possible(struct gpumig_mig *m)
 }
 
 /**
+ * gpumig_pc_source_holding() - does the device still hold VRAM for an
+ *	earlier post-copy's destination?
+ * @m: device, state mutex held
+ *
+ * A new post-copy must not start then: a backend keeps one hold at a time
+ * (a VF's PF does), and the earlier destination still waits for its
+ * blocks.  Such a migration copies VRAM before the stop instead, and says
+ * why.
+ *
+ * Return: true while that session is active.
+ */
+bool gpumig_pc_source_holding(struct gpumig_mig *m)
+{
+	struct gpumig_pc *s = m->pc_src;
+	bool active;
+
+	lockdep_assert_held(&m->state_mutex);
+	if (!s)
+		return false;
+	mutex_lock(&s->lock);
+	active = s->state == GPUMIG_PC_STATE_ACTIVE;
+	mutex_unlock(&s->lock);
+	return active;
+}
+
+/**
  * gpumig_pc_source_begin() - a post-copy stream was read to its end
  * @m: device, state mutex held, stopped
  * @migf: its saving file, complete, with the manifest it sent
@@ -278,8 +322,10 @@ void gpumig_pc_source_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 		ret = -ENOMEM;
 		goto fail;
 	}
-	s->ops = m->ops;
-	if (!try_module_get(m->ops->owner)) {
+	s->hold_read = m->ops->hold_read;
+	s->hold_free = m->ops->hold_free;
+	s->owner = m->ops->owner;
+	if (!try_module_get(s->owner)) {
 		ret = -ENODEV;
 		goto fail_put;
 	}
@@ -332,7 +378,7 @@ void gpumig_pc_source_resumed(struct gpumig_mig *m)
 	mutex_lock(&s->lock);
 	if (s->hold) {
 		m->ops->hold_return(m->priv, s->hold);
-		module_put(s->ops->owner);
+		module_put(s->owner);
 		s->hold = NULL;
 		dev_warn(m->vdev->dev,
 			 "post-copy: the source runs again; %lu owed blocks went back into it\n",
@@ -354,7 +400,7 @@ static ssize_t gpumig_pc_source_fill(struct gpumig_pc *s, unsigned long blk, u8 
 	int ret;
 
 	lockdep_assert_held(&s->lock);
-	ret = s->ops->hold_read(s->hold, (u64)blk << s->block_shift, buf + sizeof(*b), len);
+	ret = s->hold_read(s->hold, (u64)blk << s->block_shift, buf + sizeof(*b), len);
 	if (ret)
 		return ret;
 	b->magic = cpu_to_le32(GPUMIG_PC_MAGIC);
@@ -415,6 +461,12 @@ int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 	spin_lock_irq(&m->pc_lock);
 	m->pc_dst = s;
 	spin_unlock_irq(&m->pc_lock);
+	s->timeout_s = READ_ONCE(m->pc_timeout_s);
+	s->last_arrival = jiffies;
+	if (s->nr_owed && s->timeout_s) {
+		kref_get(&s->ref);
+		schedule_delayed_work(&s->timeout, (unsigned long)s->timeout_s * HZ);
+	}
 	dev_info(m->vdev->dev, "post-copy: running with %lu VRAM blocks still owed\n",
 		 s->total);
 	gpumig_view_changed(m);
@@ -447,6 +499,46 @@ static unsigned long gpumig_pc_lose_all(struct gpumig_pc *s)
 	return n;
 }
 
+/*
+ * A destination's source is taken as lost when no block arrived for
+ * @timeout_s: what is missing is lost, loudly, rather than the guest
+ * waiting on it for ever.
+ */
+static void gpumig_pc_timeout(struct work_struct *work)
+{
+	struct gpumig_pc *s = container_of(to_delayed_work(work), struct gpumig_pc, timeout);
+	unsigned long due;
+	bool again = false;
+
+	mutex_lock(&s->lock);
+	due = s->last_arrival + (unsigned long)s->timeout_s * HZ;
+	if (s->state == GPUMIG_PC_STATE_ACTIVE && s->m) {
+		if (time_before(jiffies, due)) {
+			again = true;
+		} else {
+			dev_err(s->m->vdev->dev,
+				"post-copy: no VRAM block arrived for %u s: the source is taken as lost\n",
+				s->timeout_s);
+			gpumig_pc_lose_all(s);
+			gpumig_pc_end_locked(s, GPUMIG_PC_STATE_ABANDONED);
+		}
+	}
+	if (again)
+		schedule_delayed_work(&s->timeout, due - jiffies);
+	mutex_unlock(&s->lock);
+	if (!again) {
+		gpumig_pc_unpublish(s);
+		gpumig_pc_put(s);
+	}
+}
+
+/* The timeout's work is over, or was never queued: its reference goes. */
+static void gpumig_pc_timeout_stop(struct gpumig_pc *s)
+{
+	if (cancel_delayed_work_sync(&s->timeout))
+		gpumig_pc_put(s);
+}
+
 /**
  * gpumig_pc_dest_detach() - the destination's device no longer waits for its memory
  * @m: device, state mutex held
@@ -471,6 +563,7 @@ void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how)
 	}
 	s->m = NULL;
 	mutex_unlock(&s->lock);
+	gpumig_pc_timeout_stop(s);
 	gpumig_pc_unpublish(s);
 	gpumig_pc_put(s);
 }
@@ -529,6 +622,31 @@ void gpumig_mig_postcopy_demand(struct gpumig_mig *m, unsigned long blk)
 }
 EXPORT_SYMBOL_GPL(gpumig_mig_postcopy_demand);
 
+/**
+ * gpumig_mig_device_runs() - does the device run now?
+ * @m: device
+ *
+ * For a front end's CPU fault on absent VRAM: it waits for the block while
+ * the device runs, and fails before (a VMM setting up its mappings while
+ * the device is still being restored must not wait on the mover).
+ * Lockless: the answer may be stale by the time it is used.
+ *
+ * Return: true in RUNNING, RUNNING_P2P, PRE_COPY and PRE_COPY_P2P.
+ */
+bool gpumig_mig_device_runs(struct gpumig_mig *m)
+{
+	switch (READ_ONCE(m->state)) {
+	case VFIO_DEVICE_STATE_RUNNING:
+	case VFIO_DEVICE_STATE_RUNNING_P2P:
+	case VFIO_DEVICE_STATE_PRE_COPY:
+	case VFIO_DEVICE_STATE_PRE_COPY_P2P:
+		return true;
+	default:
+		return false;
+	}
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_device_runs);
+
 /* Check and install one block from the mover.  The session's lock held. */
 static int gpumig_pc_deliver(struct gpumig_pc *s, const struct gpumig_pc_block *b,
 			     const u8 *data, size_t len)
@@ -557,6 +675,7 @@ static int gpumig_pc_deliver(struct gpumig_pc *s, const struct gpumig_pc_block *
 	if (ret)
 		return ret;
 	__clear_bit(blk, s->owed);
+	s->last_arrival = jiffies;
 	if (!--s->nr_owed) {
 		dev_info(s->m->vdev->dev, "post-copy: every owed VRAM block arrived (%lu)\n",
 			 s->total);
@@ -935,6 +1054,18 @@ void gpumig_pc_device_gone(struct gpumig_mig *m)
 	gpumig_pc_dest_detach(m, "the device was removed");
 	if (!s)
 		return;
+	m->pc_src = NULL;
+	if (m->ops->hold_outlives_binding) {
+		/* The PF keeps it: the device's next binding finds the session. */
+		mutex_lock(&s->lock);
+		if (s->state == GPUMIG_PC_STATE_ACTIVE)
+			dev_info(m->vdev->dev,
+				 "post-copy: its driver lets go; %lu VRAM blocks stay held for the destination\n",
+				 s->nr_owed);
+		mutex_unlock(&s->lock);
+		gpumig_pc_put(s);
+		return;
+	}
 	mutex_lock(&s->lock);
 	if (s->state == GPUMIG_PC_STATE_ACTIVE)
 		dev_err(m->vdev->dev,
@@ -944,7 +1075,32 @@ void gpumig_pc_device_gone(struct gpumig_mig *m)
 	mutex_unlock(&s->lock);
 	gpumig_pc_unpublish(s);
 	gpumig_pc_put(s);
-	m->pc_src = NULL;
+}
+
+/**
+ * gpumig_pc_source_adopt() - a new binding of a device finds what it holds
+ * @m: device, being created
+ *
+ * A hold that outlives the binding (a PF's provider keeps it) stays the
+ * device's: its source session, still active, becomes this binding's, as
+ * a quarantine does.
+ */
+void gpumig_pc_source_adopt(struct gpumig_mig *m)
+{
+	struct gpumig_pc *s;
+
+	if (!m->ops->hold_outlives_binding)
+		return;
+	mutex_lock(&gpumig_pc_list_lock);
+	list_for_each_entry(s, &gpumig_pc_list, node)
+		if (s->source && !strcmp(s->dev_name, dev_name(m->vdev->dev))) {
+			kref_get(&s->ref);
+			m->pc_src = s;
+			break;
+		}
+	mutex_unlock(&gpumig_pc_list_lock);
+	if (m->pc_src)
+		dev_info(m->vdev->dev, "post-copy: still holding VRAM for a destination\n");
 }
 
 /**
@@ -964,12 +1120,15 @@ ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf)
 	};
 	struct gpumig_pc *s;
 	unsigned long owed = 0, lost = 0;
+	u64 waits = 0;
 	const char *role = "none", *state = "none";
 	u8 token[GPUMIG_TOKEN_LEN] = {};
 	ssize_t n;
 
 	if (which == GPUMIG_PCF_ENABLED)
 		return sysfs_emit(buf, "%d\n", READ_ONCE(m->pc_enabled));
+	if (which == GPUMIG_PCF_TIMEOUT)
+		return sysfs_emit(buf, "%u\n", READ_ONCE(m->pc_timeout_s));
 	gpumig_state_mutex_lock(m);
 	s = m->pc_dst ? m->pc_dst : m->pc_src;
 	if (s) {
@@ -980,6 +1139,9 @@ ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf)
 		lost = s->lost;
 		memcpy(token, s->token, sizeof(token));
 		mutex_unlock(&s->lock);
+		spin_lock_irq(&s->demand_lock);
+		waits = s->waits;
+		spin_unlock_irq(&s->demand_lock);
 	}
 	switch (which) {
 	case GPUMIG_PCF_ROLE:
@@ -994,6 +1156,9 @@ ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf)
 	case GPUMIG_PCF_LOST:
 		n = sysfs_emit(buf, "%lu\n", lost);
 		break;
+	case GPUMIG_PCF_WAITS:
+		n = sysfs_emit(buf, "%llu\n", waits);
+		break;
 	case GPUMIG_PCF_TOKEN:
 		n = s ? sysfs_emit(buf, "%*phN\n", GPUMIG_TOKEN_LEN, token) : sysfs_emit(buf, "\n");
 		break;
@@ -1005,18 +1170,32 @@ ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf)
 }
 
 /**
- * gpumig_pc_store() - migration/postcopy: 1 lets the next (or current)
- *	pre-copy defer VRAM past the stop, 0 does not
+ * gpumig_pc_store() - post-copy's settings
  * @m: device
+ * @which: GPUMIG_PCF_ENABLED (migration/postcopy: 1 lets the next or
+ *	current pre-copy defer VRAM past the stop, 0 does not) or
+ *	GPUMIG_PCF_TIMEOUT (migration/postcopy_timeout_s: seconds without a
+ *	block after which a destination takes its source as lost, 0 never,
+ *	at most GPUMIG_PC_TIMEOUT_MAX_S; for post-copies restored from then on)
  * @buf: what was written
  *
- * Return: 0, -EINVAL for another value, -EOPNOTSUPP for a device that
- * cannot (no hold, no dirty tracking, or capped below stream 1.3).
+ * Return: 0, -EINVAL for another value, -EOPNOTSUPP to turn post-copy on
+ * for a device that cannot (no hold, no dirty tracking, or capped below
+ * stream 1.3).
  */
-int gpumig_pc_store(struct gpumig_mig *m, const char *buf)
+int gpumig_pc_store(struct gpumig_mig *m, unsigned int which, const char *buf)
 {
+	unsigned int t;
 	bool on;
 
+	if (which == GPUMIG_PCF_TIMEOUT) {
+		if (kstrtouint(buf, 10, &t) || t > GPUMIG_PC_TIMEOUT_MAX_S)
+			return -EINVAL;
+		WRITE_ONCE(m->pc_timeout_s, t);
+		return 0;
+	}
+	if (which != GPUMIG_PCF_ENABLED)
+		return -EINVAL;
 	if (sysfs_streq(buf, "1"))
 		on = true;
 	else if (sysfs_streq(buf, "0"))

@@ -326,7 +326,7 @@ static u64 gpumig_pc_stop_bytes(struct gpumig_mig_file *migf)
 /* Does the operator want post-copy (migration/postcopy), and can the device? */
 static bool gpumig_pc_wanted(struct gpumig_mig_file *migf)
 {
-	return !migf->pc && READ_ONCE(migf->m->pc_enabled) &&
+	return !migf->pc && !migf->pc_refused && READ_ONCE(migf->m->pc_enabled) &&
 	       gpumig_pc_source_possible(migf->m);
 }
 
@@ -352,6 +352,8 @@ static ssize_t gpumig_produce_announce(struct gpumig_mig_file *migf, u8 *buf, si
 	gpumig_pc_new_token(migf->pc_token);
 	memcpy(pc.token, migf->pc_token, sizeof(pc.token));
 	migf->pc = true;
+	/* One migration's: the next one copies VRAM first unless asked again. */
+	WRITE_ONCE(m->pc_enabled, false);
 	/* Nothing of VRAM goes before the stop any more: no initial data is owed. */
 	migf->initial_left = 0;
 	dev_info(m->vdev->dev, "post-copy: announced; VRAM with data follows the stop\n");
@@ -936,6 +938,8 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 	/* A re-initialisation before now is part of the first pass. */
 	migf->reconfig_seen = gpumig_reconfig_seq(m);
 	migf->initial_left = gpumig_head_bytes() + gpumig_owed_vram_bytes(m, stop_copy, 0);
+	/* One post-copy's hold at a time: a later one copies VRAM before the stop. */
+	migf->pc_refused = gpumig_pc_source_holding(m);
 	/* Post-copy asked for before pre-copy: announced right after the header. */
 	pc = !stop_copy && gpumig_pc_wanted(migf);
 	compat = m->compat;

@@ -69,7 +69,7 @@ void gpumig_reset_locked(struct gpumig_mig *m)
 	gpumig_disable_files(m);
 	m->quiesced = false;	/* the device's own reset restarted it */
 	m->p2p_stopped = false;
-	m->state = VFIO_DEVICE_STATE_RUNNING;
+	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_RUNNING);
 	gpumig_view_changed(m);
 }
 
@@ -218,6 +218,11 @@ static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 	get_file(migf->filp);
 	m->saving = migf;
 	gpumig_set_why(m, "%s", "");	/* a new migration: no error yet */
+	if (migf->pc_refused && READ_ONCE(m->pc_enabled)) {
+		gpumig_set_why(m, "%s",
+			       "post-copy: the VRAM of an earlier one is still held for its destination; this migration copies VRAM before the stop");
+		dev_warn(m->vdev->dev, "post-copy not used: the VRAM of an earlier post-copy is still held for its destination\n");
+	}
 	spin_lock_irq(&m->poll_lock);
 	m->poll_file = migf;
 	spin_unlock_irq(&m->poll_lock);
@@ -346,7 +351,7 @@ struct file *gpumig_mig_set_state(struct gpumig_mig *m,
 		trace_gpumig_state(m->vdev->dev, m->state, next, PTR_ERR_OR_ZERO(res));
 		if (IS_ERR(res))
 			break;
-		m->state = next;
+		WRITE_ONCE(m->state, next);
 		if (WARN_ON(res && new_state != m->state)) {
 			fput(res);
 			res = ERR_PTR(-EINVAL);

@@ -224,6 +224,10 @@ struct gpumig_geometry {
  *	post-copy was abandoned); the device may be gone by then.
  * @owner: the module the hold's code lives in (THIS_MODULE); the engine
  *	pins it while a hold exists
+ * @hold_outlives_binding: the hold is kept outside the front end (a PF's
+ *	provider keeps a VF's): unbinding the front end leaves the post-copy
+ *	to the device's next binding, which finds it by the device's name,
+ *	instead of abandoning it
  * @notifies_dirty: the backend calls gpumig_mig_vram_dirtied() whenever a
  *	VRAM block becomes dirty while tracking; without it (hardware that
  *	raises no interrupt for that) the engine looks again every
@@ -276,6 +280,7 @@ struct gpumig_backend_ops {
 	void (*hold_return)(void *priv, void *hold);
 	void (*hold_free)(void *hold);
 	struct module *owner;
+	bool hold_outlives_binding;
 	bool notifies_dirty;
 };
 
@@ -398,6 +403,8 @@ void gpumig_mig_vram_dirtied(struct gpumig_mig *m);
 void gpumig_mig_reconfigured(struct gpumig_mig *m);
 int gpumig_mig_unquarantine(struct gpumig_mig *m);
 int gpumig_mig_set_stream_max(struct gpumig_mig *m, u16 minor);
+void gpumig_mig_postcopy_demand(struct gpumig_mig *m, unsigned long blk);
+bool gpumig_mig_device_runs(struct gpumig_mig *m);
 u16 gpumig_mig_stream_max(struct gpumig_mig *m);
 int gpumig_sysfs_confirm(const char *buf);
 
@@ -464,6 +471,8 @@ enum gpumig_pc_file {
 	GPUMIG_PCF_OWED,
 	GPUMIG_PCF_LOST,
 	GPUMIG_PCF_TOKEN,
+	GPUMIG_PCF_TIMEOUT,
+	GPUMIG_PCF_WAITS,
 	GPUMIG_NR_PC_FILES
 };
 
@@ -506,7 +515,6 @@ ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr
 ssize_t gpumig_pc_attr_show(struct device *dev, struct device_attribute *attr, char *buf);
 ssize_t gpumig_pc_attr_store(struct device *dev, struct device_attribute *attr,
 			     const char *buf, size_t count);
-void gpumig_mig_postcopy_demand(struct gpumig_mig *m, unsigned long blk);
 
 #define GPUMIG_METRIC(_set, _name)						\
 	{ .attr = __ATTR(_name, 0444, gpumig_metric_attr_show, NULL),		\
@@ -576,6 +584,8 @@ void gpumig_mig_postcopy_demand(struct gpumig_mig *m, unsigned long blk);
 		GPUMIG_PC_METRIC(_p##_metrics, postcopy_owed_blocks),		\
 		GPUMIG_PC_METRIC(_p##_metrics, postcopy_lost_blocks),		\
 		GPUMIG_PC_SECRET(_p##_metrics, postcopy_token),			\
+		GPUMIG_PC_SETTING(_p##_metrics, postcopy_timeout_s),		\
+		GPUMIG_PC_METRIC(_p##_metrics, postcopy_waits),			\
 		},								\
 	};									\
 	static struct attribute *_p##_mig_attrs[] = {				\
@@ -595,6 +605,7 @@ void gpumig_mig_postcopy_demand(struct gpumig_mig *m, unsigned long blk);
 		&_p##_metrics.pc[0].attr.attr, &_p##_metrics.pc[1].attr.attr,	\
 		&_p##_metrics.pc[2].attr.attr, &_p##_metrics.pc[3].attr.attr,	\
 		&_p##_metrics.pc[4].attr.attr, &_p##_metrics.pc[5].attr.attr,	\
+		&_p##_metrics.pc[6].attr.attr, &_p##_metrics.pc[7].attr.attr,	\
 		NULL								\
 	}
 

@@ -48,10 +48,41 @@ struct gpumig_vf;
  *	-ENODEV from now on
  * @pf_reset: the PF is being reset (optional): the VF's state and memory
  *	are lost; services fail with -EAGAIN until the reset is done
+ * @demand: the VF's device waits on absent VRAM block @blk (a post-copy
+ *	destination, @vram_absent); from any context but NMI, possibly under
+ *	the provider's own locks: it may not call a service
  */
 struct gpumig_vf_events {
 	void (*pf_gone)(void *priv);
 	void (*pf_reset)(void *priv);
+	void (*demand)(void *priv, u64 blk);
+};
+
+struct gpumig_vram_hold;
+
+/**
+ * struct gpumig_vram_hold_ops - what can be done with a held VRAM
+ * @read: @len bytes at VRAM offset @off of a held block into @buf; 0,
+ *	-ENOENT for a block not held, -ENODEV once the PF's driver is gone
+ * @free: scrub what is held and free the hold (it may outlive the claim,
+ *	the VF's driver and the device: called once, from any of them)
+ */
+struct gpumig_vram_hold_ops {
+	int (*read)(struct gpumig_vram_hold *h, u64 off, void *buf, u32 len);
+	void (*free)(struct gpumig_vram_hold *h);
+};
+
+/**
+ * struct gpumig_vram_hold - VRAM a post-copy source holds for the
+ *	destination, out of the VF's reach; the provider embeds it
+ * @ops: its operations (fixed)
+ * @owner: the provider's module, which the hold keeps loaded (the provider
+ *	takes the reference); the claimer puts it once @free or the
+ *	provider's @hold_return has returned (fixed)
+ */
+struct gpumig_vram_hold {
+	const struct gpumig_vram_hold_ops *ops;
+	struct module *owner;
 };
 
 /**
@@ -124,6 +155,27 @@ struct gpumig_vf_events {
  *	give the tenant's work only (100 - @pct) % of the VF's time, @pct 0
  *	to GPUMIG_THROTTLE_MAX (0: all of it); nothing stopped, nothing in
  *	flight lost.  Without it auto-converge is unsupported on the VF
+ * @vram_absent: optional, with @vram_deliver, @vram_lose and the claimer's
+ *	@demand event: post-copy's destination (Documentation/gpumig/
+ *	postcopy.rst).  The paused VF will run with the blocks set in @map
+ *	(@nr bits, the VF's blocks) absent: an access of the device to one
+ *	parks that work until the block arrives (replayable VRAM faults) and
+ *	the device says which block through @demand; nothing reads in its
+ *	place.  The CPU's access through the VF's aperture is not the
+ *	device's to see: the claimer keeps it off absent blocks
+ * @vram_deliver: owed block @blk arrived: write its @len bytes and make it
+ *	present, at once for the device (work parked on it runs); -EALREADY
+ *	when it is not absent
+ * @vram_lose: absent block @blk will never arrive: the device's accesses
+ *	to it fail with its own error (SIMGPU_ERR_VRAM_LOST on simgpu) until
+ *	the tenant rewrites it or resets the VF; -EALREADY when not absent
+ * @vram_hold: optional, with @hold_return: post-copy's source.  The paused
+ *	VF's blocks set in @map leave it (its aperture and its device read
+ *	zero there) into a hold the provider keeps past the claim, a scrub,
+ *	an FLR and a rebind of the VF, until its @free; SR-IOV cannot be
+ *	disabled while a hold of the PF's exists.  The hold, or an ERR_PTR
+ * @hold_return: the VF runs again (a failed switchover): what @hold keeps
+ *	goes back where it was and the hold is freed
  */
 struct gpumig_vf_ops {
 	void (*release)(struct gpumig_vf *vf);
@@ -161,6 +213,12 @@ struct gpumig_vf_ops {
 	void (*reset_prepare)(struct gpumig_vf *vf);
 	void (*reset_done)(struct gpumig_vf *vf);
 	int (*throttle)(struct gpumig_vf *vf, u32 pct);
+	int (*vram_absent)(struct gpumig_vf *vf, const unsigned long *map, unsigned long nr);
+	int (*vram_deliver)(struct gpumig_vf *vf, unsigned long blk, const void *buf, u32 len);
+	int (*vram_lose)(struct gpumig_vf *vf, unsigned long blk);
+	struct gpumig_vram_hold *(*vram_hold)(struct gpumig_vf *vf, const unsigned long *map,
+					      unsigned long nr);
+	void (*hold_return)(struct gpumig_vf *vf, struct gpumig_vram_hold *h);
 };
 
 /**
@@ -178,6 +236,9 @@ struct gpumig_vf_ops {
  *	of the provider's name (simgpu's VRAM size, queues, profile); their
  *	show gets the VF's struct device (fixed)
  * @owner: the provider's module, held while claimed (fixed)
+ * @vram_bar: with @ops->vram_absent: the BAR through which the CPU reaches
+ *	the VF's VRAM (its aperture), whose faults the claimer holds back
+ *	while blocks are absent; -1 for a VF without one (fixed)
  *
  * The provider embeds it in its own per-VF state.
  */
@@ -188,6 +249,7 @@ struct gpumig_vf {
 	u32 arch_size;
 	const struct attribute_group *attrs;
 	struct module *owner;
+	int vram_bar;
 };
 
 /**

@@ -31,6 +31,7 @@ struct simgpu_model *simgpu_model_new(const struct simgpu_model_env *env, void *
 	m->ops.kick = env->kick;
 	m->ops.stepped = env->stepped;
 	m->ops.guest_reset = env->guest_reset;
+	m->ops.demand = env->demand;
 	if (simgpu_core_init(&m->core, &m->ops, ctx, nr_queues, vram_size)) {
 		free(m);
 		return NULL;
@@ -206,4 +207,35 @@ uint32_t simgpu_model_throttle(struct simgpu_model *m)
 void simgpu_model_set_throttle(struct simgpu_model *m, uint32_t pct)
 {
 	simgpu_core_set_throttle(&m->core, pct);
+}
+
+int simgpu_model_set_absent(struct simgpu_model *m, const unsigned long *map, uint64_t nr_blocks,
+			    uint32_t shift)
+{
+	return simgpu_core_set_absent(&m->core, map, nr_blocks, shift);
+}
+
+bool simgpu_model_absent(struct simgpu_model *m, uint64_t blk)
+{
+	return simgpu_absent_arrive_check(&m->core, blk) == 0;
+}
+
+int simgpu_model_block_arrived(struct simgpu_model *m, uint64_t blk)
+{
+	return simgpu_core_block_arrived(&m->core, blk);
+}
+
+int simgpu_model_block_lost(struct simgpu_model *m, uint64_t blk)
+{
+	return simgpu_core_block_lost(&m->core, blk);
+}
+
+void simgpu_model_absent_clear(struct simgpu_model *m)
+{
+	simgpu_core_absent_clear(&m->core);
+}
+
+uint64_t simgpu_model_absent_count(struct simgpu_model *m)
+{
+	return simgpu_core_absent_count(&m->core);
 }

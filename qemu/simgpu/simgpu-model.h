@@ -23,6 +23,7 @@ struct simgpu_model;
  * @kick: work arrived: run the processor soon
  * @stepped: a processor pass ended
  * @guest_reset: the guest reset the VF through its control register
+ * @demand: work of the VF's started to wait on absent VRAM block @blk
  */
 struct simgpu_model_env {
 	int (*dma_rw)(void *ctx, uint64_t iova, void *buf, size_t len, bool write);
@@ -31,6 +32,7 @@ struct simgpu_model_env {
 	void (*kick)(void *ctx);
 	void (*stepped)(void *ctx);
 	void (*guest_reset)(void *ctx);
+	void (*demand)(void *ctx, uint64_t blk);
 };
 
 struct simgpu_model *simgpu_model_new(const struct simgpu_model_env *env, void *ctx,
@@ -60,5 +62,13 @@ uint64_t simgpu_model_stat(struct simgpu_model *m, unsigned int s);
 bool simgpu_model_timed_work(struct simgpu_model *m);
 uint32_t simgpu_model_throttle(struct simgpu_model *m);
 void simgpu_model_set_throttle(struct simgpu_model *m, uint32_t pct);
+/* Post-copy: VRAM blocks absent (absent.c); @map has one bit per block. */
+int simgpu_model_set_absent(struct simgpu_model *m, const unsigned long *map, uint64_t nr_blocks,
+			    uint32_t shift);
+bool simgpu_model_absent(struct simgpu_model *m, uint64_t blk);
+int simgpu_model_block_arrived(struct simgpu_model *m, uint64_t blk);
+int simgpu_model_block_lost(struct simgpu_model *m, uint64_t blk);
+void simgpu_model_absent_clear(struct simgpu_model *m);
+uint64_t simgpu_model_absent_count(struct simgpu_model *m);
 
 #endif /* SIMGPU_MODEL_H */

@@ -48,6 +48,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(SimgpuVfState, SIMGPU_VF)
 #define SIMGPU_LOG_PAGE		SIMGPU_PF_LOG_PAGE_SIZE
 #define SIMGPU_XFER_MAX		(1U << 20)
 #define SIMGPU_ARCH_MAX		(64 * KiB)
+#define SIMGPU_DEMANDS		64	/* the DEMAND register's memory */
 
 typedef struct SimgpuProfile {
 	uint64_t vram;
@@ -65,6 +66,17 @@ typedef struct SimgpuLog {
 	unsigned long *bits[SIMGPU_LOG_RANGES];
 } SimgpuLog;
 
+/*
+ * VRAM the PF holds for a VF (a post-copy source): its blocks' contents,
+ * out of the VF's reach, kept until returned or freed (or the VF goes).
+ */
+typedef struct SimgpuHold {
+	uint64_t nr_blocks;
+	unsigned long *held;	/* blocks held */
+	GHashTable *data;	/* block -> its contents; a held block not here reads zero */
+	uint64_t count;
+} SimgpuHold;
+
 /* A VF's mailbox in the PF, with the state of a command that waits. */
 typedef struct SimgpuSlot {
 	uint32_t profile;
@@ -76,6 +88,7 @@ typedef struct SimgpuSlot {
 	uint32_t inval_seq;
 	bool lost;		/* the PF's reset took the VF's state: say so */
 	QEMUTimer *timer;	/* the deadline of PAUSE and INVALIDATE */
+	SimgpuHold *hold;	/* VRAM_HOLD's, or NULL */
 	struct SimgpuPfState *pf;
 	unsigned int n;
 } SimgpuSlot;
@@ -114,6 +127,8 @@ struct SimgpuVfState {
 	unsigned long *vdirty;		/* blocks written since the last VRAM_DIRTY */
 	unsigned long *populated;	/* blocks written since the last scrub */
 	SimgpuLog log;
+	uint64_t demand[SIMGPU_DEMANDS];	/* absent blocks waited on, not read yet */
+	unsigned int dhead, dtail;
 };
 
 struct SimgpuPfState {
@@ -158,6 +173,8 @@ void simgpu_vf_class_init(ObjectClass *klass, void *data);
 /* simgpu-pf.c: the PF and its mailbox */
 void simgpu_pf_done(SimgpuPfState *pf, unsigned int n, uint32_t status);
 void simgpu_pf_poll(SimgpuPfState *pf, unsigned int n);
+void simgpu_pf_demand(SimgpuPfState *pf, unsigned int n);
+void simgpu_hold_free(SimgpuSlot *s);
 extern const VMStateDescription simgpu_vmstate;
 
 #endif /* SIMGPU_PCI_H */

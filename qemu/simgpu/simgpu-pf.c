@@ -35,6 +35,11 @@ const SimgpuProfile simgpu_profiles[SIMGPU_PF_NR_PROFILES] = {
 
 /* ---- PF commands ------------------------------------------------------- */
 
+static uint32_t simgpu_cmd_vram(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s,
+				bool read, bool take);
+static bool simgpu_pf_write_covers(struct simgpu_model *m, uint64_t off, uint64_t len);
+static void simgpu_pf_arrived(struct simgpu_model *m, uint64_t off, uint64_t len);
+
 static void simgpu_pf_irq(SimgpuPfState *pf)
 {
 	PCIDevice *d = PCI_DEVICE(pf);
@@ -151,6 +156,39 @@ static uint32_t simgpu_cmd_state(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlo
 	       SIMGPU_PF_ERR_STATE : SIMGPU_PF_OK;
 }
 
+/*
+ * Zeroes written: a block covered whole reads as zeroes again, as after a
+ * scrub (it is no longer "written", so a later migration sends it as a
+ * zero range, not as data; a restore that wrote every zero block of a
+ * stream left all of VRAM counted as data before); it changed, so it is
+ * dirty while tracking.  Pending writes are folded first: none is lost or
+ * mistaken for this one.  Part of a block is an ordinary write.
+ */
+static void simgpu_vram_zero(SimgpuVfState *vf, uint64_t off, uint64_t len)
+{
+	uint8_t *p = memory_region_get_ram_ptr(&vf->vram);
+	uint64_t first = DIV_ROUND_UP(off, SIMGPU_BLOCK_SIZE);
+	uint64_t last = (off + len) / SIMGPU_BLOCK_SIZE, b;
+
+	if (first >= last) {
+		memset(p + off, 0, len);
+		memory_region_set_dirty(&vf->vram, off, len);
+		return;
+	}
+	simgpu_vf_sync_vram(vf);
+	memset(p + off, 0, len);
+	if (off < first * SIMGPU_BLOCK_SIZE)
+		memory_region_set_dirty(&vf->vram, off, first * SIMGPU_BLOCK_SIZE - off);
+	if (off + len > last * SIMGPU_BLOCK_SIZE)
+		memory_region_set_dirty(&vf->vram, last * SIMGPU_BLOCK_SIZE,
+					off + len - last * SIMGPU_BLOCK_SIZE);
+	for (b = first; b < last; b++) {
+		clear_bit(b, vf->populated);
+		if (vf->tracking)
+			set_bit(b, vf->vdirty);
+	}
+}
+
 static uint32_t simgpu_cmd_vram(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s,
 				bool read, bool take)
 {
@@ -176,12 +214,19 @@ static uint32_t simgpu_cmd_vram(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot
 	/* The aperture's RAM lives as long as the VF: only the model may go. */
 	if (read)
 		return simgpu_pf_dma_vf(pf, vf, m, addr, p + off, len, true);
-	if (!addr)
-		memset(p + off, 0, len);
-	else if (!simgpu_pf_dma(pf, addr, p + off, len, false))
-		return SIMGPU_PF_ERR_DMA;
-	memory_region_set_dirty(&vf->vram, off, len);
-	return vf->model == m ? SIMGPU_PF_OK : SIMGPU_PF_ERR_DISABLED;
+	if (!simgpu_pf_write_covers(m, off, len))
+		return SIMGPU_PF_ERR_ARGS;
+	if (!addr) {
+		simgpu_vram_zero(vf, off, len);
+	} else {
+		if (!simgpu_pf_dma(pf, addr, p + off, len, false))
+			return SIMGPU_PF_ERR_DMA;
+		memory_region_set_dirty(&vf->vram, off, len);
+	}
+	if (vf->model != m)
+		return SIMGPU_PF_ERR_DISABLED;
+	simgpu_pf_arrived(m, off, len);
+	return SIMGPU_PF_OK;
 }
 
 static uint32_t simgpu_cmd_vram_dirty(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s,
@@ -318,6 +363,195 @@ static uint32_t simgpu_cmd_log_report(SimgpuPfState *pf, SimgpuVfState *vf, Simg
 	return SIMGPU_PF_OK;
 }
 
+/* ---- post-copy: absent blocks, and what the PF holds ---------------------- */
+
+void simgpu_pf_demand(SimgpuPfState *pf, unsigned int n)
+{
+	pf->int_status |= SIMGPU_PF_INT_DEMAND(n);
+	simgpu_pf_irq(pf);
+}
+
+/* ARG0 addr, ARG1 bytes: a bitmap of the VF's blocks, as VRAM_DIRTY's. */
+static uint32_t simgpu_pf_bitmap_in(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s,
+				    unsigned long **map)
+{
+	uint64_t nr = vf->nr_blocks, bytes = BITS_TO_LONGS(nr) * sizeof(unsigned long);
+	uint32_t st;
+
+	if (s->args[1] < bytes || s->args[1] % 8)
+		return SIMGPU_PF_ERR_ARGS;
+	*map = g_malloc(bytes);
+	st = simgpu_pf_dma_vf(pf, vf, vf->model, s->args[0], *map, bytes, false);
+	if (st) {
+		g_free(*map);
+		*map = NULL;
+		return st;
+	}
+	if (nr % BITS_PER_LONG)
+		(*map)[nr / BITS_PER_LONG] &= BIT_MASK(nr % BITS_PER_LONG) - 1;
+	return SIMGPU_PF_OK;
+}
+
+static uint32_t simgpu_cmd_set_absent(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
+{
+	g_autofree unsigned long *map = NULL;
+	uint32_t st;
+	int ret;
+
+	if (!simgpu_model_paused(vf->model))
+		return SIMGPU_PF_ERR_ORDER;
+	st = simgpu_pf_bitmap_in(pf, vf, s, &map);
+	if (st)
+		return st;
+	ret = simgpu_model_set_absent(vf->model, map, vf->nr_blocks, SIMGPU_BLOCK_SHIFT);
+	if (ret)
+		return ret == -EBUSY ? SIMGPU_PF_ERR_ORDER : SIMGPU_PF_ERR_ARGS;
+	s->result = simgpu_model_absent_count(vf->model);
+	return SIMGPU_PF_OK;
+}
+
+/* Whole blocks, each absent: written, then present (a duplicate writes nothing). */
+static uint32_t simgpu_cmd_vram_deliver(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
+{
+	uint64_t off = s->args[0], len = s->args[2], b;
+
+	if (!len || len > SIMGPU_XFER_MAX || off > vf->vram_size || len > vf->vram_size - off ||
+	    (off | len) & (SIMGPU_BLOCK_SIZE - 1))
+		return SIMGPU_PF_ERR_ARGS;
+	for (b = off / SIMGPU_BLOCK_SIZE; b < (off + len) / SIMGPU_BLOCK_SIZE; b++)
+		if (!simgpu_model_absent(vf->model, b))
+			return SIMGPU_PF_ERR_ORDER;
+	return simgpu_cmd_vram(pf, vf, s, false, false);
+}
+
+/* A write into absent blocks must cover each whole: it brings them. */
+static bool simgpu_pf_write_covers(struct simgpu_model *m, uint64_t off, uint64_t len)
+{
+	uint64_t b;
+
+	if (!simgpu_model_absent_count(m))
+		return true;
+	for (b = off / SIMGPU_BLOCK_SIZE; b <= (off + len - 1) / SIMGPU_BLOCK_SIZE; b++)
+		if (simgpu_model_absent(m, b) &&
+		    (b * SIMGPU_BLOCK_SIZE < off || (b + 1) * SIMGPU_BLOCK_SIZE > off + len))
+			return false;
+	return true;
+}
+
+static void simgpu_pf_arrived(struct simgpu_model *m, uint64_t off, uint64_t len)
+{
+	uint64_t b;
+
+	if (!simgpu_model_absent_count(m))
+		return;
+	for (b = off / SIMGPU_BLOCK_SIZE; b <= (off + len - 1) / SIMGPU_BLOCK_SIZE; b++)
+		simgpu_model_block_arrived(m, b);	/* -EALREADY for those present */
+}
+
+static void simgpu_hold_block_free(gpointer p)
+{
+	memset(p, 0, SIMGPU_BLOCK_SIZE);	/* scrubbed, as VRAM is */
+	g_free(p);
+}
+
+void simgpu_hold_free(SimgpuSlot *s)
+{
+	SimgpuHold *h = s->hold;
+
+	if (!h)
+		return;
+	g_hash_table_destroy(h->data);
+	g_free(h->held);
+	g_free(h);
+	s->hold = NULL;
+}
+
+/*
+ * The blocks leave the VF: what was ever written is kept, the aperture
+ * reads zero there (folded first, so no write is lost or mistaken).
+ */
+static uint32_t simgpu_cmd_vram_hold(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
+{
+	uint8_t *p = memory_region_get_ram_ptr(&vf->vram);
+	g_autofree unsigned long *map = NULL;
+	SimgpuHold *h;
+	uint64_t b;
+	uint32_t st;
+
+	if (!simgpu_model_paused(vf->model) || s->hold)
+		return SIMGPU_PF_ERR_ORDER;
+	st = simgpu_pf_bitmap_in(pf, vf, s, &map);
+	if (st)
+		return st;
+	simgpu_vf_sync_vram(vf);
+	h = g_new0(SimgpuHold, 1);
+	h->nr_blocks = vf->nr_blocks;
+	h->held = bitmap_new(vf->nr_blocks);
+	h->data = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+					simgpu_hold_block_free);
+	for (b = find_first_bit(map, vf->nr_blocks); b < vf->nr_blocks;
+	     b = find_next_bit(map, vf->nr_blocks, b + 1)) {
+		set_bit(b, h->held);
+		h->count++;
+		if (!test_bit(b, vf->populated))
+			continue;
+		g_hash_table_insert(h->data, g_memdup2(&b, sizeof(b)),
+				    g_memdup2(p + b * SIMGPU_BLOCK_SIZE, SIMGPU_BLOCK_SIZE));
+		memset(p + b * SIMGPU_BLOCK_SIZE, 0, SIMGPU_BLOCK_SIZE);
+		clear_bit(b, vf->populated);
+		clear_bit(b, vf->vdirty);
+	}
+	s->hold = h;
+	s->result = h->count;
+	return SIMGPU_PF_OK;
+}
+
+static uint32_t simgpu_cmd_hold_read(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
+{
+	uint64_t off = s->args[0], len = s->args[2], b, o;
+	SimgpuHold *h = s->hold;
+	g_autofree uint8_t *buf = NULL;
+
+	if (!h)
+		return SIMGPU_PF_ERR_ORDER;
+	if (!len || len > SIMGPU_XFER_MAX || off > vf->vram_size || len > vf->vram_size - off)
+		return SIMGPU_PF_ERR_ARGS;
+	for (b = off / SIMGPU_BLOCK_SIZE; b <= (off + len - 1) / SIMGPU_BLOCK_SIZE; b++)
+		if (!test_bit(b, h->held))
+			return SIMGPU_PF_ERR_ARGS;
+	buf = g_malloc0(len);
+	for (o = off; o < off + len; ) {
+		uint64_t blk = o / SIMGPU_BLOCK_SIZE, in = o % SIMGPU_BLOCK_SIZE;
+		uint64_t n = MIN(SIMGPU_BLOCK_SIZE - in, off + len - o);
+		uint8_t *d = g_hash_table_lookup(h->data, &blk);
+
+		if (d)
+			memcpy(buf + (o - off), d + in, n);
+		o += n;
+	}
+	return simgpu_pf_dma_vf(pf, vf, vf->model, s->args[1], buf, len, true);
+}
+
+/* The VF runs again: what was held goes back (and counts as written). */
+static uint32_t simgpu_cmd_hold_return(SimgpuVfState *vf, SimgpuSlot *s)
+{
+	uint8_t *p = memory_region_get_ram_ptr(&vf->vram);
+	GHashTableIter it;
+	gpointer key, val;
+
+	if (!s->hold)
+		return SIMGPU_PF_ERR_ORDER;
+	g_hash_table_iter_init(&it, s->hold->data);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		uint64_t b = *(uint64_t *)key;
+
+		memcpy(p + b * SIMGPU_BLOCK_SIZE, val, SIMGPU_BLOCK_SIZE);
+		memory_region_set_dirty(&vf->vram, b * SIMGPU_BLOCK_SIZE, SIMGPU_BLOCK_SIZE);
+	}
+	simgpu_hold_free(s);
+	return SIMGPU_PF_OK;
+}
+
 /* A command that completes at once: its status. */
 static uint32_t simgpu_cmd_now(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot *s)
 {
@@ -333,6 +567,24 @@ static uint32_t simgpu_cmd_now(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot 
 	case SIMGPU_PF_CMD_VRAM_READ:
 	case SIMGPU_PF_CMD_VRAM_WRITE:
 		return simgpu_cmd_vram(pf, vf, s, s->cmd == SIMGPU_PF_CMD_VRAM_READ, false);
+	case SIMGPU_PF_CMD_SET_ABSENT:
+		return simgpu_cmd_set_absent(pf, vf, s);
+	case SIMGPU_PF_CMD_VRAM_DELIVER:
+		return simgpu_cmd_vram_deliver(pf, vf, s);
+	case SIMGPU_PF_CMD_VRAM_LOSE:
+		return simgpu_model_block_lost(vf->model, s->args[0]) ? SIMGPU_PF_ERR_ARGS :
+									SIMGPU_PF_OK;
+	case SIMGPU_PF_CMD_VRAM_HOLD:
+		return simgpu_cmd_vram_hold(pf, vf, s);
+	case SIMGPU_PF_CMD_HOLD_READ:
+		return simgpu_cmd_hold_read(pf, vf, s);
+	case SIMGPU_PF_CMD_HOLD_RETURN:
+		return simgpu_cmd_hold_return(vf, s);
+	case SIMGPU_PF_CMD_HOLD_FREE:
+		if (!s->hold)
+			return SIMGPU_PF_ERR_ORDER;
+		simgpu_hold_free(s);
+		return SIMGPU_PF_OK;
 	case SIMGPU_PF_CMD_VRAM_READ_TAKE:
 		return simgpu_cmd_vram(pf, vf, s, true, true);
 	case SIMGPU_PF_CMD_VRAM_TRACK:
@@ -458,6 +710,14 @@ static uint64_t simgpu_pf_vf_read(SimgpuPfState *pf, unsigned int n, hwaddr reg)
 		return vf ? vf->resets : 0;
 	case SIMGPU_PF_VF_GUEST_RESETS:
 		return vf ? vf->guest_resets : 0;
+	case SIMGPU_PF_VF_DEMAND:
+		if (!vf || vf->dhead == vf->dtail)
+			return 0;
+		return vf->demand[vf->dhead++ % SIMGPU_DEMANDS] + 1;
+	case SIMGPU_PF_VF_ABSENT:
+		return vf && vf->model ? simgpu_model_absent_count(vf->model) : 0;
+	case SIMGPU_PF_VF_HELD:
+		return s->hold ? s->hold->count : 0;
 	case SIMGPU_PF_VF_STATE:
 		return !vf ? 0 : SIMGPU_PF_VF_STATE_ENABLED |
 		       (simgpu_model_paused(vf->model) ? SIMGPU_PF_VF_STATE_PAUSED : 0) |
@@ -548,7 +808,7 @@ static uint64_t simgpu_pf_read(SimgpuPfState *pf, hwaddr addr)
 	case SIMGPU_PF_REG_XFER_MAX:
 		return SIMGPU_XFER_MAX;
 	case SIMGPU_PF_REG_CAPS:
-		return SIMGPU_PF_CAP_VRAM_COUNT | SIMGPU_PF_CAP_SHARE;
+		return SIMGPU_PF_CAP_VRAM_COUNT | SIMGPU_PF_CAP_SHARE | SIMGPU_PF_CAP_ABSENT;
 	default:
 		return 0;
 	}

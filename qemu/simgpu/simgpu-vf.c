@@ -115,6 +115,20 @@ static void simgpu_env_guest_reset(void *ctx)
 		c->vf->guest_resets++;
 }
 
+/* Post-copy: the VF's work waits on an absent block; the PF says which. */
+static void simgpu_env_demand(void *ctx, uint64_t blk)
+{
+	SimgpuVfCtx *c = ctx;
+	SimgpuVfState *vf = c->vf;
+
+	if (c->dead)
+		return;
+	if (vf->dtail - vf->dhead == SIMGPU_DEMANDS)
+		vf->dhead++;	/* the oldest is forgotten; its work still waits */
+	vf->demand[vf->dtail++ % SIMGPU_DEMANDS] = blk;
+	simgpu_pf_demand(simgpu_vf_pf(vf), simgpu_vf_index(vf));
+}
+
 static const struct simgpu_model_env simgpu_env = {
 	.dma_rw = simgpu_env_dma_rw,
 	.vram_rw = simgpu_env_vram_rw,
@@ -122,6 +136,7 @@ static const struct simgpu_model_env simgpu_env = {
 	.kick = simgpu_env_kick,
 	.stepped = simgpu_env_stepped,
 	.guest_reset = simgpu_env_guest_reset,
+	.demand = simgpu_env_demand,
 };
 
 static void simgpu_vf_ctx_free(gpointer data)
@@ -280,7 +295,9 @@ void simgpu_vf_scrub(SimgpuVfState *vf)
 	bitmap_zero(vf->vdirty, vf->nr_blocks);
 	vf->tracking = false;
 	simgpu_log_stop(&vf->log);
+	vf->dhead = vf->dtail = 0;
 	if (vf->model) {
+		simgpu_model_absent_clear(vf->model);
 		simgpu_model_reset(vf->model);
 		simgpu_model_clear_stats(vf->model);
 	}
@@ -355,6 +372,7 @@ static void simgpu_vf_disable(SimgpuVfState *vf)
 		return;
 	if (s->status & SIMGPU_PF_STATUS_BUSY)
 		simgpu_pf_done(pf, simgpu_vf_index(vf), SIMGPU_PF_ERR_DISABLED);
+	simgpu_hold_free(s);	/* what the PF held for it goes with it */
 	qemu_bh_cancel(vf->bh);
 	timer_del(vf->timer);
 	simgpu_log_stop(&vf->log);

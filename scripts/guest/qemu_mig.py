@@ -31,7 +31,6 @@ import re
 import shlex
 import subprocess
 import sys
-import threading
 import time
 import traceback
 
@@ -457,64 +456,102 @@ def auto_converge(suite, a, cur, spare, tracking):
     return cur, spare
 
 
-# gpumig-mover, next to the guest image (main() sets it).
+# gpumig-mover, next to the guest image (main() sets it), and the libvirt
+# hook that starts it (tools/libvirt).
 MOVER = "gpumig-mover"
+MOVER_HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                          "libvirt", "gpumig-mover-hook")
 
 
-def mover_thread(src_dev, dst_dev, result):
-    """Waits (up to 120 s) for both sides of a post-copy to be active, then
-    runs gpumig-mover between them on this host, as an operator's hook
-    would (over ssh across hosts); its exit status goes to result."""
-    def attr(dev, name):
-        try:
-            return sysfs(dev.sysdir() + "/migration/" + name)
-        except OSError:
-            return ""
+def hostdev_xml(dev):
+    """A libvirt <hostdev> for @dev, as a domain's XML names it."""
+    if not dev.pci:
+        return ("<hostdev mode='subsystem' type='mdev' model='vfio-pci'><source>"
+                "<address uuid='%s'/></source></hostdev>" % dev.name)
+    dom, bus, rest = dev.name.split(":")
+    slot, fn = rest.split(".")
+    return ("<hostdev mode='subsystem' type='pci' managed='no'><source><address "
+            "domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/></source></hostdev>"
+            % (dom, bus, slot, fn))
 
-    deadline = time.time() + 120
+
+def start_mover_hook(dst_dev, out):
+    """Run the libvirt hook as libvirt's "migrate begin" on the destination
+    would, with the domain's metadata naming this host as the source
+    (source="local": no ssh); it leaves gpumig-mover following the
+    destination device.  Returns the mover's log."""
+    xml = ("<domain type='qemu'><name>gpumig-pc</name><metadata>"
+           "<gpumig:mover xmlns:gpumig='urn:gpumig:mover:1' source='local'/></metadata>"
+           "<devices>%s</devices></domain>" % hostdev_xml(dst_dev))
+    env = dict(os.environ, GPUMIG_MOVER=MOVER, GPUMIG_MOVER_LOGDIR=out,
+               GPUMIG_MOVER_TIMEOUT="300")
+    log = os.path.join(out, "mover-gpumig-pc-%s.log" % dst_dev.name.replace(":", "_"))
+    if os.path.exists(log):
+        os.unlink(log)
+    subprocess.run([MOVER_HOOK, "gpumig-pc", "migrate", "begin", "-"], input=xml, text=True,
+                   env=env, check=True, timeout=60)
+    return log
+
+
+def mover_result(log, timeout):
+    """The mover's exit status and the end of its log, once it exited."""
+    deadline = time.time() + timeout
+    text = ""
     while time.time() < deadline:
-        tok = attr(src_dev, "postcopy_token")
-        if tok and attr(src_dev, "postcopy_state") == "active" and \
-                attr(dst_dev, "postcopy_state") == "active":
-            result["owed_at_start"] = attr(dst_dev, "postcopy_owed_blocks")
-            p = subprocess.run([MOVER, "destination", tok, "--", MOVER, "source", tok],
-                               capture_output=True, text=True, timeout=300)
-            result["rc"], result["out"] = p.returncode, (p.stdout + p.stderr)[-300:]
-            return
-        time.sleep(0.05)
-    result["rc"], result["out"] = None, "no post-copy session appeared on both sides"
+        try:
+            with open(log, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        m = re.search(r"gpumig-mover exited (\d+)", text)
+        if m:
+            return int(m.group(1)), text[-400:]
+        time.sleep(0.2)
+    return None, text[-400:] or "no log"
 
 
-def postcopy(suite, cur, spare):
-    """Post-copy of device memory under an unchanged QEMU (mdevs; a VF
-    cannot yet): with migration/postcopy on, the source owes its VRAM at
-    the stop and QEMU switches over at once; the guest runs on the
-    destination, its first accesses to VRAM waiting; gpumig-mover carries
-    the blocks, demanded ones first; the guest verifies throughout and the
-    source scrubs what it held.  Returns the VM the guest runs in and the
-    device free."""
+# The VRAM generation the guest loads before the post-copy migration.
+POSTCOPY_GEN = 9
+
+
+def postcopy(suite, a, cur, spare):
+    """Post-copy of device memory under an unchanged QEMU: the guest first
+    loads 1.5 MiB of VRAM it then checks a chunk per iteration; with
+    migration/postcopy on, the source owes its VRAM at the stop and QEMU
+    switches over at once; the guest runs on the destination, its accesses
+    to VRAM waiting for their blocks; gpumig-mover carries them, demanded
+    ones first; the guest verifies every chunk there and the source scrubs
+    what it held.  Returns the VM the guest runs in and the device free."""
     run = suite.run
-    if suite.pool.pci:
-        run.note("post-copy: not on VFs yet (Documentation/gpumig/postcopy.rst)")
-        return cur, spare
+    mailbox = mailbox_of(run, a, "post-copy")
+    if mailbox:
+        guest_write(cur, mailbox, POSTCOPY_GEN)
+        loaded = wait_for(lambda: any("reinit %d done" % POSTCOPY_GEN in ln
+                                      for ln in cur.lines()), 300)
+        run.check("post-copy: the guest loaded 1.5 MiB of VRAM it checks chunk by chunk",
+                  loaded, "; ".join(cur.lines()[-2:]))
     src_dev = cur.dev
     sysfs(src_dev.sysdir() + "/migration/postcopy", "1")
     nxt = suite.vm("pc", spare, incoming=True)
     before = cur.last_iter()
-    result = {}
-    mover = threading.Thread(target=mover_thread, args=(src_dev, spare, result), daemon=True)
-    mover.start()
+    log = start_mover_hook(spare, suite.args.out)
     info = migrate(cur, nxt, suite.sock)
-    dev = landed(run, cur, nxt, info, "post-copy", before, 3,
-                 " (its VRAM carried after the switchover by gpumig-mover)")
-    mover.join(360)
-    sysfs(src_dev.sysdir() + "/migration/postcopy", "0")
+    # every chunk of that VRAM is checked once in 24 iterations
+    dev = landed(run, cur, nxt, info, "post-copy", before, 3 + 24,
+                 " (its VRAM carried after the switchover by gpumig-mover, every chunk "
+                 "of the 1.5 MiB checked)")
+    rc, out = mover_result(log, 360)
+    run.check("post-copy: migration/postcopy reads 0 again: it was this migration's",
+              sysfs(src_dev.sysdir() + "/migration/postcopy") == "0")
     state = (sysfs(src_dev.sysdir() + "/migration/postcopy_state"),
              sysfs(spare.sysdir() + "/migration/postcopy_state"))
-    run.check("post-copy: gpumig-mover delivered every block (%s owed when it started); "
-              "both sides done" % result.get("owed_at_start"),
-              result.get("rc") == 0 and state == ("done", "done"),
-              "mover %s: %s; states %s" % (result.get("rc"), result.get("out"), state))
+    owed = re.search(r"(\d+) of \d+ blocks owed", out)
+    asked = re.search(r"(\d+) asked for first", out)
+    run.check("post-copy: the libvirt hook's gpumig-mover delivered every block (%s owed "
+              "when it started), blocks the guest waited on first (%s); both sides done"
+              % (owed.group(1) if owed else "?", asked.group(1) if asked else "?"),
+              rc == 0 and state == ("done", "done") and asked and int(asked.group(1)) > 0,
+              "mover %s: %s; states %s" % (rc, out, state))
     if dev is not None:
         run.check("post-copy: the stop carried no VRAM (%s bytes of stop-copy data)"
                   % dev.get("stopcopy_bytes"),
@@ -554,7 +591,7 @@ def scenarios(suite):
     if want("converge"):
         cur, spare = auto_converge(suite, a, cur, spare, tracking)
     if want("postcopy"):
-        cur, spare = postcopy(suite, cur, spare)
+        cur, spare = postcopy(suite, a, cur, spare)
     suite.run.check("no wrong result in the guest, %d iterations verified" % cur.last_iter(),
                     not cur.failures(), "; ".join(cur.failures()[:3]))
     return True

@@ -34,10 +34,11 @@ bench_vram_mode() {
 	reps=$(cat "$out/bench-reps" 2>/dev/null || echo 7)
 	types=/sys/class/mdev_bus/simgpu/mdev_supported_types
 	a=$(cat /proc/sys/kernel/random/uuid) b=$(cat /proc/sys/kernel/random/uuid)
-	# OUT/bench-only: "vram" (make bench-vram) or "converge" (make
-	# bench-converge) runs only that benchmark; empty, both.
+	# OUT/bench-only: "vram" (make bench-vram), "converge" (make
+	# bench-converge) or "postcopy" (make bench-postcopy) runs only that
+	# benchmark; empty, all.
 	only=$(cat "$out/bench-only" 2>/dev/null || true)
-	[ "$only" = converge ] && reps=0
+	[ -z "$only" ] || [ "$only" = vram ] || reps=0
 	if [ "$reps" -gt 0 ] && check "create two simgpu-64M instances for the warm-up" sh -c \
 		"echo $a > $types/simgpu-64M/create && echo $b > $types/simgpu-64M/create"; then
 		timeout 1200 "$tooldir/simgpu-client" -s bench_vram -n simgpu_bench_vram_warm_up \
@@ -83,11 +84,22 @@ bench_vram_mode() {
 	# hot-without and hot-with runs in the same process.
 	for p in "${pairs[@]}"; do
 		read -r pt ps pd <<<"$p"
-		[ "$only" != vram ] || break
+		[ -z "$only" ] || [ "$only" = converge ] || break
 		case $pt in 256M | 1G | vf1) ;; *) continue ;; esac
 		timeout 1200 "$tooldir/simgpu-client" -s bench_converge \
 			-n "simgpu_bench_converge_$pt" -d "$pd" "$ps" \
 			>>"$out/bench-converge.txt" 2>>"$out/guest.log"
+	done
+	# The post-copy benchmark (bench_postcopy.c): simgpu-256M, -1G, -16G
+	# and a 256M VF, each type's runs without and with post-copy in the
+	# same process.
+	for p in "${pairs[@]}"; do
+		read -r pt ps pd <<<"$p"
+		[ -z "$only" ] || [ "$only" = postcopy ] || break
+		case $pt in 256M | 1G | 16G | vf1) ;; *) continue ;; esac
+		GPUMIG_MOVER=$tooldir/gpumig-mover timeout 1800 "$tooldir/simgpu-client" \
+			-s bench_postcopy -n "simgpu_bench_postcopy_$pt" -d "$pd" "$ps" \
+			>>"$out/bench-postcopy.txt" 2>>"$out/guest.log"
 	done
 	for p in "${pairs[@]}"; do
 		read -r pt ps pd <<<"$p"

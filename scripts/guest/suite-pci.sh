@@ -299,8 +299,8 @@ pci_suite() {
 	timeout 900 "$tooldir/simgpu-client" -n gvp_vf_256M "$vf1" \
 		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
 	echo "vm: client on VF 1 ($GVP) exited $?"
-	SOAK_MIGRATIONS=20 timeout 1800 "$tooldir/simgpu-client" \
-		-s "migrate,converge,converge_off,converge_reset,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,$(mig_extra)race,quarantine,fault_sweep" \
+	GPUMIG_MOVER=$tooldir/gpumig-mover SOAK_MIGRATIONS=20 timeout 1800 "$tooldir/simgpu-client" \
+		-s "migrate,postcopy,postcopy_abandon,postcopy_mover,postcopy_reset,postcopy_timeout,converge,converge_off,converge_reset,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,$(mig_extra)race,quarantine,fault_sweep" \
 		-n gvp_migration -d "$vf3" "$vf1" >"$out/client-gvp-migration.ktap" 2>>"$out/guest.log"
 	echo "vm: client migration scenarios on VFs exited $?"
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \

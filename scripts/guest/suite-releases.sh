@@ -109,6 +109,17 @@ releases_suite() {
 						"rel_${ver//./_}_refuses_${cur//./_}_geo"
 				rm -f "$geo"
 			fi
+			# Post-copy, asked for in pre-copy: the older release
+			# refuses its announcement, an unknown mandatory section,
+			# from what the source sends before the stop.
+			local pc=$out/rel-$cur-pc-$kind.bin
+			check "releases: $cur announces post-copy in pre-copy (stream 1.3) ($kind)" \
+				rel_$kind ours "" postcopy_save "$pc" "rel_${cur//./_}_save_pc_$kind" &&
+				GOLDEN_WHY="unknown mandatory section type 0x0008" check \
+					"releases: $ver refuses post-copy at its announcement, before the stop ($kind)" \
+					rel_$kind old "$dir" golden_refused "$pc" \
+					"rel_${ver//./_}_refuses_${cur//./_}_pc_$kind"
+			rm -f "$pc"
 			if [ -n "$gd" ] && [ -s "$old" ]; then
 				local t=simgpu-64M
 				[ "$kind" = vf ] && t=simgpu-vf-64M

@@ -6,8 +6,17 @@
  *
  *   gpumig-mover source TOKEN [--rate BYTES_PER_S]
  *   gpumig-mover destination TOKEN [--abandon-after SECONDS] -- COMMAND...
+ *   gpumig-mover follow DEVICE [--timeout SECONDS] [--abandon-after SECONDS]
+ *                -- COMMAND...
  *   gpumig-mover abandon TOKEN source|destination
  *   gpumig-mover status TOKEN source|destination
+ *
+ * follow waits (--timeout, 600 s by default) until DEVICE (an mdev UUID, a
+ * PCI address or a sysfs directory) is a post-copy destination with
+ * blocks owed, then acts as destination with COMMAND, where "{}" stands
+ * for the session token: what a hook does that starts before the stream
+ * was restored (tools/libvirt/qemu-hook).  It exits 4 when no post-copy
+ * came.
  *
  * The destination end runs COMMAND, which starts the source end with its
  * stdin and stdout as the link: "ssh SOURCE-HOST gpumig-mover source
@@ -21,11 +30,12 @@
  *
  * Exit status: 0 when every block was delivered, 1 on an error (the
  * post-copy goes on: start the mover again), 2 on bad usage, 3 when the
- * post-copy was abandoned.
+ * post-copy was abandoned, 4 when follow found no post-copy.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -72,9 +82,10 @@ static int bad_usage(void)
 	fprintf(stderr,
 		"Usage: %s source TOKEN [--rate BYTES_PER_S]\n"
 		"       %s destination TOKEN [--abandon-after SECONDS] -- COMMAND...\n"
+		"       %s follow DEVICE [--timeout SECONDS] [--abandon-after SECONDS] -- COMMAND...\n"
 		"       %s abandon TOKEN source|destination\n"
 		"       %s status TOKEN source|destination\n",
-		prog, prog, prog, prog);
+		prog, prog, prog, prog, prog);
 	return 2;
 }
 
@@ -270,7 +281,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 	int fd = attach(token, GPUMIG_PC_ROLE_DESTINATION, &a), to, from, status;
 	size_t reclen = sizeof(struct gpumig_pc_block) + a.block_size;
 	uint8_t *rec = malloc(reclen);
-	unsigned long long delivered = 0, again = 0;
+	unsigned long long delivered = 0, again = 0, asked = 0;
 	double last = now_s();
 	struct mv_msg m;
 	pid_t pid;
@@ -299,17 +310,19 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 			die(3, "no block arrived for %.0f s: abandoned, the rest is lost",
 			    abandon_after);
 		}
-		while (read(fd, &ev, sizeof(ev)) == sizeof(ev))
+		while (read(fd, &ev, sizeof(ev)) == sizeof(ev)) {
 			if (send_msg(to, MV_WANT, ev.block))
 				break;
+			asked++;
+		}
 		if (!(p[0].revents & (POLLIN | POLLHUP)))
 			continue;
 		if (read_full(from, &m, sizeof(m)) != 1 || m.magic != MV_MAGIC)
 			break;	/* the source end went */
 		if (m.type == MV_END) {
 			waitpid(pid, &status, 0);
-			fprintf(stderr, "%s: done: %llu blocks delivered (%llu again)\n", prog,
-				delivered, again);
+			fprintf(stderr, "%s: done: %llu blocks delivered (%llu again, %llu asked for first)\n",
+				prog, delivered, again, asked);
 			return 0;
 		}
 		if (m.type != MV_BLOCK || read_full(from, rec, reclen) != 1)
@@ -335,26 +348,146 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 	return 1;
 }
 
+/* DEVICE's post-copy file @name ("state", "token"...), or "" */
+static void dev_attr(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[512];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "%s/migration/postcopy_%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(buf, len, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+/* A device by sysfs directory, mdev UUID or PCI address: its directory. */
+static void dev_dir(const char *dev, char *dir, size_t len)
+{
+	if (strchr(dev, '/'))
+		snprintf(dir, len, "%s", dev);
+	else if (strchr(dev, ':'))
+		snprintf(dir, len, "/sys/bus/pci/devices/%s", dev);
+	else
+		snprintf(dir, len, "/sys/bus/mdev/devices/%s", dev);
+}
+
+/*
+ * follow: wait until DEVICE is a post-copy destination with blocks owed,
+ * then carry them with COMMAND as the source end ("{}" in it becomes the
+ * session token).  For hooks that start before the stream is restored.
+ */
+static int run_follow(const char *dev, double timeout, double abandon_after, char **cmd)
+{
+	char dir[448], role[32], state[32], hex[2 * GPUMIG_PC_TOKEN_LEN + 2];
+	uint8_t token[GPUMIG_PC_TOKEN_LEN];
+	double end = now_s() + timeout;
+	char **argv;
+	int n, i;
+
+	dev_dir(dev, dir, sizeof(dir));
+	for (;;) {
+		dev_attr(dir, "role", role, sizeof(role));
+		dev_attr(dir, "state", state, sizeof(state));
+		dev_attr(dir, "token", hex, sizeof(hex));
+		if (!strcmp(role, "destination") && !strcmp(state, "active") &&
+		    !parse_token(hex, token))
+			break;
+		if (access(dir, F_OK))
+			die(1, "%s: no such device", dir);
+		if (now_s() > end) {
+			fprintf(stderr, "%s: %s: no post-copy within %.0f s: nothing to carry\n",
+				prog, dev, timeout);
+			return 4;
+		}
+		usleep(50000);
+	}
+	for (n = 0; cmd[n]; n++)
+		;
+	argv = calloc(n + 1, sizeof(*argv));
+	if (!argv)
+		die(1, "out of memory");
+	for (i = 0; i < n; i++)
+		argv[i] = strcmp(cmd[i], "{}") ? cmd[i] : hex;
+	fprintf(stderr, "%s: %s: post-copy session %s\n", prog, dev, hex);
+	return run_destination(token, abandon_after, argv);
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "rate", required_argument, NULL, 'r' },
+		{ "abandon-after", required_argument, NULL, 'a' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
 	uint8_t token[GPUMIG_PC_TOKEN_LEN];
-	double rate = 0, abandon_after = 0;
+	double rate = 0, abandon_after = 0, timeout = 600;
+	const char *what, *arg;
+	char **cmd = NULL;
 	uint32_t role;
-	int i;
+	int c, i, nargs;
 
-	if (argc < 3 || parse_token(argv[2], token))
+	/* COMMAND...: everything after "--", which getopt never sees. */
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			cmd = argv + i + 1;
+			argv[i] = NULL;
+			argc = i;
+			break;
+		}
+	if (cmd && !*cmd)
 		return bad_usage();
-	if (!strcmp(argv[1], "abandon") || !strcmp(argv[1], "status")) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end;
+		double v;
+
+		if (c == 'h') {
+			bad_usage();
+			return 0;
+		}
+		if (c == '?')
+			return bad_usage();
+		v = strtod(optarg, &end);
+		if (*end || v < 0)
+			die(2, "--%s: not a number: %s", c == 'r' ? "rate" : c == 'a' ?
+			    "abandon-after" : "timeout", optarg);
+		if (c == 'r')
+			rate = v;
+		else if (c == 'a')
+			abandon_after = v;
+		else
+			timeout = v;
+	}
+	nargs = argc - optind;
+	if (nargs < 2)
+		return bad_usage();
+	what = argv[optind];
+	arg = argv[optind + 1];
+	if (!strcmp(what, "follow")) {
+		if (nargs != 2 || !cmd)
+			return bad_usage();
+		return run_follow(arg, timeout, abandon_after, cmd);
+	}
+	if (parse_token(arg, token))
+		die(2, "%s: not a session token (32 hex digits)", arg);
+	if (!strcmp(what, "abandon") || !strcmp(what, "status")) {
 		struct gpumig_pc_status st = { .argsz = sizeof(st) };
 		struct gpumig_pc_attach a;
 		int fd;
 
-		if (argc != 4 || (strcmp(argv[3], "source") && strcmp(argv[3], "destination")))
+		if (nargs != 3 || cmd || (strcmp(argv[optind + 2], "source") &&
+					  strcmp(argv[optind + 2], "destination")))
 			return bad_usage();
-		role = strcmp(argv[3], "source") ? GPUMIG_PC_ROLE_DESTINATION :
-						   GPUMIG_PC_ROLE_SOURCE;
+		role = strcmp(argv[optind + 2], "source") ? GPUMIG_PC_ROLE_DESTINATION :
+							   GPUMIG_PC_ROLE_SOURCE;
 		fd = attach(token, role, &a);
-		if (!strcmp(argv[1], "abandon"))
+		if (!strcmp(what, "abandon"))
 			return ioctl(fd, GPUMIG_PC_ABANDON) ? 1 : 0;
 		if (ioctl(fd, GPUMIG_PC_STATUS, &st))
 			die(1, "status: %s", strerror(errno));
@@ -365,25 +498,9 @@ int main(int argc, char **argv)
 		       (unsigned long long)st.lost, (unsigned long long)st.waits);
 		return 0;
 	}
-	if (!strcmp(argv[1], "source")) {
-		for (i = 3; i < argc; i++) {
-			if (!strcmp(argv[i], "--rate") && i + 1 < argc)
-				rate = strtod(argv[++i], NULL);
-			else
-				return bad_usage();
-		}
+	if (!strcmp(what, "source") && nargs == 2 && !cmd)
 		return run_source(token, rate);
-	}
-	if (!strcmp(argv[1], "destination")) {
-		for (i = 3; i < argc && strcmp(argv[i], "--"); i++) {
-			if (!strcmp(argv[i], "--abandon-after") && i + 1 < argc)
-				abandon_after = strtod(argv[++i], NULL);
-			else
-				return bad_usage();
-		}
-		if (i + 1 >= argc)
-			return bad_usage();
-		return run_destination(token, abandon_after, argv + i + 1);
-	}
+	if (!strcmp(what, "destination") && nargs == 2 && cmd)
+		return run_destination(token, abandon_after, cmd);
 	return bad_usage();
 }

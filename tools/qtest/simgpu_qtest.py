@@ -35,8 +35,12 @@ CMD_PAUSE, CMD_RESUME, CMD_INVALIDATE, CMD_SAVE, CMD_RESTORE = 1, 2, 3, 4, 5
 CMD_VRAM_READ, CMD_VRAM_WRITE, CMD_TRACK, CMD_DIRTY, CMD_SCRUB = 6, 7, 8, 9, 10
 CMD_LOG_START, CMD_LOG_STOP, CMD_LOG_REPORT = 11, 12, 13
 CMD_COUNT, CMD_TAKE_ZERO, CMD_READ_TAKE, CMD_PEEK = 14, 15, 16, 17
-PF_CAPS, CAP_VRAM_COUNT, CAP_SHARE = 0x038, 1, 2
+PF_CAPS, CAP_VRAM_COUNT, CAP_SHARE, CAP_ABSENT = 0x038, 1, 2, 4
 CMD_SET_SHARE, SHARE_MAX = 18, 99
+CMD_SET_ABSENT, CMD_LOSE, CMD_HOLD, CMD_HOLD_READ = 19, 20, 21, 22
+CMD_HOLD_RETURN, CMD_HOLD_FREE, CMD_DELIVER = 23, 24, 25
+VF_DEMAND, VF_ABSENT, VF_HELD = 0x5c, 0x60, 0x64
+ERR_VRAM_LOST = 12
 ERR_ARGS, ERR_DMA, ERR_STATE, ERR_ORDER = 2, 5, 6, 8
 SG_ID, SG_CONTROL, SG_PT_ROOT_LO = 0x000, 0x01c, 0x040
 SG_ERR_CODE, SG_ERR_QUEUE = 0x028, 0x02c
@@ -60,7 +64,13 @@ ABI = {
         "PF_XFER_MAX": "SIMGPU_PF_REG_XFER_MAX", "PF_BLOCK_SHIFT": "SIMGPU_PF_REG_BLOCK_SHIFT",
         "PF_CAPS": "SIMGPU_PF_REG_CAPS", "CAP_VRAM_COUNT": "SIMGPU_PF_CAP_VRAM_COUNT",
         "CAP_SHARE": "SIMGPU_PF_CAP_SHARE", "CMD_SET_SHARE": "SIMGPU_PF_CMD_SET_SHARE",
-        "SHARE_MAX": "SIMGPU_PF_SHARE_MAX",
+        "SHARE_MAX": "SIMGPU_PF_SHARE_MAX", "CAP_ABSENT": "SIMGPU_PF_CAP_ABSENT",
+        "CMD_SET_ABSENT": "SIMGPU_PF_CMD_SET_ABSENT", "CMD_LOSE": "SIMGPU_PF_CMD_VRAM_LOSE",
+        "CMD_HOLD": "SIMGPU_PF_CMD_VRAM_HOLD", "CMD_HOLD_READ": "SIMGPU_PF_CMD_HOLD_READ",
+        "CMD_HOLD_RETURN": "SIMGPU_PF_CMD_HOLD_RETURN",
+        "CMD_HOLD_FREE": "SIMGPU_PF_CMD_HOLD_FREE", "CMD_DELIVER": "SIMGPU_PF_CMD_VRAM_DELIVER",
+        "VF_DEMAND": "SIMGPU_PF_VF_DEMAND", "VF_ABSENT": "SIMGPU_PF_VF_ABSENT",
+        "VF_HELD": "SIMGPU_PF_VF_HELD",
         "PF_VF_BASE": "SIMGPU_PF_VF_BASE", "PF_VF_STRIDE": "SIMGPU_PF_VF_STRIDE",
         "VF_CMD": "SIMGPU_PF_VF_CMD", "VF_STATUS": "SIMGPU_PF_VF_STATUS",
         "VF_ARG0": "SIMGPU_PF_VF_ARG0_LO", "VF_RESULT": "SIMGPU_PF_VF_RESULT_LO",
@@ -91,6 +101,7 @@ ABI = {
         "SG_ERR_QUEUE": "SIMGPU_REG_ERROR_QUEUE", "SG_DIRTY_BASE_LO": "SIMGPU_REG_DIRTY_BASE_LO",
         "SG_DIRTY_BASE_HI": "SIMGPU_REG_DIRTY_BASE_HI", "SG_DIRTY_PAGES": "SIMGPU_REG_DIRTY_PAGES",
         "ERR_SG_DMA": "SIMGPU_ERR_DMA", "QUEUE_WORKLOAD": "SIMGPU_QUEUE_WORKLOAD",
+        "ERR_VRAM_LOST": "SIMGPU_ERR_VRAM_LOST",
         "SG_QBASE": "SIMGPU_QUEUE_BASE", "SG_QSTRIDE": "SIMGPU_QUEUE_STRIDE",
         "Q_RING_LO": "SIMGPU_QREG_RING_LO", "Q_RING_HI": "SIMGPU_QREG_RING_HI",
         "Q_SIZE": "SIMGPU_QREG_RING_SIZE", "Q_TAIL": "SIMGPU_QREG_TAIL",
@@ -604,6 +615,130 @@ def t_share(r):
     assert 180 <= again <= 220, "back at 0, %d in 200 ms" % again
 
 
+def t_zero_write(r):
+    """A VRAM_WRITE of zeroes over whole blocks leaves them unwritten (they
+    read as zeroes, as after a scrub: a later migration sends them as a
+    zero range, not as data) and dirty while tracking; over part of a block
+    it is a write like any other."""
+    q = r.q
+    nr = q.readl(r.vfreg(0, VF_VRAM_LO)) >> r.shift
+    assert r.command(0, CMD_SCRUB) == 0
+    for b in (10, 11, 12):
+        q.write(r.vf_vram(0) + (b << r.shift) + 64, struct.pack("<Q", 0x77 + b))
+    assert r.command(0, CMD_TRACK, 1) == 0
+    dirty_bits(r, 0, nr)
+    assert r.command(0, CMD_VRAM_WRITE, 10 << r.shift, 0, 2 << r.shift) == 0
+    assert r.command(0, CMD_VRAM_WRITE, (12 << r.shift) + 4096, 0, 4096) == 0
+    d, p = dirty_bits(r, 0, nr)
+    assert d == {10, 11, 12} and p == {12}, "zeroed 10-11 whole, part of 12: dirty %s, " \
+        "written %s" % (sorted(d), sorted(p))
+    assert q.read(r.vf_vram(0) + (10 << r.shift) + 64, 8) == bytes(8), "block 10 not zeroed"
+    assert r.command(0, CMD_TRACK, 0) == 0
+    assert r.command(0, CMD_SCRUB) == 0
+
+
+def t_absent(r):
+    """Post-copy (CAP_ABSENT).  Destination: SET_ABSENT only on a paused VF;
+    a FILL into an absent block waits whole (nothing written, the queue
+    busy, DEMAND names it once, INT_STATUS says so) while another queue
+    runs; a partial VRAM_WRITE into it is ARGS; VRAM_DELIVER brings it and
+    the FILL runs; a second DELIVER is ORDER and writes nothing; VRAM_LOSE
+    fails the next access with VRAM_LOST.  Source: VRAM_HOLD takes blocks
+    out (the aperture reads zero), survives the VF's SCRUB, HOLD_READ
+    reads them (held ones only), HOLD_RETURN puts them back, HOLD_FREE
+    lets go."""
+    q = r.q
+    n = 1
+    assert q.readl(PF_BAR + PF_CAPS) & CAP_ABSENT, "CAP_ABSENT not offered"
+    nr = q.readl(r.vfreg(n, VF_VRAM_LO)) >> r.shift
+    size = (nr + 63) // 64 * 8
+    bs = 1 << r.shift
+    settle(r, n)
+    assert r.command(n, CMD_SCRUB) == 0
+    bar, ring = vf_program(r, n, RAM_BUF + 0x40000, [])
+    tables = RAM_BUF + 0x40000
+    va = 0x20000000
+    # GPU VA 0x20000000 + 4 KiB * i -> VRAM block 5, page i (2 MiB table of its own)
+    q.write(tables + 8 * ((va >> 30) & 511), struct.pack("<Q", (tables + 0x3000) | 1))
+    q.write(tables + 0x3000 + 8 * ((va >> 21) & 511), struct.pack("<Q", (tables + 0x4000) | 1))
+    q.write(tables + 0x4000, b"".join(struct.pack("<Q", (5 * bs + 4096 * i) | 7)
+                                      for i in range(16)))
+    bitmap = bytearray(size)
+    bitmap[0] = 1 << 5 | 1 << 6
+    q.write(RAM_BUF, bytes(bitmap))
+    assert r.command(n, CMD_SET_ABSENT, RAM_BUF, size) == ERR_ORDER, "SET_ABSENT while running"
+    assert r.command(n, CMD_PAUSE, 100) == 0
+    assert r.command(n, CMD_SET_ABSENT, RAM_BUF, size - 8 if size > 8 else 4) == ERR_ARGS
+    assert r.command(n, CMD_SET_ABSENT, RAM_BUF, size) == 0
+    assert q.readl(r.vfreg(n, VF_RESULT)) == 2 and q.readl(r.vfreg(n, VF_ABSENT)) == 2
+    assert r.command(n, CMD_SET_ABSENT, RAM_BUF, size) == ERR_ORDER, "SET_ABSENT twice"
+    assert r.command(n, CMD_RESUME) == 0
+    q.writel(PF_BAR + PF_INT_STATUS, 0xffffffff)
+    q.write(ring, struct.pack("<II6QQ", OP_FILL, 0, va, 4096, 0x66666666, 0, 0, 0, 0))
+    q.writel(bar + SG_QBASE + Q_TAIL, 1)
+    for _ in range(50):
+        q.step(1_000_000)
+    qb = bar + SG_QBASE
+    assert q.readl(qb + Q_STATUS) & 1, "a FILL into an absent block did not wait"
+    assert q.readl(PF_BAR + PF_INT_STATUS) & (1 << (16 + n)), "no demand interrupt"
+    assert q.readl(r.vfreg(n, VF_DEMAND)) == 5 + 1, "DEMAND does not name block 5"
+    assert q.readl(r.vfreg(n, VF_DEMAND)) == 0, "DEMAND said it twice"
+    assert q.read(r.vf_vram(n) + 5 * bs, 16) == bytes(16), "a waiting FILL wrote"
+    assert r.command(n, CMD_VRAM_WRITE, 5 * bs, 0, 4096) == ERR_ARGS, "part of an absent block"
+    q.write(RAM_BUF + 0x10000, b"\x11" * bs)
+    assert r.command(n, CMD_DELIVER, 5 * bs, RAM_BUF + 0x10000, bs) == 0
+    for _ in range(50):
+        if not q.readl(qb + Q_STATUS) & 3:
+            break
+        q.step(1_000_000)
+    assert not q.readl(qb + Q_STATUS) & 3, "the FILL did not run once its block arrived"
+    assert q.read(r.vf_vram(n) + 5 * bs, 8) == b"\x66" * 8, "FILL result"
+    assert q.read(r.vf_vram(n) + 5 * bs + 8192, 8) == b"\x11" * 8, "delivered data"
+    q.write(RAM_BUF + 0x10000, b"\x22" * bs)
+    assert r.command(n, CMD_DELIVER, 5 * bs, RAM_BUF + 0x10000, bs) == ERR_ORDER, "twice"
+    assert q.read(r.vf_vram(n) + 5 * bs + 8192, 8) == b"\x11" * 8, "a duplicate wrote"
+    assert r.command(n, CMD_LOSE, 5) == ERR_ARGS, "LOSE of a present block"
+    assert r.command(n, CMD_LOSE, 6) == 0 and q.readl(r.vfreg(n, VF_ABSENT)) == 0
+    # block 6 lost: an access fails with VRAM_LOST (PTE 0 of 6 via a new VA)
+    q.write(tables + 0x4000 + 8 * 16, struct.pack("<Q", (6 * bs) | 7))
+    q.write(ring + 64, struct.pack("<II6QQ", OP_FILL, 0, va + 16 * 4096 + 8, 8, 1, 0, 0, 0, 0))
+    q.writel(qb + Q_TAIL, 2)
+    for _ in range(50):
+        q.step(1_000_000)
+    assert q.readl(qb + Q_ERROR) == ERR_VRAM_LOST, "a lost block: queue error %d" % q.readl(
+        qb + Q_ERROR)
+    # the source side
+    assert r.command(n, CMD_SCRUB) == 0
+    for b in (2, 3):
+        q.write(r.vf_vram(n) + b * bs + 100, struct.pack("<Q", 0xfeed0000 + b))
+    bitmap = bytearray(size)
+    bitmap[0] = 1 << 2 | 1 << 3 | 1 << 4
+    q.write(RAM_BUF, bytes(bitmap))
+    assert r.command(n, CMD_HOLD, RAM_BUF, size) == ERR_ORDER, "HOLD while running"
+    assert r.command(n, CMD_PAUSE, 100) == 0
+    assert r.command(n, CMD_HOLD, RAM_BUF, size) == 0
+    assert q.readl(r.vfreg(n, VF_HELD)) == 3
+    assert r.command(n, CMD_HOLD, RAM_BUF, size) == ERR_ORDER, "HOLD twice"
+    assert q.read(r.vf_vram(n) + 2 * bs + 100, 8) == bytes(8), "a held block still in the VF"
+    assert r.command(n, CMD_SCRUB) == 0 and q.readl(r.vfreg(n, VF_HELD)) == 3
+    assert r.command(n, CMD_HOLD_READ, 1 * bs, RAM_BUF + 0x10000, bs) == ERR_ARGS, "not held"
+    assert r.command(n, CMD_HOLD_READ, 2 * bs, RAM_BUF + 0x10000, 2 * bs) == 0
+    assert struct.unpack("<Q", q.read(RAM_BUF + 0x10000 + 100, 8))[0] == 0xfeed0002
+    assert struct.unpack("<Q", q.read(RAM_BUF + 0x10000 + bs + 100, 8))[0] == 0xfeed0003
+    assert r.command(n, CMD_HOLD_READ, 4 * bs, RAM_BUF + 0x10000, bs) == 0
+    assert q.read(RAM_BUF + 0x10000, bs) == bytes(bs), "a held block never written"
+    assert r.command(n, CMD_PAUSE, 100) == 0
+    assert r.command(n, CMD_HOLD_RETURN) == 0 and q.readl(r.vfreg(n, VF_HELD)) == 0
+    assert struct.unpack("<Q", q.read(r.vf_vram(n) + 3 * bs + 100, 8))[0] == 0xfeed0003
+    assert r.command(n, CMD_HOLD_RETURN) == ERR_ORDER
+    assert r.command(n, CMD_HOLD, RAM_BUF, size) == 0
+    assert r.command(n, CMD_HOLD_FREE) == 0 and q.readl(r.vfreg(n, VF_HELD)) == 0
+    assert r.command(n, CMD_HOLD_FREE) == ERR_ORDER
+    assert r.command(n, CMD_RESUME) == 0
+    assert r.command(n, CMD_SCRUB) == 0
+    q.writel(bar + SG_CONTROL, 2)
+
+
 def t_dma_disables_sriov(r):
     """A hostile PF driver points VRAM_DIRTY's first bitmap at the PF's own
     SR-IOV control (through ECAM): that DMA disables the VFs, the VF's
@@ -706,6 +841,10 @@ def main():
             t_vram_count, r)
         run("SET_SHARE: bounds, the share before, the background writer paced in the "
             "VF's run time (half at 50)", t_share, r)
+        run("VRAM_WRITE of zeroes over whole blocks leaves them unwritten, dirty",
+            t_zero_write, r)
+        run("post-copy: absent blocks park the VF's work, DEMAND, DELIVER, LOSE; the PF's "
+            "hold: HOLD, HOLD_READ, RETURN, FREE", t_absent, r)
         run("the VF's DMA at its own registers, from its bottom half and its timer: "
             "refused, registers intact", t_reentry, r)
         run("a PF command whose own DMA disables SR-IOV ends DISABLED, touches no freed "

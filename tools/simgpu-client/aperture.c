@@ -22,7 +22,7 @@
 #define AP_BLK GPUMIG_VRAM_CHUNK
 
 /* The first @len bytes of the aperture, or NULL (errno ENODEV: none). */
-static uint8_t *aperture_map(struct gpu *g, size_t len)
+uint8_t *aperture_map(struct gpu *g, size_t len)
 {
 	struct vfio_region_info ri = { .argsz = sizeof(ri),
 				       .index = VFIO_PCI_BAR2_REGION_INDEX };

@@ -118,6 +118,10 @@ static const struct scenario {
 	{ "postcopy", t_postcopy, NEEDS_DST | NEEDS_MIGRATION },
 	{ "postcopy_abandon", t_postcopy_abandon, NEEDS_DST | NEEDS_MIGRATION },
 	{ "postcopy_mover", t_postcopy_mover, NEEDS_DST | NEEDS_MIGRATION },	/* GPUMIG_MOVER */
+	{ "postcopy_reset", t_postcopy_reset, NEEDS_DST | NEEDS_MIGRATION },
+	{ "postcopy_timeout", t_postcopy_timeout, NEEDS_DST | NEEDS_MIGRATION },
+	{ "postcopy_hold", t_postcopy_hold, NEEDS_DST | NEEDS_MIGRATION },	/* VFs */
+	{ "postcopy_save", t_postcopy_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
 	{ "incompatible", t_incompatible, NEEDS_DST | NEEDS_MIGRATION },
 	{ "stop_fails", t_stop_fails, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "reset_precopy", t_reset_precopy, RUN_DEFAULT | NEEDS_MIGRATION },
@@ -142,6 +146,7 @@ static const struct scenario {
 	{ "bench_dirty", t_bench_dirty, NEEDS_MIGRATION },	/* the benchmark, not a test */
 	{ "bench_vram", t_bench_vram, NEEDS_DST | NEEDS_MIGRATION },	/* VRAM benchmark */
 	{ "bench_converge", t_bench_converge, NEEDS_DST | NEEDS_MIGRATION },	/* converge */
+	{ "bench_postcopy", t_bench_postcopy, NEEDS_DST | NEEDS_MIGRATION },	/* GPUMIG_MOVER */
 	{ "golden_save", t_golden_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
 	{ "golden_load", t_golden_load, NEEDS_MIGRATION },	/* GOLDEN_STREAM: loads it */
 	{ "golden_restore", t_golden_restore, NEEDS_MIGRATION },	/* ... unedited */

@@ -74,6 +74,11 @@ int t_incompatible(struct gpu *g);
 int t_postcopy(struct gpu *g);
 int t_postcopy_abandon(struct gpu *g);
 int t_postcopy_mover(struct gpu *g);
+int t_postcopy_reset(struct gpu *g);
+int t_postcopy_timeout(struct gpu *g);
+int t_postcopy_save(struct gpu *g);
+int t_bench_postcopy(struct gpu *g);
+int t_postcopy_hold(struct gpu *g);
 
 /* mig_states.c */
 int t_stop_fails(struct gpu *g);
@@ -140,8 +145,13 @@ int t_race(struct gpu *g);
 /* fault.c */
 int t_fault_sweep(struct gpu *g);
 
+/* mig_pf.c */
+int sysfs_write(const char *path, const char *val);
+const char *pf_of(const char *vf, char *pf, size_t len);
+
 /* aperture.c */
 int t_aperture(struct gpu *g);
+uint8_t *aperture_map(struct gpu *g, size_t len);
 
 /* precopy.c */
 int t_dirty_precopy(struct gpu *g);

@@ -19,7 +19,7 @@
 #include "vfio_mig.h"
 
 /* Write @val to sysfs @path: 0 or -errno. */
-static int sysfs_write(const char *path, const char *val)
+int sysfs_write(const char *path, const char *val)
 {
 	FILE *f = fopen(path, "w");
 	int ret;
@@ -33,7 +33,7 @@ static int sysfs_write(const char *path, const char *val)
 }
 
 /* @vf's PF's address (in @pf, @len bytes), or NULL when @vf is not a VF. */
-static const char *pf_of(const char *vf, char *pf, size_t len)
+const char *pf_of(const char *vf, char *pf, size_t len)
 {
 	char path[PATH_MAX], link[PATH_MAX];
 	ssize_t n;

@@ -16,11 +16,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/gpumig_postcopy.h>
@@ -34,6 +36,8 @@
 #define PC_DATA		(4 << 20)	/* VRAM with data: 64 blocks of 64 KiB */
 #define PC_BLOCK	65536
 #define PC_WAIT_BLK	5		/* the block a GPU access waits on */
+#define PC_CPU_BLK	9		/* the block a CPU access (a VF's aperture) waits on */
+#define PC_LOST_BLK	7		/* abandoned: a block never delivered */
 
 /* The kernel's crc32_le(): reflected 0xedb88320, no final inversion. */
 static uint32_t pc_crc(const uint8_t *p, size_t len)
@@ -174,15 +178,66 @@ static int pc_hostile(int dfd, uint8_t *rec, size_t reclen, uint64_t never)
 	return 0;
 }
 
+/* SIGBUS in pc_probe(): 2 for a hardware memory error (a lost block), else 1. */
+static void pc_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	_exit(si->si_code == BUS_MCEERR_AR ? 2 : 1);
+}
+
+/*
+ * Read one byte at @p in a child process: 0 when it read, 1 on SIGBUS, 2
+ * on SIGBUS for a memory error, -1 when it did not end in 5 s.
+ */
+static int pc_probe(const uint8_t *p)
+{
+	int st, i;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct sigaction sa = { .sa_sigaction = pc_sigbus, .sa_flags = SA_SIGINFO };
+
+		sigaction(SIGBUS, &sa, NULL);
+		alarm(10);
+		_exit(__atomic_load_n(p, __ATOMIC_RELAXED) & 0);	/* the read faults */
+	}
+	for (i = 0; i < 500; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+/* A CPU read through a VF's aperture that must wait for its block. */
+struct pc_reader {
+	const uint8_t *p;
+	uint8_t out[256];
+	int done;		/* read with __atomic_load_n() */
+};
+
+static void *pc_read_thread(void *arg)
+{
+	struct pc_reader *r = arg;
+
+	memcpy(r->out, r->p, sizeof(r->out));
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 /*
  * The source: 4 MiB of VRAM with data, post-copy on, migrated; the
  * destination open and RUNNING with the 64 blocks owed.  *@data is what
- * VRAM holds (the source's guest buffer).
+ * VRAM holds (the source's guest buffer).  On a VF, before the destination
+ * runs, a CPU access through its aperture to an owed block fails with
+ * SIGBUS (it may not wait while the device is being restored).
  */
 static int pc_migrate(struct gpu *src, struct gpu *dst, uint8_t **data)
 {
 	struct vfio_precopy_info info = { .argsz = sizeof(info) };
 	struct blob pre = { 0 }, stop = { 0 };
+	uint8_t *ap;
 	char v[64];
 	int64_t est;
 	int fd = -1, ret;
@@ -212,6 +267,8 @@ static int pc_migrate(struct gpu *src, struct gpu *dst, uint8_t **data)
 	      "announced post-copy, PRECOPY_INFO still owes %llu + %llu",
 	      (unsigned long long)info.initial_bytes, (unsigned long long)info.dirty_bytes);
 	CHECK(pre.len < 4096, "pre-copy carried %zu bytes: VRAM went before the stop", pre.len);
+	mig_attr(src, "postcopy", v, sizeof(v));
+	CHECK(!strcmp(v, "0"), "postcopy reads %s after the announcement: one migration's", v);
 	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) == 0, "PRE_COPY_P2P");
 	est = mig_data_size(src);
 	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "STOP_COPY");
@@ -240,6 +297,14 @@ static int pc_migrate(struct gpu *src, struct gpu *dst, uint8_t **data)
 	CHECK(!strcmp(v, "destination"), "destination's role: %s", v);
 	CHECK(mig_set(dst, VFIO_DEVICE_STATE_PRE_COPY, NULL) < 0,
 	      "a destination still owed VRAM started a second migration");
+	CHECK(mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL) == 0, "dst to STOP");
+	ap = aperture_map(dst, PC_DATA);
+	if (ap) {
+		ret = pc_probe(ap + PC_CPU_BLK * PC_BLOCK + 17);
+		munmap(ap, PC_DATA);
+		CHECK(ret == 1, "a CPU read of an owed block before the device runs: %d, not SIGBUS",
+		      ret);
+	}
 	CHECK(mig_set(dst, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "dst back to RUNNING");
 	return 0;
 }
@@ -284,6 +349,48 @@ static int pc_verify(struct gpu *dst, const uint8_t *want, size_t len)
 	CHECK(gpu_wait_idle(dst, 1, 30000) == 0, "read VRAM back");
 	CHECK(!memcmp(back, want, len), "VRAM differs after post-copy");
 	return 0;
+}
+
+/*
+ * A VF: a CPU read through the aperture of an owed block waits, asks for
+ * it (a demand event), and reads the block's data once it arrived.  The
+ * blocks moved (1), or 0 without an aperture, or -1.
+ */
+static int pc_cpu_wait(struct gpu *dst, int sfd, int dfd, uint8_t *rec, size_t reclen,
+		       const uint8_t *data)
+{
+	struct pc_reader r = { 0 };
+	struct gpumig_pc_event ev;
+	struct pollfd p = { .fd = dfd, .events = POLLIN };
+	uint64_t blk = PC_CPU_BLK;
+	uint8_t *ap = aperture_map(dst, PC_DATA);
+	pthread_t t;
+	int ret;
+
+	if (!ap)
+		return 0;
+	r.p = ap + PC_CPU_BLK * PC_BLOCK + 4000;
+	if (pthread_create(&t, NULL, pc_read_thread, &r)) {
+		munmap(ap, PC_DATA);
+		return fail("pthread_create");
+	}
+	usleep(300000);
+	ret = __atomic_load_n(&r.done, __ATOMIC_ACQUIRE) ?
+	      fail("a CPU read of an owed block did not wait for it") : 0;
+	if (!ret && (poll(&p, 1, TMO) != 1 || read(dfd, &ev, sizeof(ev)) != sizeof(ev) ||
+		     ev.block != PC_CPU_BLK))
+		ret = fail("no demand event for the block the CPU waits on");
+	/* Delivered whatever happened above, so that the reader ends. */
+	if (ioctl(sfd, GPUMIG_PC_WANT, &blk) || read(sfd, rec, reclen) != (ssize_t)reclen ||
+	    pc_put(dfd, rec, reclen) || ioctl(sfd, GPUMIG_PC_ACK, &blk))
+		ret = ret ?: fail("deliver block %d: %s", PC_CPU_BLK, strerror(errno));
+	pthread_join(t, NULL);
+	if (!ret && memcmp(r.out, data + PC_CPU_BLK * PC_BLOCK + 4000, sizeof(r.out)))
+		ret = fail("the CPU read other data than the block's once it arrived");
+	munmap(ap, PC_DATA);
+	if (!ret)
+		printf("    # postcopy: a CPU read through the aperture waited for its block\n");
+	return ret ? -1 : 1;
 }
 
 int t_postcopy(struct gpu *src)
@@ -331,6 +438,9 @@ int t_postcopy(struct gpu *src)
 	CHECK(!memcmp(out, data + PC_WAIT_BLK * PC_BLOCK + 4096, 4096),
 	      "the waiting copy read other data than the block's");
 	total = 1;
+	n = pc_cpu_wait(&dst, sfd, dfd, rec, reclen, data);
+	TRY(n < 0);
+	total += n;
 
 	/* Half, then the mover dies; a new one finishes from what is left. */
 	fcntl(sfd, F_SETFL, O_NONBLOCK);
@@ -376,7 +486,7 @@ int t_postcopy_abandon(struct gpu *src)
 {
 	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
 	struct gpumig_pc_attach sa, da;
-	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *out, *rec;
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *out, *rec, *ap;
 	int sfd, dfd, ret, n;
 	struct gpu dst;
 	uint32_t err;
@@ -408,7 +518,7 @@ int t_postcopy_abandon(struct gpu *src)
 	TRY(pc_verify(&dst, data, 4 * PC_BLOCK));
 	out = sysbuf(&dst, VA_SYS + (8 << 20), 4096, NULL);
 	memset(out, 0xa5, 4096);
-	gpu_submit(&dst, 0, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM + 7 * PC_BLOCK,
+	gpu_submit(&dst, 0, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM + PC_LOST_BLK * PC_BLOCK,
 		   4096, 0);
 	usleep(200000);
 	err = qrd(&dst, 0, SIMGPU_QREG_ERROR);
@@ -416,6 +526,14 @@ int t_postcopy_abandon(struct gpu *src)
 	      err, SIMGPU_ERR_VRAM_LOST);
 	for (n = 0; n < 4096; n++)
 		CHECK(out[n] == 0xa5, "a read of a lost block wrote data into guest memory");
+	ap = aperture_map(&dst, PC_DATA);
+	if (ap) {
+		ret = pc_probe(ap + PC_LOST_BLK * PC_BLOCK + 8);
+		n = pc_probe(ap + 2 * PC_BLOCK + 8);
+		munmap(ap, PC_DATA);
+		CHECK(ret == 2, "a CPU read of a lost block: %d, not a memory error", ret);
+		CHECK(n == 0, "a CPU read of a delivered block failed: %d", n);
+	}
 	/* The source's side: abandoned, scrubbed. */
 	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
 	CHECK(sfd >= 0, "attach to the source again: %s", strerror(-sfd));
@@ -510,5 +628,292 @@ int t_postcopy_mover(struct gpu *src)
 	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted, done\n",
 	       v);
 	gpu_close(&dst);
+	return 0;
+}
+
+/*
+ * Resets and closes while blocks are owed.  The source reset, then closed
+ * and opened again: what it holds is untouched.  The destination reset:
+ * its blocks stay owed (the guest sets its GPU up again) and arrive after,
+ * right.  Then a second post-copy whose destination is closed halfway: its
+ * session ends (a mover can no longer attach to it), the source gives up
+ * and scrubs.
+ */
+int t_postcopy_reset(struct gpu *src)
+{
+	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
+	struct gpumig_pc_attach sa, da;
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *rec, *keep;
+	char name[sizeof(src->name)], v[64];
+	int sfd, dfd, ret, n;
+	struct gpu dst;
+
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	/* The source's guest memory goes with its close: keep what VRAM holds. */
+	keep = malloc(PC_DATA);
+	CHECK(keep, "out of memory");
+	memcpy(keep, data, PC_DATA);
+	data = keep;
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	CHECK(gpu_reset(src) == 0, "source VFIO_DEVICE_RESET: %s", strerror(errno));
+	memcpy(name, src->name, sizeof(name));
+	gpu_close(src);
+	CHECK(gpu_open(src, name) == 0, "reopen the source");
+	CHECK(pc_state(src, "active") == 0, "a reset and a close of the source ended its hold");
+	CHECK(gpu_reset(&dst) == 0, "destination VFIO_DEVICE_RESET: %s", strerror(errno));
+	CHECK(pc_state(&dst, "active") == 0, "a reset of the destination ended its post-copy");
+	mig_attr(&dst, "postcopy_owed_blocks", v, sizeof(v));
+	CHECK(atoi(v) == PC_DATA / PC_BLOCK, "after the resets %s blocks owed, not %d", v,
+	      PC_DATA / PC_BLOCK);
+	gpu_setup(&dst, 64);
+	gpu_map_range(&dst, VA_VRAM, 0, 8 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
+	CHECK(sfd >= 0 && dfd >= 0, "attach after the resets");
+	fcntl(sfd, F_SETFL, O_NONBLOCK);
+	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	rec = malloc(reclen);
+	n = pc_move(sfd, dfd, rec, reclen, 1000);
+	close(sfd);
+	close(dfd);
+	TRY(n < 0);
+	CHECK(n == PC_DATA / PC_BLOCK, "moved %d blocks after the resets", n);
+	CHECK(pc_state(src, "done") == 0 && pc_state(&dst, "done") == 0, "not done on both sides");
+	ret = pc_verify(&dst, data, PC_DATA);
+	free(keep);
+	TRY(ret);
+	gpu_close(&dst);
+
+	/* The destination closed halfway. */
+	ret = pc_migrate(src, &dst, &data);
+	if (ret) {
+		free(rec);
+		return ret;
+	}
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
+	CHECK(sfd >= 0 && dfd >= 0, "attach");
+	fcntl(sfd, F_SETFL, O_NONBLOCK);
+	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	n = pc_move(sfd, dfd, rec, reclen, 10);
+	TRY(n < 0);
+	close(dfd);
+	gpu_close(&dst);
+	n = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
+	CHECK(n == -ENOENT, "a closed destination's session can still be attached to (%d)", n);
+	CHECK(pc_state(src, "active") == 0, "the source stopped holding when the destination went");
+	CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
+	close(sfd);
+	free(rec);
+	CHECK(pc_state(src, "abandoned") == 0, "the source does not say it was abandoned");
+	printf("    # postcopy_reset: resets and a close of the source, a reset of the destination: every block arrived right; a destination closed halfway ends its session\n");
+	return 0;
+}
+
+/*
+ * A destination whose source never sends (no mover at all) takes it as
+ * lost after postcopy_timeout_s: the owed blocks are lost, loudly; the
+ * setting refuses what it cannot take.
+ */
+int t_postcopy_timeout(struct gpu *src)
+{
+	static const char *const bad[] = { "abc", "-1", "86401", "1e3", "" };
+	uint8_t *data, *out;
+	struct gpu dst;
+	char v[128], keep[16];
+	unsigned int i;
+	uint32_t err;
+	int ret;
+
+	mig_attr(src, "postcopy_timeout_s", keep, sizeof(keep));
+	CHECK(!strcmp(keep, "300"), "postcopy_timeout_s reads %s, not the default 300", keep);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(mig_attr_write(src, "postcopy_timeout_s", *bad[i] ? bad[i] : "\n") == -EINVAL,
+		      "postcopy_timeout_s took \"%s\"", bad[i]);
+	mig_attr(src, "postcopy_timeout_s", v, sizeof(v));
+	CHECK(!strcmp(v, keep), "a refused value changed postcopy_timeout_s to %s", v);
+	/* The destination's setting counts: the source's is not read. */
+	CHECK(gpu_open(&dst, dst_name) == 0, "open destination");
+	CHECK(mig_attr_write(&dst, "postcopy_timeout_s", "2") == 0, "postcopy_timeout_s 2");
+	gpu_close(&dst);
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	sleep(4);
+	mig_attr_write(&dst, "postcopy_timeout_s", keep);
+	CHECK(pc_state(&dst, "abandoned") == 0, "no block for 4 s, yet the destination waits on");
+	mig_attr(&dst, "postcopy_lost_blocks", v, sizeof(v));
+	CHECK(atoi(v) == PC_DATA / PC_BLOCK, "%s blocks lost, not %d", v, PC_DATA / PC_BLOCK);
+	mig_attr(&dst, "last_error", v, sizeof(v));
+	CHECK(strstr(v, "lost"), "last_error does not say blocks were lost: %s", v);
+	out = sysbuf(&dst, VA_SYS + (8 << 20), 4096, NULL);
+	gpu_submit(&dst, 0, SIMGPU_OP_COPY, 0, VA_SYS + (8 << 20), VA_VRAM, 4096, 0);
+	usleep(200000);
+	err = qrd(&dst, 0, SIMGPU_QREG_ERROR);
+	CHECK(err == SIMGPU_ERR_VRAM_LOST, "a read after the timeout: queue error %u", err);
+	CHECK(out[0] == 0 && !memcmp(out, out + 1, 4095), "a lost block's read wrote data");
+	gpu_close(&dst);
+	/* The source still holds: abandoned by hand, as an operator would. */
+	{
+		uint8_t token[GPUMIG_PC_TOKEN_LEN];
+		struct gpumig_pc_attach sa;
+		int sfd;
+
+		CHECK(pc_token(src, token) == 0, "no session token on the source");
+		sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+		CHECK(sfd >= 0, "attach to the source");
+		CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON");
+		close(sfd);
+	}
+	printf("    # postcopy_timeout: no block in 2 s: every owed block lost, the guest told\n");
+	return 0;
+}
+
+/*
+ * What a post-copy source sends before the stop, to GOLDEN_STREAM (for the
+ * releases suite: a destination of an older release must refuse it then).
+ * Post-copy is asked for once pre-copy has begun, so the announcement is
+ * a section of its own after a header of the geometry's minor; the
+ * migration is then cancelled (RUNNING) and the device runs on.
+ */
+int t_postcopy_save(struct gpu *src)
+{
+	const char *path = getenv("GOLDEN_STREAM");
+	struct blob pre = { 0 };
+	int fd = -1, ret;
+	FILE *f;
+
+	CHECK(path, "GOLDEN_STREAM is not set");
+	gpu_setup(src, 16);
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY");
+	ret = mig_attr_write(src, "postcopy", "1");
+	if (ret) {
+		mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL);
+		data_fd_close(fd);
+		CHECK(ret == 0, "migration/postcopy: %s", strerror(-ret));
+	}
+	ret = mig_read(fd, &pre);
+	mig_attr_write(src, "postcopy", "0");
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "cancel: RUNNING");
+	data_fd_close(fd);
+	CHECK(ret == -ENOMSG, "pre-copy read: %d", ret);
+	f = fopen(path, "w");
+	CHECK(f, "cannot write %s", path);
+	ret = fwrite(pre.p, 1, pre.len, f) == pre.len ? 0 : -EIO;
+	fclose(f);
+	free(pre.p);
+	CHECK(!ret, "short write to %s", path);
+	printf("    # postcopy_save: %zu bytes of pre-copy with the announcement in %s\n",
+	       pre.len, path);
+	return 0;
+}
+
+/* Block @blk of @g's aperture reads all zero: 1; holds something: 0; no aperture: -1. */
+static int pc_aperture_zero(struct gpu *g, unsigned int blk)
+{
+	uint8_t *ap = aperture_map(g, PC_DATA);
+	int zero;
+
+	if (!ap)
+		return -1;
+	zero = ap[blk * PC_BLOCK] == 0 &&
+	       !memcmp(ap + blk * PC_BLOCK, ap + blk * PC_BLOCK + 1, PC_BLOCK - 1);
+	munmap(ap, PC_DATA);
+	return zero;
+}
+
+/* Bind @name to @drv (driver_override), from whatever it is bound to: 0 or -1. */
+static int pc_rebind(const char *name, const char *drv)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver/unbind", name);
+	sysfs_write(path, name);	/* not bound: nothing to do */
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", name);
+	if (sysfs_write(path, drv) || sysfs_write("/sys/bus/pci/drivers_probe", name))
+		return -1;
+	dev_driver(name, path, sizeof(path));
+	return strcmp(path, drv) ? -1 : 0;
+}
+
+/*
+ * A VF source's hold: its owed blocks left the VF, whose aperture reads
+ * zero there, under gpumig-vfio-pci and under plain vfio-pci after a
+ * rebind; the PF refuses to disable SR-IOV while it holds them and says
+ * why; gpumig-vfio-pci bound again finds the session, which then gives
+ * every block, right.  VFs only.
+ */
+int t_postcopy_hold(struct gpu *src)
+{
+	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *keep = NULL, *rec = NULL;
+	char name[sizeof(src->name)], pf[64], path[256], drv[32];
+	struct gpumig_pc_attach sa, da;
+	int ret, sfd, dfd, n;
+	struct gpu dst;
+
+	if (!src->pci) {
+		snprintf(fail_msg, sizeof(fail_msg), "an mdev's hold is the engine's own");
+		return SKIP;
+	}
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	keep = malloc(PC_DATA);
+	CHECK(keep, "out of memory");
+	memcpy(keep, data, PC_DATA);
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	CHECK(pc_aperture_zero(src, PC_WAIT_BLK) == 1,
+	      "a held block still reads its data through the source's aperture");
+	memcpy(name, src->name, sizeof(name));
+	dev_driver(name, drv, sizeof(drv));
+	gpu_close(src);
+	ret = pc_rebind(name, "vfio-pci");
+	if (!ret) {
+		ret = gpu_open(src, name);
+		if (!ret) {
+			n = pc_aperture_zero(src, PC_WAIT_BLK);
+			gpu_close(src);
+			ret = n == 1 ? 0 : fail("plain vfio-pci reads a held block's data (%d)", n);
+		} else {
+			ret = fail("open the VF under vfio-pci");
+		}
+	} else {
+		ret = fail("bind the source VF to vfio-pci");
+	}
+	if (!ret && pf_of(name, pf, sizeof(pf))) {
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/sriov_numvfs", pf);
+		n = sysfs_write(path, "0");
+		ret = n == -EBUSY ? 0 : fail("SR-IOV off while the PF holds VRAM: %d", n);
+	}
+	if (pc_rebind(name, drv) || gpu_open(src, name)) {
+		free(keep);
+		return fail("bind the source VF back to %s", drv);
+	}
+	TRY(ret);
+	CHECK(pc_state(src, "active") == 0, "the source, bound again, does not say it holds VRAM");
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
+	CHECK(sfd >= 0 && dfd >= 0, "attach after the rebind");
+	fcntl(sfd, F_SETFL, O_NONBLOCK);
+	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	rec = malloc(reclen);
+	CHECK(rec, "out of memory");
+	n = pc_move(sfd, dfd, rec, reclen, 1000);
+	close(sfd);
+	close(dfd);
+	free(rec);
+	TRY(n < 0);
+	CHECK(n == PC_DATA / PC_BLOCK, "moved %d blocks after the rebind", n);
+	CHECK(pc_state(src, "done") == 0 && pc_state(&dst, "done") == 0, "not done on both sides");
+	ret = pc_verify(&dst, keep, PC_DATA);
+	free(keep);
+	TRY(ret);
+	gpu_close(&dst);
+	printf("    # postcopy_hold: held blocks read zero under %s and under vfio-pci; SR-IOV stays on; rebound, the session gave every block\n",
+	       drv);
 	return 0;
 }

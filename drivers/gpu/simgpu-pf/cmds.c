@@ -21,7 +21,6 @@
 
 #include "simgpu_pf.h"
 
-#define SIMGPU_PF_CMD_MS	2000	/* commands that do not wait on the VF */
 #define SIMGPU_PF_GRACE_MS	1000	/* beyond a command's own bound */
 #define SIMGPU_PF_FLR_MS	100	/* for the device to count a VF's FLR */
 
@@ -153,13 +152,20 @@ static bool simgpu_pf_idle(struct simgpu_pf_vf *vf)
 	return !(simgpu_pf_vf_reg(vf, SIMGPU_PF_VF_STATUS) & SIMGPU_PF_STATUS_BUSY);
 }
 
-/*
- * Run one command: @args into ARG0.., the opcode, the wait.  @bound_ms is
- * how long the device itself may take; a device that does not answer
- * beyond it is not asked again.
+/**
+ * simgpu_pf_cmd() - run one mailbox command
+ * @vf: VF, its command lock held
+ * @op: SIMGPU_PF_CMD_*
+ * @args: into ARG0..
+ * @nargs: how many
+ * @bound_ms: how long the device itself may take; a device that does not
+ *	answer beyond it is not asked again
+ * @result: RESULT, or NULL
+ *
+ * Return: 0, or the errno of the device's status.
  */
-static int simgpu_pf_cmd(struct simgpu_pf_vf *vf, u32 op, const u64 *args,
-			 unsigned int nargs, unsigned int bound_ms, u64 *result)
+int simgpu_pf_cmd(struct simgpu_pf_vf *vf, u32 op, const u64 *args, unsigned int nargs,
+		  unsigned int bound_ms, u64 *result)
 {
 	unsigned int i;
 	long left;

@@ -16,7 +16,7 @@
 
 #include "simgpu_pf.h"
 
-/* The PF's interrupt: which VFs' commands completed. */
+/* The PF's interrupt: which VFs' commands completed, which VFs wait on absent VRAM. */
 static irqreturn_t simgpu_pf_irq(int irq, void *data)
 {
 	struct simgpu_pf *pf = data;
@@ -28,18 +28,54 @@ static irqreturn_t simgpu_pf_irq(int irq, void *data)
 	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_STATUS, done);
 	for_each_set_bit(n, &done, SIMGPU_PF_MAX_VFS)
 		wake_up(&pf->vf[n].wq);
+	if (done & GENMASK(16 + SIMGPU_PF_MAX_VFS - 1, 16))
+		schedule_work(&pf->demand_work);
 	return IRQ_HANDLED;
+}
+
+/*
+ * VFs whose work waits on absent VRAM (a post-copy destination): each
+ * block they name goes to the VF's claimer, which has it carried first.
+ * Drained whether claimed or not: the register keeps only the last ones.
+ */
+static void simgpu_pf_demand_work(struct work_struct *work)
+{
+	struct simgpu_pf *pf = container_of(work, struct simgpu_pf, demand_work);
+	unsigned int n, i;
+	u64 v;
+
+	mutex_lock(&pf->lock);
+	for (n = 0; n < pf->num_vfs; n++) {
+		struct simgpu_pf_vf *vf = &pf->vf[n];
+
+		if (!vf->pdev || READ_ONCE(vf->gone))
+			continue;
+		for (i = 0; i < 2 * SIMGPU_PF_DEMANDS && (v = simgpu_pf_vf_demand(vf)); i++)
+			if (vf->ops && vf->ops->demand)
+				vf->ops->demand(vf->priv, v - 1);
+	}
+	mutex_unlock(&pf->lock);
 }
 
 /* The interrupt mask for every VF the device has (none: 0). */
 static u32 simgpu_pf_int_mask(struct simgpu_pf *pf)
 {
-	return pf->total_vfs ? GENMASK(pf->total_vfs - 1, 0) : 0;
+	u32 mask = pf->total_vfs ? GENMASK(pf->total_vfs - 1, 0) : 0;
+
+	if (pf->info.caps & SIMGPU_PF_CAP_ABSENT)
+		mask |= mask << 16;
+	return mask;
 }
 
-/* Why SR-IOV may not be disabled now, or NULL.  The PF's lock held. */
+/*
+ * Why SR-IOV may not be disabled now, or NULL.  The PF's lock held.  A
+ * hold first: unbinding drivers does not end it.
+ */
 static const char *simgpu_pf_vfs_busy(struct simgpu_pf *pf, unsigned int *n)
 {
+	for (*n = 0; *n < pf->num_vfs; (*n)++)
+		if (READ_ONCE(pf->vf[*n].hold))
+			return "the PF holds VRAM for a post-copy (let it finish, or abandon it)";
 	for (*n = 0; *n < pf->num_vfs; (*n)++) {
 		struct simgpu_pf_vf *vf = &pf->vf[*n];
 
@@ -196,6 +232,7 @@ static struct simgpu_pf *simgpu_pf_alloc(struct pci_dev *pdev)
 		return NULL;
 	kref_init(&pf->ref);
 	mutex_init(&pf->lock);
+	INIT_WORK(&pf->demand_work, simgpu_pf_demand_work);
 	pf->pdev = pdev;
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
 		pf->vf[n].pf = pf;
@@ -339,6 +376,7 @@ static void simgpu_pf_remove(struct pci_dev *pdev)
 	simgpu_pf_debugfs_pf_remove(pf);
 	simgpu_pf_write(pf, SIMGPU_PF_REG_INT_MASK, 0);
 	free_irq(pci_irq_vector(pdev, 0), pf);
+	cancel_work_sync(&pf->demand_work);
 	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, pf->regs);
 	pci_release_regions(pdev);

@@ -410,6 +410,7 @@ static int simgpu_mig_geometry(struct simgpu_mig *s, char *why, size_t len)
 		if (!s->arch)
 			return -ENOMEM;
 	}
+	simgpu_mig_postcopy_ops(s);
 	if (g->arch_parts || g->vendor_max || s->untracked || g->block_shift)
 		pci_info(s->pdev, "test geometry: %u state parts, %svendor section, VRAM %s in %lu KiB blocks\n",
 			 g->arch_parts ?: 1, g->vendor_max ? "a " : "no ",
@@ -480,6 +481,7 @@ static struct gpumig_vf *simgpu_mig_claim(struct pci_dev *pdev, const struct gpu
 	if (ret)
 		goto err;
 	s->gvf.arch_size = s->info.arch_size;
+	s->gvf.vram_bar = SIMGPU_VF_BAR_VRAM;
 	s->gvf.attrs = &simgpu_pf_vf_group;
 	c = &s->gvf.compat;
 	snprintf(c->type_name, sizeof(c->type_name), "simgpu-vf-%s", s->info.name);

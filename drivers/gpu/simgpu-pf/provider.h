@@ -3,7 +3,8 @@
  * simgpu-pf's provider, inside: one claimed VF as it is served
  * (provider.c: the device's state, the tenant's leaving, the claim and the
  * test geometry; provider_vram.c: the VRAM blocks still to send;
- * provider_dma_log.c: the device's DMA log of guest pages).
+ * provider_dma_log.c: the device's DMA log of guest pages;
+ * provider_postcopy.c: post-copy's absent and held VRAM).
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -83,6 +84,9 @@ int simgpu_mig_vram_write(struct gpumig_vf *gvf, u64 off, const void *buf, u32 l
 ssize_t simgpu_mig_vram_write_iter(struct gpumig_vf *gvf, u64 off, struct iov_iter *from,
 				   u32 len, u32 *crc);
 int simgpu_mig_scrub(struct gpumig_vf *gvf);
+
+/* provider_postcopy.c */
+void simgpu_mig_postcopy_ops(struct simgpu_mig *s);
 
 /* provider_dma_log.c */
 int simgpu_mig_dma_log_start(struct gpumig_vf *gvf, struct rb_root_cached *ranges,

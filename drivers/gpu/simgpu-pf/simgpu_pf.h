@@ -11,7 +11,8 @@
  *              PF's VFs (include/gpumig/provider.h), over the services;
  *              provider_vram.c and provider_dma_log.c its VRAM blocks
  *              and DMA log (provider.h)
- *   cmds.c     the mailbox and every service (below)
+ *   cmds.c     the mailbox and every service (below); cmds_postcopy.c
+ *              those of post-copy, and the PF's hold of a VF's VRAM
  *   vf.c       a VF's life: claims, SR-IOV enabling it, the PF's reset
  *              and removal
  *
@@ -27,6 +28,7 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <uapi/linux/simgpu_pf.h>
 
 #include <gpumig/provider.h>
@@ -120,9 +122,33 @@ int simgpu_pf_vf_dma_log_stop(struct simgpu_pf_vf *vf);
 int simgpu_pf_vf_dma_log_report(struct simgpu_pf_vf *vf, u64 iova, u64 len,
 				unsigned long *bitmap);
 
+/**
+ * struct simgpu_pf_hold - VRAM the PF holds for a post-copy source
+ * @base: what the engine holds (its ops read and free it)
+ * @vf: whose blocks; its PF's state is kept while the hold exists
+ * @blocks: how many blocks the device holds
+ */
+struct simgpu_pf_hold {
+	struct gpumig_vram_hold base;
+	struct simgpu_pf_vf *vf;
+	u64 blocks;
+};
+
+int simgpu_pf_vf_set_absent(struct simgpu_pf_vf *vf, const unsigned long *map, unsigned long nr);
+int simgpu_pf_vf_vram_deliver(struct simgpu_pf_vf *vf, u64 off, const void *buf, u32 len);
+int simgpu_pf_vf_vram_lose(struct simgpu_pf_vf *vf, u64 blk);
+u64 simgpu_pf_vf_demand(struct simgpu_pf_vf *vf);
+struct simgpu_pf_hold *simgpu_pf_vf_hold(struct simgpu_pf_vf *vf, const unsigned long *map,
+					 unsigned long nr);
+void simgpu_pf_vf_hold_return(struct simgpu_pf_vf *vf, struct simgpu_pf_hold *h);
+void simgpu_pf_vf_hold_lost(struct simgpu_pf_vf *vf, const char *why, bool free);
+
 #if IS_ENABLED(CONFIG_KUNIT)
 u64 simgpu_pf_vram_bitmap_bytes(u64 vram_size, u32 block_shift);
 #endif
+
+/* Blocks the device's DEMAND register remembers. */
+#define SIMGPU_PF_DEMANDS	64
 
 /* Per-VF DMA buffer: state, a VRAM block, bitmaps, report chunks. */
 #define SIMGPU_PF_BUF_SIZE	(256 * 1024)
@@ -142,6 +168,8 @@ u64 simgpu_pf_vram_bitmap_bytes(u64 vram_size, u32 block_shift);
  * @buf: DMA buffer (coherent), @buf_dma its bus address; while enabled
  * @buf_dma: see @buf
  * @mailbox: commands issued to the device (debugfs, for tests)
+ * @hold: VRAM the PF holds for the VF (post-copy's source), or NULL; read
+ *	locklessly by the SR-IOV check (cmds_postcopy.c)
  * @pdev: the VF's PCI device while SR-IOV is enabled (the PF's lock)
  * @ops: the claimer's events, or NULL while unclaimed (the PF's lock)
  * @priv: their argument (the PF's lock)
@@ -161,6 +189,7 @@ struct simgpu_pf_vf {
 	void *buf;
 	dma_addr_t buf_dma;
 	u64 mailbox;
+	struct simgpu_pf_hold *hold;
 
 	struct pci_dev *pdev;
 	const struct gpumig_vf_events *ops;
@@ -186,6 +215,7 @@ struct simgpu_pf_vf {
  * @debugfs: the PF's knob directory (fixed while bound)
  * @sriov_delay_ms: test knob: SR-IOV configuration waits this long
  *	between its checks and the PCI core's enable or disable (debugfs)
+ * @demand_work: passes the blocks VFs wait on to their claimers
  * @vf: the VFs
  */
 struct simgpu_pf {
@@ -202,6 +232,7 @@ struct simgpu_pf {
 	u32 profile[SIMGPU_PF_MAX_VFS];
 	struct dentry *debugfs;
 	u32 sriov_delay_ms;
+	struct work_struct demand_work;
 	struct simgpu_pf_vf vf[SIMGPU_PF_MAX_VFS];
 };
 
@@ -224,7 +255,10 @@ void simgpu_pf_debugfs_pf_add(struct simgpu_pf *pf);
 void simgpu_pf_debugfs_pf_remove(struct simgpu_pf *pf);
 
 /* cmds.c */
+#define SIMGPU_PF_CMD_MS	2000	/* commands that do not wait on the VF */
 extern const char *const simgpu_pf_profile_names[SIMGPU_PF_NR_PROFILES];
+int simgpu_pf_cmd(struct simgpu_pf_vf *vf, u32 op, const u64 *args, unsigned int nargs,
+		  unsigned int bound_ms, u64 *result);
 u32 simgpu_pf_read(struct simgpu_pf *pf, u32 reg);
 void simgpu_pf_write(struct simgpu_pf *pf, u32 reg, u32 val);
 u32 simgpu_pf_vf_reg(struct simgpu_pf_vf *vf, u32 reg);

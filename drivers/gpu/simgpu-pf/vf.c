@@ -139,6 +139,8 @@ void simgpu_pf_vf_disable(struct simgpu_pf_vf *vf)
 void simgpu_pf_vf_set_resetting(struct simgpu_pf_vf *vf, bool on)
 {
 	mutex_lock(&vf->cmd_lock);
+	if (on)
+		simgpu_pf_vf_hold_lost(vf, "the PF is being reset", false);
 	vf->resetting = on;
 	if (!on)
 		vf->wedged = false;
@@ -154,6 +156,7 @@ void simgpu_pf_vf_set_resetting(struct simgpu_pf_vf *vf, bool on)
 void simgpu_pf_vf_set_gone(struct simgpu_pf_vf *vf)
 {
 	mutex_lock(&vf->cmd_lock);
+	simgpu_pf_vf_hold_lost(vf, "the PF's driver is going away", true);
 	WRITE_ONCE(vf->gone, true);	/* simgpu_pf_vf_get() reads it under the PF's lock */
 	mutex_unlock(&vf->cmd_lock);
 }

@@ -51,7 +51,12 @@
 #define SIMGPU_PF_REG_PROFILES		0x00c	/* RO: bit p = profile p offered */
 #define SIMGPU_PF_REG_APERTURE_LO	0x010	/* RO: VF VRAM BAR size, bytes */
 #define SIMGPU_PF_REG_APERTURE_HI	0x014
-#define SIMGPU_PF_REG_INT_STATUS	0x018	/* RW1C: bit v = VF v's command done */
+/*
+ * RW1C: bit v = VF v's command done; bit SIMGPU_PF_INT_DEMAND(v) = VF v
+ * started to wait on an absent block (its DEMAND register says which).
+ */
+#define SIMGPU_PF_REG_INT_STATUS	0x018
+#define SIMGPU_PF_INT_DEMAND(v)		(1U << (16 + (v)))
 #define SIMGPU_PF_REG_INT_MASK		0x01c	/* RW: 1 = interrupt enabled */
 #define SIMGPU_PF_REG_BLOCK_SHIFT	0x020	/* RO: VRAM dirty block, log2 bytes */
 #define SIMGPU_PF_REG_ARCH_VERSION	0x024	/* RO: architectural-state layout */
@@ -67,6 +72,12 @@
 #define SIMGPU_PF_CAP_VRAM_COUNT	(1U << 0)
 /* Each VF has a scheduling share the PF sets: SET_SHARE exists. */
 #define SIMGPU_PF_CAP_SHARE		(1U << 1)
+/*
+ * Post-copy of VRAM: a VF runs with blocks absent (SET_ABSENT, VRAM_LOSE,
+ * the DEMAND register) and the PF holds a VF's blocks out of its reach
+ * (VRAM_HOLD, HOLD_READ, HOLD_RETURN, HOLD_FREE).
+ */
+#define SIMGPU_PF_CAP_ABSENT		(1U << 2)
 
 /*
  * Profiles a VF can have: VRAM size and queue count, like the mdev types.
@@ -100,6 +111,16 @@
 #define SIMGPU_PF_VF_RESETS		0x50	/* RO: function-level resets so far */
 #define SIMGPU_PF_VF_STATE		0x54	/* RO: SIMGPU_PF_VF_STATE_* */
 #define SIMGPU_PF_VF_GUEST_RESETS	0x58	/* RO: the VF user's CONTROL resets */
+/*
+ * CAP_ABSENT.  RO, read to take: 1 + the oldest absent block the VF's work
+ * started to wait on that was not read yet, or 0 when none is left; the
+ * device remembers the last 64 (older ones are dropped, and the VF still
+ * waits for its block).
+ */
+#define SIMGPU_PF_VF_DEMAND		0x5c
+/* CAP_ABSENT.  RO: blocks absent now, and blocks the PF holds for the VF. */
+#define SIMGPU_PF_VF_ABSENT		0x60
+#define SIMGPU_PF_VF_HELD		0x64
 #define SIMGPU_PF_VF_STATE_ENABLED	(1U << 0)	/* SR-IOV enabled it */
 #define SIMGPU_PF_VF_STATE_PAUSED	(1U << 1)	/* PAUSE completed */
 #define SIMGPU_PF_VF_STATE_TRACKING	(1U << 2)	/* VRAM_TRACK on */
@@ -221,6 +242,44 @@
  */
 #define SIMGPU_PF_CMD_SET_SHARE		18
 #define SIMGPU_PF_SHARE_MAX		99
+/*
+ * CAP_ABSENT, the VF paused, none absent yet.  ARG0 addr, ARG1 bytes of a
+ * bitmap (as VRAM_DIRTY's): the blocks set are absent from now on.  Work
+ * of the VF's that touches one waits for it, whole steps at a time, and
+ * the DEMAND register names it; other queues run on.  The device does not
+ * see the CPU's accesses through the aperture: the VF's driver keeps them
+ * off absent blocks.  A VRAM_WRITE of a whole absent block makes it
+ * present (one that covers part of one fails with ERR_ARGS).  A SCRUB
+ * forgets what is absent or lost; an FLR does not.  RESULT: blocks absent.
+ */
+#define SIMGPU_PF_CMD_SET_ABSENT	19
+/*
+ * CAP_ABSENT.  ARG0 block: an absent block will never arrive: the VF's
+ * work that touches a page of it ends with SIMGPU_ERR_VRAM_LOST until it
+ * writes that page whole or the VF is reset.
+ */
+#define SIMGPU_PF_CMD_VRAM_LOSE		20
+/*
+ * CAP_ABSENT, the VF paused, nothing held for it.  ARG0 addr, ARG1 bytes of
+ * a bitmap: the blocks set leave the VF into the PF's hold: the aperture
+ * and the VF's work read zeroes there.  The hold survives the VF's FLR, a
+ * SCRUB and any change of the VF's driver; disabling the VF (SR-IOV off)
+ * or resetting the PF frees it.  RESULT: blocks held.
+ */
+#define SIMGPU_PF_CMD_VRAM_HOLD		21
+/* CAP_ABSENT.  ARG0 VRAM offset, ARG1 addr, ARG2 len: VRAM_READ from the hold. */
+#define SIMGPU_PF_CMD_HOLD_READ		22
+/* CAP_ABSENT.  What is held goes back into the VF's VRAM; the hold is empty. */
+#define SIMGPU_PF_CMD_HOLD_RETURN	23
+/* CAP_ABSENT.  What is held is zeroed and let go. */
+#define SIMGPU_PF_CMD_HOLD_FREE		24
+/*
+ * CAP_ABSENT.  VRAM_WRITE of whole blocks that are all absent: they arrive
+ * (present, their waiters run).  ERR_ORDER, writing nothing, when one of
+ * them is not absent: a block delivered twice never overwrites the data
+ * the tenant wrote since.
+ */
+#define SIMGPU_PF_CMD_VRAM_DELIVER	25
 
 /**
  * struct simgpu_pf_range - one IOVA range of DMA_LOG_START (16 bytes)

@@ -151,7 +151,11 @@ static int gvp_teardown(void *priv, char *why, size_t len)
 
 static int gvp_scrub(void *priv)
 {
-	return gvp_vf(priv)->ops->scrub(gvp_vf(priv));
+	int ret = gvp_vf(priv)->ops->scrub(gvp_vf(priv));
+
+	if (!ret)
+		gvp_pc_scrubbed(priv);
+	return ret;
 }
 
 static int gvp_dma_log_start(void *priv, struct rb_root_cached *ranges, u32 nnodes,
@@ -226,6 +230,13 @@ void gvp_glue_init(struct gvp_glue *gl)
 		b->p2p = gvp_p2p;
 	if (o->throttle)
 		b->throttle = gvp_throttle;
+	gl->block_shift = gl->vf->geo.block_shift ?: GPUMIG_BLOCK_SHIFT;
+	gvp_pc_glue_init(gl);
+	if (gl->vf->vram_bar < -1 || gl->vf->vram_bar >= PCI_STD_NUM_BARS) {
+		b->vram_absent = NULL;	/* an aperture it cannot hold back: no post-copy */
+		b->vram_deliver = NULL;
+		b->vram_lose = NULL;
+	}
 }
 EXPORT_SYMBOL_IF_KUNIT(gvp_glue_init);
 

@@ -16,6 +16,8 @@
  *               and the provider's own attributes
  *   glue.c      the engine's backend over the provider's services; the
  *               checks that a released function is inert
+ *   postcopy.c  post-copy's ops over the provider's, and the VRAM aperture
+ *               while blocks are absent (its faults wait for them)
  *
  * Copyright (C) 2026 The gpumig authors
  */
@@ -38,12 +40,30 @@
  * @ops: the backend ops: the provider's optional services and no more
  *	(fixed)
  * @pf_gone: the PF's driver went away: no service works any more
+ * @block_shift: the VF's VRAM block, log2 bytes (fixed)
+ * @mapping: the VFIO device's address space (the user's mmaps), where the
+ *	aperture is unmapped when blocks go absent; NULL in KUnit (fixed)
+ * @aperture_len: the aperture BAR's length (fixed)
+ * @pc_lock: guards @absent, @lost and @pc_blocks (postcopy.c)
+ * @absent: VRAM blocks a post-copy still owes this destination, or NULL
+ * @lost: blocks it will never get (with @absent)
+ * @pc_blocks: bits of both
+ * @pc_wq: the aperture's faults wait here for their block
  */
 struct gvp_glue {
 	struct gpumig_vf *vf;
 	struct pci_dev *pdev;
 	struct gpumig_backend_ops ops;
 	bool pf_gone;
+	u32 block_shift;
+	struct address_space *mapping;
+	u64 aperture_len;
+
+	spinlock_t pc_lock;		/* see above */
+	unsigned long *absent;
+	unsigned long *lost;
+	unsigned long pc_blocks;
+	wait_queue_head_t pc_wq;
 };
 
 /**
@@ -82,5 +102,11 @@ extern const struct attribute_group *gvp_dev_groups[];
 /* glue.c */
 void gvp_glue_init(struct gvp_glue *gl);
 int gvp_check_inert(struct pci_dev *pdev, bool reset, char *why, size_t len);
+
+/* postcopy.c */
+void gvp_pc_glue_init(struct gvp_glue *gl);
+void gvp_pc_scrubbed(struct gvp_glue *gl);
+void gvp_pc_reset(struct gvp_glue *gl);
+int gvp_mmap(struct vfio_device *vdev, struct vm_area_struct *vma);
 
 #endif /* _GPUMIG_VFIO_PCI_H */

@@ -50,9 +50,18 @@ static void gvp_pf_reset(void *priv)
 		gpumig_mig_fail(m, -EIO, "its PF was reset: the VF's state and VRAM were lost");
 }
 
+/* The VF's device waits on an absent block: the mover carries it first. */
+static void gvp_demand(void *priv, u64 blk)
+{
+	struct gvp_dev *g = priv;
+
+	gpumig_mig_postcopy_demand(READ_ONCE(g->mig), blk);
+}
+
 static const struct gpumig_vf_events gvp_events = {
 	.pf_gone = gvp_pf_gone,
 	.pf_reset = gvp_pf_reset,
+	.demand = gvp_demand,
 };
 
 /*
@@ -78,6 +87,9 @@ static int gvp_migration_init(struct gvp_dev *g)
 		return PTR_ERR(vf) == -ENOMEM ? -ENOMEM : 0;
 	g->glue.vf = vf;
 	g->glue.pdev = pdev;
+	g->glue.mapping = g->core.vdev.inode->i_mapping;
+	if (vf->vram_bar >= 0 && vf->vram_bar < PCI_STD_NUM_BARS)
+		g->glue.aperture_len = pci_resource_len(pdev, vf->vram_bar);
 	gvp_glue_init(&g->glue);
 	/*
 	 * VRAM belongs to the PF and outlives drivers: what a tenant of
@@ -219,6 +231,8 @@ void gvp_reset_done(struct gvp_dev *g)
 
 	if (vf && vf->ops->reset_done)
 		vf->ops->reset_done(vf);
+	if (vf)
+		gvp_pc_reset(&g->glue);
 	if (g->mig)
 		gpumig_mig_reset(g->mig);
 }
@@ -273,7 +287,7 @@ const struct vfio_device_ops gvp_vfio_ops = {
 	.device_feature = vfio_pci_core_ioctl_feature,
 	.read = vfio_pci_core_read,
 	.write = vfio_pci_core_write,
-	.mmap = vfio_pci_core_mmap,
+	.mmap = gvp_mmap,
 	.request = vfio_pci_core_request,
 	.match = vfio_pci_core_match,
 #ifdef GPUMIG_HAVE_MATCH_TOKEN_UUID

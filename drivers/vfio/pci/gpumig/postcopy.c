@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpumig-vfio-pci: post-copy of a VF's VRAM (Documentation/gpumig/
+ * postcopy.rst).  The engine's post-copy ops over the provider's (a
+ * destination's absent blocks, a source's hold), and the VF's VRAM
+ * aperture while blocks are absent.  The device parks its own accesses to
+ * an absent block, but the CPU's through the aperture never reach it: so
+ * this driver maps the aperture page by page, and a fault on an absent
+ * block asks the mover for it first and waits for it, killably and never
+ * under vfio-pci-core's memory lock; once the block is lost it fails with
+ * VM_FAULT_HWPOISON (a machine check in a KVM guest).  Before the device
+ * runs, such a fault fails with SIGBUS instead: a VMM that sets up peer
+ * DMA to the aperture while the device is being restored (QEMU's type1
+ * mapping faults every page in at once) must not wait on the mover, and
+ * QEMU runs on without peer DMA to that BAR.  The mapping of a page
+ * present at that time stays with the IOMMU: peer DMA into a post-copy
+ * destination is not supported.
+ *
+ * Copyright (C) 2026 The gpumig authors
+ */
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/sched/signal.h>
+
+#include "gpumig_vfio_pci.h"
+
+static struct gpumig_vf *gvp_pc_vf(void *priv)
+{
+	return ((struct gvp_glue *)priv)->vf;
+}
+
+/* Both maps go, and every fault that waits looks again. */
+static void gvp_pc_forget(struct gvp_glue *gl)
+{
+	unsigned long *absent, *lost;
+
+	spin_lock(&gl->pc_lock);
+	absent = gl->absent;
+	lost = gl->lost;
+	gl->absent = NULL;
+	gl->lost = NULL;
+	spin_unlock(&gl->pc_lock);
+	bitmap_free(absent);
+	bitmap_free(lost);
+	wake_up_all(&gl->pc_wq);
+}
+
+/* Every mapping of the aperture goes: each page faults again (gvp_aperture_fault()). */
+static void gvp_pc_unmap(struct gvp_glue *gl)
+{
+	if (gl->mapping && gl->vf->vram_bar >= 0)
+		unmap_mapping_range(gl->mapping, VFIO_PCI_INDEX_TO_OFFSET(gl->vf->vram_bar),
+				    gl->aperture_len, true);
+}
+
+static int gvp_vram_absent(void *priv, const unsigned long *map, unsigned long nr)
+{
+	struct gvp_glue *gl = priv;
+	unsigned long *absent, *lost;
+	int ret;
+
+	/* uncharged: the engine's, once per restored stream, bounded by VRAM */
+	absent = bitmap_zalloc(nr, GFP_KERNEL);
+	lost = bitmap_zalloc(nr, GFP_KERNEL);
+	if (!absent || !lost) {
+		bitmap_free(absent);
+		bitmap_free(lost);
+		return -ENOMEM;
+	}
+	bitmap_copy(absent, map, nr);
+	ret = gl->vf->ops->vram_absent(gl->vf, map, nr);
+	if (ret) {
+		bitmap_free(absent);
+		bitmap_free(lost);
+		return ret;
+	}
+	gvp_pc_forget(gl);
+	spin_lock(&gl->pc_lock);
+	gl->absent = absent;
+	gl->lost = lost;
+	gl->pc_blocks = nr;
+	spin_unlock(&gl->pc_lock);
+	gvp_pc_unmap(gl);
+	return 0;
+}
+
+static int gvp_vram_deliver(void *priv, unsigned long blk, const void *buf, u32 len)
+{
+	struct gvp_glue *gl = priv;
+	int ret = gl->vf->ops->vram_deliver(gl->vf, blk, buf, len);
+
+	if (ret)
+		return ret;
+	spin_lock(&gl->pc_lock);
+	if (gl->absent && blk < gl->pc_blocks)
+		__clear_bit(blk, gl->absent);
+	spin_unlock(&gl->pc_lock);
+	wake_up_all(&gl->pc_wq);
+	return 0;
+}
+
+static int gvp_vram_lose(void *priv, unsigned long blk)
+{
+	struct gvp_glue *gl = priv;
+	int ret = gl->vf->ops->vram_lose(gl->vf, blk);
+
+	if (ret)
+		return ret;
+	spin_lock(&gl->pc_lock);
+	if (gl->absent && blk < gl->pc_blocks) {
+		__clear_bit(blk, gl->absent);
+		__set_bit(blk, gl->lost);
+	}
+	spin_unlock(&gl->pc_lock);
+	wake_up_all(&gl->pc_wq);
+	return 0;
+}
+
+static void *gvp_vram_hold(void *priv, const unsigned long *map, unsigned long nr)
+{
+	return gvp_pc_vf(priv)->ops->vram_hold(gvp_pc_vf(priv), map, nr);
+}
+
+static int gvp_hold_read(void *hold, u64 off, void *buf, u32 len)
+{
+	struct gpumig_vram_hold *h = hold;
+
+	return h->ops->read(h, off, buf, len);
+}
+
+/* The hold keeps its provider loaded: let go of the module once it is gone. */
+static void gvp_hold_free(void *hold)
+{
+	struct gpumig_vram_hold *h = hold;
+	struct module *owner = h->owner;
+
+	h->ops->free(h);
+	module_put(owner);
+}
+
+static void gvp_hold_return(void *priv, void *hold)
+{
+	struct gpumig_vram_hold *h = hold;
+	struct module *owner = h->owner;
+
+	gvp_pc_vf(priv)->ops->hold_return(gvp_pc_vf(priv), h);
+	module_put(owner);
+}
+
+/**
+ * gvp_pc_glue_init() - post-copy's backend ops, where the provider has them
+ * @gl: the glue, its ops set
+ */
+void gvp_pc_glue_init(struct gvp_glue *gl)
+{
+	const struct gpumig_vf_ops *o = gl->vf->ops;
+	struct gpumig_backend_ops *b = &gl->ops;
+
+	spin_lock_init(&gl->pc_lock);
+	init_waitqueue_head(&gl->pc_wq);
+	b->owner = THIS_MODULE;
+	if (o->vram_absent && o->vram_deliver && o->vram_lose) {
+		b->vram_absent = gvp_vram_absent;
+		b->vram_deliver = gvp_vram_deliver;
+		b->vram_lose = gvp_vram_lose;
+	}
+	if (o->vram_hold && o->hold_return) {
+		b->vram_hold = gvp_vram_hold;
+		b->hold_read = gvp_hold_read;
+		b->hold_return = gvp_hold_return;
+		b->hold_free = gvp_hold_free;
+		b->hold_outlives_binding = true;	/* the PF keeps it */
+	}
+}
+
+/**
+ * gvp_pc_scrubbed() - the VF's VRAM starts over: nothing is absent or lost
+ * @gl: the glue
+ */
+void gvp_pc_scrubbed(struct gvp_glue *gl)
+{
+	gvp_pc_forget(gl);
+}
+
+/**
+ * gvp_pc_reset() - the VF was reset: its lost blocks read again (as
+ *	zeroes), its absent ones stay owed
+ * @gl: the glue
+ */
+void gvp_pc_reset(struct gvp_glue *gl)
+{
+	spin_lock(&gl->pc_lock);
+	if (gl->lost)
+		bitmap_zero(gl->lost, gl->pc_blocks);
+	spin_unlock(&gl->pc_lock);
+}
+
+/* ---- the aperture ------------------------------------------------------- */
+
+/* 1: absent, 2: lost, 0: neither. */
+static int gvp_pc_block(struct gvp_glue *gl, unsigned long blk)
+{
+	int st = 0;
+
+	spin_lock(&gl->pc_lock);
+	if (gl->absent && blk < gl->pc_blocks)
+		st = test_bit(blk, gl->absent) ? 1 : test_bit(blk, gl->lost) ? 2 : 0;
+	spin_unlock(&gl->pc_lock);
+	return st;
+}
+
+/*
+ * The aperture's block @blk may be mapped now: 0; or the fault's outcome
+ * (a block lost, the device not running yet, a fatal signal).
+ */
+static vm_fault_t gvp_aperture_wait(struct gvp_dev *g, unsigned long blk)
+{
+	struct gvp_glue *gl = &g->glue;
+	int st = gvp_pc_block(gl, blk);
+
+	if (st == 1) {
+		if (!g->mig || !gpumig_mig_device_runs(g->mig))
+			return VM_FAULT_SIGBUS;
+		gpumig_mig_postcopy_demand(g->mig, blk);
+		if (wait_event_killable(gl->pc_wq, gvp_pc_block(gl, blk) != 1))
+			return VM_FAULT_SIGBUS;	/* dying: nothing more to wait for */
+		st = gvp_pc_block(gl, blk);
+	}
+	return st == 2 ? VM_FAULT_HWPOISON : 0;
+}
+
+/* As vfio-pci-core's own test: the function decodes memory now. */
+static bool gvp_memory_enabled(struct vfio_pci_core_device *vdev)
+{
+	struct pci_dev *pdev = vdev->pdev;
+	u16 cmd = le16_to_cpu(*(__le16 *)&vdev->vconfig[PCI_COMMAND]);
+
+	lockdep_assert_held(&vdev->memory_lock);
+	return !vdev->pm_runtime_engaged &&
+	       (__force int)pdev->current_state < (__force int)PCI_D3hot &&
+	       (pdev->no_command_memory || (cmd & PCI_COMMAND_MEMORY));
+}
+
+static vm_fault_t gvp_aperture_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct vfio_pci_core_device *vdev = vma->vm_private_data;
+	struct gvp_dev *g = container_of(vdev, struct gvp_dev, core);
+	u64 pgoff = (vma->vm_pgoff & (BIT(VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT) - 1)) +
+		    ((vmf->address - vma->vm_start) >> PAGE_SHIFT);
+	unsigned long pfn = (pci_resource_start(vdev->pdev, g->glue.vf->vram_bar) >> PAGE_SHIFT) +
+			    pgoff;
+	unsigned long blk = (pgoff << PAGE_SHIFT) >> g->glue.block_shift;
+	vm_fault_t ret;
+
+	ret = gvp_aperture_wait(g, blk);
+	if (ret)
+		return ret;
+	down_read(&vdev->memory_lock);
+	if (!gvp_memory_enabled(vdev))
+		ret = VM_FAULT_SIGBUS;
+	else if (gvp_pc_block(&g->glue, blk))
+		ret = VM_FAULT_NOPAGE;	/* absent again meanwhile: fault again */
+	else
+		ret = vmf_insert_pfn(vma, vmf->address, pfn);
+	up_read(&vdev->memory_lock);
+	return ret;
+}
+
+static const struct vm_operations_struct gvp_aperture_ops = {
+	.fault = gvp_aperture_fault,
+};
+
+/**
+ * gvp_mmap() - vfio-pci-core's mmap, with the VF's aperture mapped through
+ *	gvp_aperture_fault() where post-copy may leave blocks absent
+ * @vdev: the VFIO device
+ * @vma: the mapping
+ *
+ * Return: 0 or a negative errno, as vfio_pci_core_mmap().
+ */
+int gvp_mmap(struct vfio_device *vdev, struct vm_area_struct *vma)
+{
+	struct gvp_dev *g = to_gvp(vdev);
+	unsigned int index = vma->vm_pgoff >> (VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT);
+	int ret = vfio_pci_core_mmap(vdev, vma);
+
+	if (!ret && g->glue.vf && index == g->glue.vf->vram_bar && g->glue.ops.vram_absent)
+		vma->vm_ops = &gvp_aperture_ops;
+	return ret;
+}

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simgpu-client: the post-copy benchmark of one instance type
+ * (`-s bench_postcopy -d DST SRC`, both of the same type; GPUMIG_MOVER names
+ * gpumig-mover).  This process is the VMM, as QEMU is (it reads the saving
+ * fd and writes the destination's resuming fd), and the guest on both
+ * sides; the project's mover carries the owed blocks at PCB_MOVER_BPS
+ * (its --rate), demanded ones first.  VRAM holds PCB_DATA of data (a
+ * value per block) beside the auto-converge workload's 4 MiB working set
+ * (converge.h).  Three kinds of run, in rounds:
+ *
+ *  base     no post-copy, the writer stopped: pre-copy until nothing is
+ *           left, then the stop: the downtime to compare with;
+ *  pc-idle  post-copy, the writer stopped; on the destination the guest
+ *           first reads 5 % of the data blocks, in a scattered order;
+ *  pc-hot   post-copy, the writer rewriting its working set at 8 MiB/s
+ *           (four times the auto-converge benchmark's link) up to the
+ *           stop; the guest reads every data block.
+ *
+ * The downtime is the device's part, as bench_vram and bench_converge
+ * measure it: from PRE_COPY_P2P to the destination's RESUMING -> STOP.
+ * After it, the time until the destination has its last block, against
+ * what the mover's cap allows for the owed bytes; the guest's reads (each
+ * a COPY of one page of a block): how many, how many the device waited on
+ * (its count of waits), their median and worst latency.  Every read is
+ * checked against the block's value, the working set against the
+ * writer's stamps: a wrong word fails the run.  Nothing is asserted on
+ * time.  One "pc_bench" line per run, then a summary of medians
+ * (BENCH_POSTCOPY_REPS rounds, 3).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/simgpu.h>
+#include <linux/vfio.h>
+
+#include "client.h"
+#include "converge.h"
+#include "vfio_mig.h"
+
+#define PCB_BLOCK	65536
+#define PCB_DATA_OFF	(8ULL << 20)	/* the data blocks, past the working set */
+#define PCB_DATA	(8ULL << 20)	/* 128 blocks */
+#define PCB_NR		(PCB_DATA / PCB_BLOCK)
+#define PCB_MOVER_BPS	(4 << 20)	/* the mover's cap */
+#define PCB_MOVER_STR	"4194304"
+#define VA_DATA		(VA_VRAM + PCB_DATA_OFF)
+#define MAX_REPS	9
+
+enum kind { BASE, PC_IDLE, PC_HOT, KINDS };
+
+static const char *const kind_name[KINDS] = { "base", "pc-idle", "pc-hot" };
+
+struct result {
+	double down_us;
+	long long stop_bytes;
+	unsigned long owed;
+	double last_s, ideal_s;
+	unsigned int reads;
+	unsigned long long waits;
+	double lat_med_ms, lat_max_ms;
+};
+
+static uint32_t pcb_value(uint64_t b)
+{
+	return 0x3c000000u ^ (uint32_t)(b * 2246822519u) ^ 7;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n ? v[(n - 1) / 2] : 0;
+}
+
+/* The source: its working set (stamped by the writer) and the data blocks. */
+static int pcb_setup(struct gpu *src, enum kind k)
+{
+	uint64_t b;
+
+	TRY(hot_setup(src));
+	if (k != PC_HOT)
+		wr(src, SIMGPU_REG_DIRTY_PAGES, 0);
+	gpu_map_range(src, VA_DATA, PCB_DATA_OFF, PCB_DATA, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	for (b = 0; b < PCB_NR; b++)
+		gpu_submit(src, 0, SIMGPU_OP_FILL, 0, VA_DATA + b * PCB_BLOCK, PCB_BLOCK,
+			   pcb_value(b), 0);
+	CHECK(gpu_wait_idle(src, 0, TMO) == 0, "filling the data blocks");
+	return 0;
+}
+
+/* The mover, as an operator starts it: its pid. */
+static pid_t pcb_mover(const char *mover, const char *hex)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0)
+			dup2(null, 2);
+		execl(mover, mover, "destination", hex, "--", mover, "source", hex, "--rate",
+		      PCB_MOVER_STR, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * The guest on the destination reads @n data blocks (every @stride-th, in
+ * a scattered order), a page of each, timing each read.
+ */
+static int pcb_reads(struct gpu *dst, unsigned int n, unsigned int stride, struct result *r)
+{
+	uint32_t *buf = sysbuf(dst, VA_SYS + (64 << 20), 4096, NULL);
+	double lat[PCB_NR];
+	unsigned int i, j;
+
+	gpu_map_range(dst, VA_DATA, PCB_DATA_OFF, PCB_DATA, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	for (i = 0; i < n; i++) {
+		uint64_t b = ((uint64_t)i * stride * 37) % PCB_NR, t0 = now_ns();
+
+		gpu_submit(dst, 1, SIMGPU_OP_COPY, 0, VA_SYS + (64 << 20),
+			   VA_DATA + b * PCB_BLOCK + 8192, 4096, 0);
+		CHECK(gpu_wait_idle(dst, 1, 60000) == 0, "a read of data block %llu did not end",
+		      (unsigned long long)b);
+		lat[i] = (now_ns() - t0) / 1e6;
+		for (j = 0; j < 1024; j++)
+			CHECK(buf[j] == pcb_value(b),
+			      "data block %llu word %u reads 0x%08x, the source wrote 0x%08x",
+			      (unsigned long long)b, j, buf[j], pcb_value(b));
+	}
+	r->reads = n;
+	r->lat_max_ms = 0;
+	for (i = 0; i < n; i++)
+		r->lat_max_ms = lat[i] > r->lat_max_ms ? lat[i] : r->lat_max_ms;
+	r->lat_med_ms = median_of(lat, n);
+	return 0;
+}
+
+/* The stop: PRE_COPY_P2P to the destination's STOP, stop-copy on the way. */
+static int pcb_stop(struct gpu *src, struct gpu *dst, int fd, int rfd, struct result *r)
+{
+	struct blob stop = { 0 };
+	uint64_t t0 = now_ns();
+	int ret = 0;
+
+	if (mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) ||
+	    mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL))
+		ret = fail("to STOP_COPY: %s", strerror(errno));
+	else if (mig_read(fd, &stop))
+		ret = fail("stop-copy read");
+	else if (mig_write(rfd, stop.p, stop.len, 1 << 20))
+		ret = fail("destination: writing stop-copy: %s", strerror(errno));
+	else if (mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL))
+		ret = fail("destination: RESUMING -> STOP refused the stream: %s", strerror(errno));
+	r->down_us = (now_ns() - t0) / 1e3;
+	r->stop_bytes = stop.len;
+	free(stop.p);
+	return ret;
+}
+
+/* One migration of @src into @dst of kind @k: 0 with @r filled, or fail(). */
+static int one_run(struct gpu *src, struct gpu *dst, enum kind k, const char *mover,
+		   struct result *r)
+{
+	struct blob pre = { 0 };
+	char hex[64], v[64];
+	int fd = -1, rfd = -1, ret = -1, st;
+	uint64_t t0, end;
+	pid_t pid = -1;
+
+	memset(r, 0, sizeof(*r));
+	TRY(pcb_setup(src, k));
+	CHECK(mig_attr_write(src, "postcopy", k == BASE ? "0" : "1") == 0, "migration/postcopy");
+	guest_follow(dst, src, src->mem);
+	if (mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL) ||
+	    mig_set(dst, VFIO_DEVICE_STATE_RESUMING, &rfd))
+		return fail("destination: STOP, RESUMING: %s", strerror(errno));
+	if (mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd)) {
+		fail("PRE_COPY: %s", strerror(errno));
+		goto out;
+	}
+	/* Pre-copy until the device has nothing left (post-copy: at once). */
+	if (mig_read(fd, &pre) != -ENOMSG || mig_write(rfd, pre.p, pre.len, 1 << 20)) {
+		fail("pre-copy: %s", strerror(errno));
+		goto out;
+	}
+	if (pcb_stop(src, dst, fd, rfd, r))
+		goto out;
+	data_fd_close(rfd);
+	rfd = -1;
+	guest_follow(dst, src, src->mem);
+	if (mig_set(dst, VFIO_DEVICE_STATE_RUNNING, NULL)) {
+		fail("destination RUNNING: %s", strerror(errno));
+		goto out;
+	}
+	wr(dst, SIMGPU_REG_DIRTY_PAGES, 0);	/* the last sweep's stamps stay */
+	if (k != BASE) {
+		mig_attr(src, "postcopy_owed_blocks", v, sizeof(v));
+		r->owed = strtoul(v, NULL, 10);
+		r->ideal_s = (double)r->owed * PCB_BLOCK / PCB_MOVER_BPS;
+		mig_attr(src, "postcopy_token", hex, sizeof(hex));
+		t0 = now_ns();
+		pid = pcb_mover(mover, hex);
+		if (pid < 0) {
+			fail("fork");
+			goto out;
+		}
+		if (pcb_reads(dst, k == PC_IDLE ? (PCB_NR + 19) / 20 : PCB_NR,
+			      k == PC_IDLE ? 20 : 1, r))
+			goto out;
+		end = now_ms() + 600000;
+		do {
+			mig_attr(dst, "postcopy_state", v, sizeof(v));
+			if (strcmp(v, "active"))
+				break;
+			usleep(2000);
+		} while (now_ms() < end);
+		r->last_s = (now_ns() - t0) / 1e9;
+		if (strcmp(v, "done")) {
+			fail("post-copy ended %s, not done", v);
+			goto out;
+		}
+		mig_attr(dst, "postcopy_waits", v, sizeof(v));
+		r->waits = strtoull(v, NULL, 10);
+	} else if (pcb_reads(dst, PCB_NR, 1, r)) {
+		goto out;
+	}
+	if (hot_verify(dst, kind_name[k]))
+		goto out;
+	if (mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) ||
+	    mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL)) {
+		fail("source back to RUNNING: %s", strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (pid > 0) {
+		if (waitpid(pid, &st, WNOHANG) != pid) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
+	}
+	mig_attr_write(src, "postcopy", "0");
+	data_fd_close(fd);
+	if (rfd >= 0)
+		data_fd_close(rfd);
+	free(pre.p);
+	return ret;
+}
+
+int t_bench_postcopy(struct gpu *src)
+{
+	double down[KINDS][MAX_REPS], last[MAX_REPS], ideal[MAX_REPS];
+	double med[KINDS][MAX_REPS], worst[KINDS];
+	unsigned long long waits[KINDS] = { 0 };
+	unsigned int reads[KINDS] = { 0 };
+	const char *e = getenv("BENCH_POSTCOPY_REPS"), *mover = getenv("GPUMIG_MOVER");
+	int reps = e ? atoi(e) : 3, n[KINDS] = { 0 }, nl = 0, i, ret = 0;
+	struct result r;
+	struct gpu dst;
+	char type[32];
+	enum kind k;
+
+	if (!mover) {
+		snprintf(fail_msg, sizeof(fail_msg), "GPUMIG_MOVER does not name gpumig-mover");
+		return SKIP;
+	}
+	if (reps < 1 || reps > MAX_REPS)
+		reps = 3;
+	type_of(src, type, sizeof(type));
+	if (mig_attr_write(src, "postcopy", "0") == -EOPNOTSUPP ||
+	    mig_attr_write(src, "postcopy", "1") == -EOPNOTSUPP) {
+		snprintf(fail_msg, sizeof(fail_msg), "the device cannot hold VRAM for post-copy");
+		return SKIP;
+	}
+	mig_attr_write(src, "postcopy", "0");
+	memset(worst, 0, sizeof(worst));
+	CHECK(gpu_open(&dst, dst_name) == 0, "open destination");
+	for (i = 0; i < reps && !ret; i++)
+		for (k = BASE; k < KINDS && !ret; k++) {
+			ret = one_run(src, &dst, k, mover, &r);
+			if (ret)
+				break;
+			printf("    # pc_bench type=%s run=%s down_us=%.0f stop_bytes=%lld owed_blocks=%lu last_block_s=%.2f ideal_s=%.2f reads=%u waits=%llu read_median_ms=%.2f read_worst_ms=%.2f wrong=0\n",
+			       type, kind_name[k], r.down_us, r.stop_bytes, r.owed, r.last_s,
+			       r.ideal_s, r.reads, r.waits, r.lat_med_ms, r.lat_max_ms);
+			fflush(stdout);
+			down[k][n[k]] = r.down_us;
+			med[k][n[k]] = r.lat_med_ms;
+			worst[k] = r.lat_max_ms > worst[k] ? r.lat_max_ms : worst[k];
+			waits[k] += r.waits;
+			reads[k] += r.reads;
+			if (k == PC_HOT) {
+				last[nl] = r.last_s;
+				ideal[nl++] = r.ideal_s;
+			}
+			n[k]++;
+		}
+	gpu_close(&dst);
+	if (ret)
+		return ret;
+	{
+		double base = median_of(down[BASE], n[BASE]);
+		double idle = median_of(down[PC_IDLE], n[PC_IDLE]);
+		double hot = median_of(down[PC_HOT], n[PC_HOT]);
+		double l = median_of(last, nl), id = median_of(ideal, nl);
+
+		printf("    # %s: downtime without post-copy %.0f us (median of %d); with post-copy, idle %.0f us = %.2fx, hot %.0f us = %.2fx (goal <= 1.5: %s)\n",
+		       type, base, n[BASE], idle, idle / base, hot, hot / base,
+		       idle <= 1.5 * base && hot <= 1.5 * base ? "met" : "NOT MET");
+		printf("    # %s: the last block after %.2f s, %.2fx the owed bytes at the mover's cap (%.2f s; goal <= 1.3: %s)\n",
+		       type, l, id > 0 ? l / id : 0, id, id > 0 && l <= 1.3 * id ? "met" : "NOT MET");
+		printf("    # %s: the guest's reads on the destination: 5%% first: %u reads, %llu waited, median %.2f ms, worst %.2f ms; all: %u reads, %llu waited, median %.2f ms, worst %.2f ms; without post-copy: median %.2f ms, worst %.2f ms; 0 wrong\n",
+		       type, reads[PC_IDLE], waits[PC_IDLE], median_of(med[PC_IDLE], n[PC_IDLE]),
+		       worst[PC_IDLE], reads[PC_HOT], waits[PC_HOT],
+		       median_of(med[PC_HOT], n[PC_HOT]), worst[PC_HOT],
+		       median_of(med[BASE], n[BASE]), worst[BASE]);
+	}
+	return 0;
+}
