@@ -78,8 +78,9 @@ EXPORT_SYMBOL_GPL(gpumig_mig_abort);
  * stream in flight ends with @err, DMA logging ends with the device's
  * log, the state reads ERROR and every arc fails until the device is
  * reset (VFIO_DEVICE_RESET, a reset the front end reports, or the next
- * open).  A quarantined device keeps its quarantine, and its reason says
- * what it lost.  Sleeps.
+ * open).  A post-copy still owing it VRAM ends: those blocks are lost.  A
+ * quarantined device keeps its quarantine, and its reason says what it
+ * lost.  Sleeps.
  */
 void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why)
 {
@@ -96,6 +97,8 @@ void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why)
 	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_ERROR);
 	m->quiesced = false;
 	m->p2p_stopped = false;
+	/* VRAM still owed to it went with the rest of its memory. */
+	gpumig_pc_dest_end(m, why);
 	if (m->quarantined) {
 		gpumig_quarantine_note(m->vdev->dev, why);
 		gpumig_quarantine_get(m->vdev->dev, q, sizeof(q));

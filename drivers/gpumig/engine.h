@@ -396,6 +396,7 @@ void gpumig_pc_source_resumed(struct gpumig_mig *m);
 bool gpumig_pc_dest_possible(struct gpumig_mig *m);
 int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf);
 void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how);
+void gpumig_pc_dest_end(struct gpumig_mig *m, const char *how);
 bool gpumig_pc_busy(struct gpumig_mig *m);
 void gpumig_pc_device_gone(struct gpumig_mig *m);
 void gpumig_pc_source_adopt(struct gpumig_mig *m);

@@ -279,36 +279,38 @@ ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *att
 EXPORT_SYMBOL_GPL(gpumig_stream_max_store);
 
 /**
- * gpumig_conv_attr_show() - the show of auto-converge's files
+ * gpumig_group_attr_show() - the show of auto-converge's and post-copy's files
  * @dev: the front end's device
- * @attr: one of the set's conv
+ * @attr: one of the set's conv or pc
  * @buf: sysfs buffer
  *
  * Return: bytes written, or -ENODEV for a function that does not migrate.
  */
-ssize_t gpumig_conv_attr_show(struct device *dev, struct device_attribute *attr, char *buf)
+ssize_t gpumig_group_attr_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
 	struct gpumig_mig *m = ma->set->to_mig(dev);
 
 	if (!m)
 		return -ENODEV;
+	if (ma->group == GPUMIG_GROUP_PC)
+		return gpumig_pc_show(m, ma - ma->set->pc, buf);
 	return gpumig_converge_show(m, ma - ma->set->conv, buf);
 }
-EXPORT_SYMBOL_GPL(gpumig_conv_attr_show);
+EXPORT_SYMBOL_GPL(gpumig_group_attr_show);
 
 /**
- * gpumig_conv_attr_store() - set one of auto-converge's settings
+ * gpumig_group_attr_store() - set one of auto-converge's or post-copy's settings
  * @dev: the front end's device
- * @attr: one of the set's conv settings
+ * @attr: one of the set's conv or pc settings
  * @buf: what was written
  * @count: its length
  *
- * Return: @count, or gpumig_converge_store()'s error; -ENODEV for a
- * function that does not migrate.
+ * Return: @count, or gpumig_converge_store()'s or gpumig_pc_store()'s
+ * error; -ENODEV for a function that does not migrate.
  */
-ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr,
-			       const char *buf, size_t count)
+ssize_t gpumig_group_attr_store(struct device *dev, struct device_attribute *attr,
+				const char *buf, size_t count)
 {
 	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
 	struct gpumig_mig *m = ma->set->to_mig(dev);
@@ -316,53 +318,13 @@ ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr
 
 	if (!m)
 		return -ENODEV;
-	ret = gpumig_converge_store(m, ma - ma->set->conv, buf);
+	if (ma->group == GPUMIG_GROUP_PC)
+		ret = gpumig_pc_store(m, ma - ma->set->pc, buf);
+	else
+		ret = gpumig_converge_store(m, ma - ma->set->conv, buf);
 	return ret ? ret : count;
 }
-EXPORT_SYMBOL_GPL(gpumig_conv_attr_store);
-
-/**
- * gpumig_pc_attr_show() - the show of post-copy's files
- * @dev: the front end's device
- * @attr: one of the set's pc
- * @buf: sysfs buffer
- *
- * Return: bytes written, or -ENODEV for a function that does not migrate.
- */
-ssize_t gpumig_pc_attr_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
-	struct gpumig_mig *m = ma->set->to_mig(dev);
-
-	if (!m)
-		return -ENODEV;
-	return gpumig_pc_show(m, ma - ma->set->pc, buf);
-}
-EXPORT_SYMBOL_GPL(gpumig_pc_attr_show);
-
-/**
- * gpumig_pc_attr_store() - migration/postcopy (1 or 0) and postcopy_timeout_s
- * @dev: the front end's device
- * @attr: the set's pc[GPUMIG_PCF_ENABLED] or pc[GPUMIG_PCF_TIMEOUT]
- * @buf: what was written
- * @count: its length
- *
- * Return: @count, or gpumig_pc_store()'s error; -ENODEV for a function
- * that does not migrate.
- */
-ssize_t gpumig_pc_attr_store(struct device *dev, struct device_attribute *attr,
-			     const char *buf, size_t count)
-{
-	struct gpumig_metric_attr *ma = container_of(attr, struct gpumig_metric_attr, attr);
-	struct gpumig_mig *m = ma->set->to_mig(dev);
-	int ret;
-
-	if (!m)
-		return -ENODEV;
-	ret = gpumig_pc_store(m, ma - ma->set->pc, buf);
-	return ret ? ret : count;
-}
-EXPORT_SYMBOL_GPL(gpumig_pc_attr_store);
+EXPORT_SYMBOL_GPL(gpumig_group_attr_store);
 
 /* ---- the descriptor and what the device offers ------------------------- */
 

@@ -47,6 +47,8 @@
 
 #include "engine.h"
 
+#include <trace/events/gpumig.h>
+
 static_assert(GPUMIG_PC_TOKEN_LEN == GPUMIG_TOKEN_LEN);
 static_assert(sizeof(struct gpumig_pc_block) == 40);
 
@@ -75,6 +77,7 @@ static_assert(sizeof(struct gpumig_pc_block) == 40);
  * @nr_owed: bits set in @owed
  * @total: blocks owed at the stop
  * @lost: destination: blocks marked lost
+ * @first_lost: destination: the first of them, or -1
  * @wq: readers and pollers wait here
  * @demand_lock: guards the demand ring; a spinlock, taken under the
  *	backend's locks
@@ -110,6 +113,7 @@ struct gpumig_pc {
 	unsigned long nr_owed;
 	unsigned long total;
 	unsigned long lost;
+	long first_lost;
 	wait_queue_head_t wq;
 
 	spinlock_t demand_lock;	/* see above */
@@ -149,13 +153,13 @@ static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bo
 				       const unsigned long *owed)
 {
 	unsigned long nr = m->compat.vram_size >> m->geo.block_shift;
-	struct gpumig_pc *s = kzalloc(sizeof(*s), GFP_KERNEL);
+	struct gpumig_pc *s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 
 	if (!s)
 		return NULL;
-	s->owed = bitmap_zalloc(nr, GFP_KERNEL);
-	s->ever = bitmap_zalloc(nr, GFP_KERNEL);
-	s->wanted = bitmap_zalloc(nr, GFP_KERNEL);
+	s->owed = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
+	s->ever = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
+	s->wanted = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
 	if (!s->owed || !s->ever || !s->wanted) {
 		bitmap_free(s->owed);
 		bitmap_free(s->ever);
@@ -178,6 +182,7 @@ static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bo
 	bitmap_copy(s->ever, owed, nr);
 	s->nr_owed = bitmap_weight(owed, nr);
 	s->total = s->nr_owed;
+	s->first_lost = -1;
 	INIT_DELAYED_WORK(&s->timeout, gpumig_pc_timeout);
 	return s;
 }
@@ -242,12 +247,25 @@ static void gpumig_pc_drop_hold(struct gpumig_pc *s)
  * The session ends in @state: it leaves the list (no mover attaches any
  * more), readers wake.  Its lock held; the caller unpublishes after.
  */
+static const char *const gpumig_pc_state_names[] = {
+	[GPUMIG_PC_STATE_ACTIVE] = "active",
+	[GPUMIG_PC_STATE_DONE] = "done",
+	[GPUMIG_PC_STATE_ABANDONED] = "abandoned",
+};
+
+static void gpumig_pc_trace(struct gpumig_pc *s)
+{
+	trace_gpumig_postcopy(s->dev_name, s->source, gpumig_pc_state_names[s->state],
+			      s->nr_owed, s->lost, s->first_lost);
+}
+
 static void gpumig_pc_end_locked(struct gpumig_pc *s, u32 state)
 {
 	lockdep_assert_held(&s->lock);
 	if (s->state != GPUMIG_PC_STATE_ACTIVE)
 		return;
 	s->state = state;
+	gpumig_pc_trace(s);
 	if (s->source)
 		gpumig_pc_drop_hold(s);
 	wake_up_interruptible_all(&s->wq);
@@ -350,6 +368,8 @@ void gpumig_pc_source_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 		}
 	}
 	m->pc_src = s;
+	if (s->nr_owed)
+		gpumig_pc_trace(s);
 	dev_info(m->vdev->dev, "post-copy: holding %lu VRAM blocks for the destination\n",
 		 s->total);
 	gpumig_view_changed(m);
@@ -467,6 +487,8 @@ int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 		kref_get(&s->ref);
 		schedule_delayed_work(&s->timeout, (unsigned long)s->timeout_s * HZ);
 	}
+	if (s->nr_owed)
+		gpumig_pc_trace(s);
 	dev_info(m->vdev->dev, "post-copy: running with %lu VRAM blocks still owed\n",
 		 s->total);
 	gpumig_view_changed(m);
@@ -480,7 +502,8 @@ static unsigned long gpumig_pc_lose_all(struct gpumig_pc *s)
 
 	lockdep_assert_held(&s->lock);
 	for_each_set_bit(blk, s->owed, s->nr_blocks) {
-		if (s->m && s->m->ops->vram_lose(s->m->priv, blk) == 0)
+		/* A device that fails the call lost it all the same. */
+		if (s->m && s->m->ops->vram_lose(s->m->priv, blk) != -EALREADY)
 			n++;
 		if (first == ULONG_MAX)
 			first = blk;
@@ -488,6 +511,8 @@ static unsigned long gpumig_pc_lose_all(struct gpumig_pc *s)
 	bitmap_zero(s->owed, s->nr_blocks);
 	s->lost += n;
 	s->nr_owed = 0;
+	if (n && s->first_lost < 0)
+		s->first_lost = first;
 	if (n && s->m) {
 		gpumig_set_why(s->m,
 			       "post-copy abandoned: %lu VRAM blocks lost (the first block %lu)",
@@ -539,6 +564,38 @@ static void gpumig_pc_timeout_stop(struct gpumig_pc *s)
 		gpumig_pc_put(s);
 }
 
+/* End the destination's session (what is missing is lost); the device keeps it to show. */
+static void gpumig_pc_dest_stop(struct gpumig_mig *m, struct gpumig_pc *s, const char *how)
+{
+	mutex_lock(&s->lock);
+	if (s->state == GPUMIG_PC_STATE_ACTIVE) {
+		dev_warn(m->vdev->dev, "post-copy ended with %lu VRAM blocks owed: %s\n",
+			 s->nr_owed, how);
+		gpumig_pc_lose_all(s);
+		gpumig_pc_end_locked(s, GPUMIG_PC_STATE_ABANDONED);
+	}
+	s->m = NULL;
+	mutex_unlock(&s->lock);
+	gpumig_pc_timeout_stop(s);
+	gpumig_pc_unpublish(s);
+}
+
+/**
+ * gpumig_pc_dest_end() - the destination lost its memory: its post-copy ends
+ * @m: device, state mutex held
+ * @how: why, for the log
+ *
+ * What is still owed is lost (the device's accesses fail, loudly); the
+ * device goes on showing the ended session until the next one or its
+ * tenant's close.
+ */
+void gpumig_pc_dest_end(struct gpumig_mig *m, const char *how)
+{
+	lockdep_assert_held(&m->state_mutex);
+	if (m->pc_dst)
+		gpumig_pc_dest_stop(m, m->pc_dst, how);
+}
+
 /**
  * gpumig_pc_dest_detach() - the destination's device no longer waits for its memory
  * @m: device, state mutex held
@@ -554,17 +611,7 @@ void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how)
 	spin_lock_irq(&m->pc_lock);
 	m->pc_dst = NULL;
 	spin_unlock_irq(&m->pc_lock);
-	mutex_lock(&s->lock);
-	if (s->state == GPUMIG_PC_STATE_ACTIVE) {
-		dev_warn(m->vdev->dev, "post-copy ended with %lu VRAM blocks owed: %s\n",
-			 s->nr_owed, how);
-		gpumig_pc_lose_all(s);
-		gpumig_pc_end_locked(s, GPUMIG_PC_STATE_ABANDONED);
-	}
-	s->m = NULL;
-	mutex_unlock(&s->lock);
-	gpumig_pc_timeout_stop(s);
-	gpumig_pc_unpublish(s);
+	gpumig_pc_dest_stop(m, s, how);
 	gpumig_pc_put(s);
 }
 
@@ -704,7 +751,7 @@ static int gpumig_pc_open(struct inode *inode, struct file *filp)
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
 	filp->private_data = f;
@@ -741,7 +788,7 @@ static int gpumig_pc_attach(struct gpumig_pc_open_file *f, void __user *arg)
 	if (!s)
 		return -ENOENT;
 	len = sizeof(struct gpumig_pc_block) + (1UL << s->block_shift);
-	f->buf = kvmalloc(len, GFP_KERNEL);
+	f->buf = kvmalloc(len, GFP_KERNEL_ACCOUNT);
 	if (!f->buf) {
 		gpumig_pc_put(s);
 		return -ENOMEM;
@@ -1113,11 +1160,6 @@ void gpumig_pc_source_adopt(struct gpumig_mig *m)
  */
 ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf)
 {
-	static const char *const names[] = {
-		[GPUMIG_PC_STATE_ACTIVE] = "active",
-		[GPUMIG_PC_STATE_DONE] = "done",
-		[GPUMIG_PC_STATE_ABANDONED] = "abandoned",
-	};
 	struct gpumig_pc *s;
 	unsigned long owed = 0, lost = 0;
 	u64 waits = 0;
@@ -1134,7 +1176,7 @@ ssize_t gpumig_pc_show(struct gpumig_mig *m, unsigned int which, char *buf)
 	if (s) {
 		mutex_lock(&s->lock);
 		role = s->source ? "source" : "destination";
-		state = names[s->state];
+		state = gpumig_pc_state_names[s->state];
 		owed = s->nr_owed;
 		lost = s->lost;
 		memcpy(token, s->token, sizeof(token));

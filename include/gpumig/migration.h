@@ -196,6 +196,10 @@ struct gpumig_geometry {
  *	PF does); a change during PRE_COPY is a gpumig_mig_reconfigured().
  *	Optional (a front end that sees the reset calls that instead).
  *	File lock, or the state mutex.
+ * @vram_prepare: optional: a restore will write about @bytes of VRAM data
+ *	(the source's own count, early in its stream): the backend may back
+ *	that much memory ahead, outside the writes' path.  A hint; it must
+ *	not sleep long (queue the work).  Called from the resuming fd's write.
  * @vram_absent: optional, with @vram_deliver and @vram_lose (all three or
  *	none): a post-copy destination (Documentation/gpumig/postcopy.rst)
  *	runs with the blocks set in @map (@nr bits, the device's blocks)
@@ -272,6 +276,7 @@ struct gpumig_backend_ops {
 			      void *ctx);
 	u32 (*guest_resets)(void *priv);
 	int (*throttle)(void *priv, u32 pct);
+	void (*vram_prepare)(void *priv, u64 bytes);
 	int (*vram_absent)(void *priv, const unsigned long *map, unsigned long nr);
 	int (*vram_deliver)(void *priv, unsigned long blk, const void *buf, u32 len);
 	int (*vram_lose)(void *priv, unsigned long blk);
@@ -478,14 +483,23 @@ enum gpumig_pc_file {
 
 struct gpumig_metric_set;
 
+/* The groups of migration/ files one show and store serve (below). */
+enum gpumig_attr_group {
+	GPUMIG_GROUP_METRIC,	/* enum gpumig_metric: gpumig_metric_attr_show() */
+	GPUMIG_GROUP_CONV,	/* enum gpumig_converge_file */
+	GPUMIG_GROUP_PC,	/* enum gpumig_pc_file */
+};
+
 /**
- * struct gpumig_metric_attr - a metric's sysfs file
- * @attr: the file; its show is gpumig_metric_attr_show()
- * @set: the set it is in, at the index of its enum gpumig_metric
+ * struct gpumig_metric_attr - a file of migration/
+ * @attr: the file
+ * @set: the set it is in, at the index of its enum in its group's array
+ * @group: enum gpumig_attr_group
  */
 struct gpumig_metric_attr {
 	struct device_attribute attr;
 	struct gpumig_metric_set *set;
+	u8 group;
 };
 
 /**
@@ -509,31 +523,28 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 ssize_t gpumig_stream_max_show(struct device *dev, struct device_attribute *attr, char *buf);
 ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *attr,
 				const char *buf, size_t count);
-ssize_t gpumig_conv_attr_show(struct device *dev, struct device_attribute *attr, char *buf);
-ssize_t gpumig_conv_attr_store(struct device *dev, struct device_attribute *attr,
-			       const char *buf, size_t count);
-ssize_t gpumig_pc_attr_show(struct device *dev, struct device_attribute *attr, char *buf);
-ssize_t gpumig_pc_attr_store(struct device *dev, struct device_attribute *attr,
-			     const char *buf, size_t count);
+ssize_t gpumig_group_attr_show(struct device *dev, struct device_attribute *attr, char *buf);
+ssize_t gpumig_group_attr_store(struct device *dev, struct device_attribute *attr,
+				const char *buf, size_t count);
 
 #define GPUMIG_METRIC(_set, _name)						\
 	{ .attr = __ATTR(_name, 0444, gpumig_metric_attr_show, NULL),		\
 	  .set = &(_set) }
 #define GPUMIG_CONV_SETTING(_set, _name)					\
-	{ .attr = __ATTR(_name, 0644, gpumig_conv_attr_show, gpumig_conv_attr_store), \
-	  .set = &(_set) }
+	{ .attr = __ATTR(_name, 0644, gpumig_group_attr_show, gpumig_group_attr_store), \
+	  .set = &(_set), .group = GPUMIG_GROUP_CONV }
 #define GPUMIG_CONV_METRIC(_set, _name)						\
-	{ .attr = __ATTR(_name, 0444, gpumig_conv_attr_show, NULL),		\
-	  .set = &(_set) }
+	{ .attr = __ATTR(_name, 0444, gpumig_group_attr_show, NULL),		\
+	  .set = &(_set), .group = GPUMIG_GROUP_CONV }
 #define GPUMIG_PC_SETTING(_set, _name)						\
-	{ .attr = __ATTR(_name, 0644, gpumig_pc_attr_show, gpumig_pc_attr_store), \
-	  .set = &(_set) }
+	{ .attr = __ATTR(_name, 0644, gpumig_group_attr_show, gpumig_group_attr_store), \
+	  .set = &(_set), .group = GPUMIG_GROUP_PC }
 #define GPUMIG_PC_METRIC(_set, _name)						\
-	{ .attr = __ATTR(_name, 0444, gpumig_pc_attr_show, NULL),		\
-	  .set = &(_set) }
+	{ .attr = __ATTR(_name, 0444, gpumig_group_attr_show, NULL),		\
+	  .set = &(_set), .group = GPUMIG_GROUP_PC }
 #define GPUMIG_PC_SECRET(_set, _name)						\
-	{ .attr = __ATTR(_name, 0400, gpumig_pc_attr_show, NULL),		\
-	  .set = &(_set) }
+	{ .attr = __ATTR(_name, 0400, gpumig_group_attr_show, NULL),		\
+	  .set = &(_set), .group = GPUMIG_GROUP_PC }
 
 /**
  * GPUMIG_DEFINE_MIGRATION_ATTRS() - define a front end's migration/ files

@@ -6,7 +6,8 @@
 
 # trace_events SRC DST OTHER: the engine's trace events of one migration
 # SRC -> DST, a stream refused by OTHER (another type), a quarantine and
-# its lifting, and DMA logging appear, each in the order it happened.
+# its lifting, DMA logging, and a post-copy abandoned halfway (which blocks
+# were lost) appear, each in the order it happened.
 trace_events() {
 	local src=$1 dst=$2 other=$3 t=/sys/kernel/tracing log=$out/trace-$1.txt
 	[ -d $t/events ] || mount -t tracefs nodev $t 2>/dev/null
@@ -19,6 +20,7 @@ trace_events() {
 	"$tooldir/simgpu-client" -s migrate,quarantine -n trace_migrate -d "$dst" "$src" >/dev/null 2>&1
 	"$tooldir/simgpu-client" -s incompatible -n trace_refused -d "$other" "$src" >/dev/null 2>&1
 	"$tooldir/simgpu-client" -s dma_logging,dma_log_cut -n trace_logging "$src" >/dev/null 2>&1
+	"$tooldir/simgpu-client" -s postcopy_abandon -n trace_postcopy -d "$dst" "$src" >/dev/null 2>&1
 	echo 0 > $t/tracing_on
 	echo 0 > $t/events/gpumig/enable
 	cat $t/trace >"$log"
@@ -45,7 +47,11 @@ trace_events() {
 		"gpumig_quarantine: $src " \
 		"gpumig_unquarantine: $src ret=0" \
 		"gpumig_stream_refused: $other err=-[0-9]+ incompatible source" \
-		"${logging[@]}"
+		"${logging[@]}" \
+		"gpumig_postcopy: $src source active owed=64 lost=0 first_lost=-1" \
+		"gpumig_postcopy: $dst destination active owed=64 lost=0 first_lost=-1" \
+		"gpumig_postcopy: $dst destination abandoned owed=0 lost=60 first_lost=4" \
+		"gpumig_postcopy: $src source abandoned owed=60 lost=0 first_lost=-1"
 }
 
 # The mdevctl definitions Documentation/gpumig/qemu.rst gives, one per type.

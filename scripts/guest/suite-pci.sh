@@ -300,7 +300,7 @@ pci_suite() {
 		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
 	echo "vm: client on VF 1 ($GVP) exited $?"
 	GPUMIG_MOVER=$tooldir/gpumig-mover SOAK_MIGRATIONS=20 timeout 1800 "$tooldir/simgpu-client" \
-		-s "migrate,postcopy,postcopy_abandon,postcopy_mover,postcopy_reset,postcopy_timeout,converge,converge_off,converge_reset,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,$(mig_extra)race,quarantine,fault_sweep" \
+		-s "migrate,postcopy,postcopy_abandon,postcopy_mover,postcopy_reset,postcopy_timeout,postcopy_hold,converge,converge_off,converge_reset,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,$(mig_extra)race,quarantine,fault_sweep" \
 		-n gvp_migration -d "$vf3" "$vf1" >"$out/client-gvp-migration.ktap" 2>>"$out/guest.log"
 	echo "vm: client migration scenarios on VFs exited $?"
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
@@ -348,6 +348,10 @@ pci_suite() {
 	timeout 300 "$tooldir/simgpu-client" -s pf_reset -n gvp_pf_reset "$vf1" \
 		>"$out/client-gvp-pf-reset.ktap" 2>>"$out/guest.log"
 	echo "vm: client pf_reset on VF 1 exited $?"
+	# ... and halfway through a post-copy from VF 1 to VF 3.
+	timeout 300 "$tooldir/simgpu-client" -s postcopy_pf_reset -n gvp_postcopy_pf_reset \
+		-d "$vf3" "$vf1" >"$out/client-gvp-postcopy-pf-reset.ktap" 2>>"$out/guest.log"
+	echo "vm: client postcopy_pf_reset on VFs 1 and 3 exited $?"
 
 	# The PF's driver goes away while VF 1 migrates.
 	timeout 300 "$tooldir/simgpu-client" -s pf_gone -n gvp_pf_gone "$vf1" \

@@ -97,6 +97,28 @@ static int pc_attach(const uint8_t *token, uint32_t role, struct gpumig_pc_attac
 	return fd;
 }
 
+/*
+ * A mover's two files, non-blocking, attached to @token: 0, or -1 with
+ * both closed (fail_msg says which could not attach).
+ */
+static int pc_attach_both(const uint8_t *token, int *sfd, int *dfd,
+			  struct gpumig_pc_attach *sa, struct gpumig_pc_attach *da)
+{
+	*sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, sa);
+	*dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, da);
+	if (*sfd < 0 || *dfd < 0) {
+		if (*sfd >= 0)
+			close(*sfd);
+		if (*dfd >= 0)
+			close(*dfd);
+		return fail("attach: source %s, destination %s",
+			    strerror(*sfd < 0 ? -*sfd : 0), strerror(*dfd < 0 ? -*dfd : 0));
+	}
+	fcntl(*sfd, F_SETFL, O_NONBLOCK);
+	fcntl(*dfd, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
 static int pc_state(struct gpu *g, const char *want)
 {
 	char st[64];
@@ -450,11 +472,7 @@ int t_postcopy(struct gpu *src)
 	total += n;
 	close(sfd);
 	close(dfd);
-	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
-	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
-	CHECK(sfd >= 0 && dfd >= 0, "a restarted mover cannot attach");
-	fcntl(sfd, F_SETFL, O_NONBLOCK);
-	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	TRY(pc_attach_both(token, &sfd, &dfd, &sa, &da));
 	CHECK(sa.owed == (uint64_t)(PC_DATA / PC_BLOCK - total) && da.owed == sa.owed,
 	      "after %d blocks the source owes %llu, the destination %llu", total,
 	      (unsigned long long)sa.owed, (unsigned long long)da.owed);
@@ -496,11 +514,7 @@ int t_postcopy_abandon(struct gpu *src)
 	if (ret)
 		return ret;
 	CHECK(pc_token(src, token) == 0, "no session token on the source");
-	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
-	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
-	CHECK(sfd >= 0 && dfd >= 0, "attach");
-	fcntl(sfd, F_SETFL, O_NONBLOCK);
-	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	TRY(pc_attach_both(token, &sfd, &dfd, &sa, &da));
 	/* Blocks 0-3 arrive; then the source host is lost. */
 	rec = malloc(reclen);
 	n = pc_move(sfd, dfd, rec, reclen, 4);
@@ -669,11 +683,7 @@ int t_postcopy_reset(struct gpu *src)
 	      PC_DATA / PC_BLOCK);
 	gpu_setup(&dst, 64);
 	gpu_map_range(&dst, VA_VRAM, 0, 8 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
-	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
-	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
-	CHECK(sfd >= 0 && dfd >= 0, "attach after the resets");
-	fcntl(sfd, F_SETFL, O_NONBLOCK);
-	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	TRY(pc_attach_both(token, &sfd, &dfd, &sa, &da));
 	rec = malloc(reclen);
 	n = pc_move(sfd, dfd, rec, reclen, 1000);
 	close(sfd);
@@ -693,11 +703,7 @@ int t_postcopy_reset(struct gpu *src)
 		return ret;
 	}
 	CHECK(pc_token(src, token) == 0, "no session token on the source");
-	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
-	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
-	CHECK(sfd >= 0 && dfd >= 0, "attach");
-	fcntl(sfd, F_SETFL, O_NONBLOCK);
-	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	TRY(pc_attach_both(token, &sfd, &dfd, &sa, &da));
 	n = pc_move(sfd, dfd, rec, reclen, 10);
 	TRY(n < 0);
 	close(dfd);
@@ -895,11 +901,7 @@ int t_postcopy_hold(struct gpu *src)
 	}
 	TRY(ret);
 	CHECK(pc_state(src, "active") == 0, "the source, bound again, does not say it holds VRAM");
-	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
-	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
-	CHECK(sfd >= 0 && dfd >= 0, "attach after the rebind");
-	fcntl(sfd, F_SETFL, O_NONBLOCK);
-	fcntl(dfd, F_SETFL, O_NONBLOCK);
+	TRY(pc_attach_both(token, &sfd, &dfd, &sa, &da));
 	rec = malloc(reclen);
 	CHECK(rec, "out of memory");
 	n = pc_move(sfd, dfd, rec, reclen, 1000);
@@ -915,5 +917,67 @@ int t_postcopy_hold(struct gpu *src)
 	gpu_close(&dst);
 	printf("    # postcopy_hold: held blocks read zero under %s and under vfio-pci; SR-IOV stays on; rebound, the session gave every block\n",
 	       drv);
+	return 0;
+}
+
+/*
+ * The PF of both VFs is reset halfway through a post-copy: the source's
+ * hold is lost with it (the mover's read fails, it never gives other
+ * data), the destination's post-copy ends with its lost memory (its
+ * engine reads ERROR, a CPU read of an owed block through its aperture
+ * fails at once rather than waiting for a block nobody will bring); an
+ * abandon on the source and a reset of the destination bring both back.
+ * VFs only.
+ */
+int t_postcopy_pf_reset(struct gpu *src)
+{
+	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *rec, *ap;
+	char pf[64], path[256], v[64];
+	struct gpumig_pc_attach sa;
+	int ret, sfd, n;
+	struct gpu dst;
+	ssize_t got;
+
+	if (!src->pci || !pf_of(src->name, pf, sizeof(pf))) {
+		snprintf(fail_msg, sizeof(fail_msg), "not a VF");
+		return SKIP;
+	}
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", pf);
+	CHECK(sysfs_write(path, "1") == 0, "resetting the PF %s", pf);
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	CHECK(sfd >= 0, "attach to the source after the PF's reset: %s", strerror(-sfd));
+	rec = malloc(reclen);
+	CHECK(rec, "out of memory");
+	got = read(sfd, rec, reclen);
+	n = errno;
+	free(rec);
+	CHECK(got < 0 && n == ENODEV, "a held block read after the PF's reset: %zd (%s)", got,
+	      strerror(n));
+	CHECK(pc_state(&dst, "abandoned") == 0, "the destination's post-copy outlived its PF's reset");
+	mig_attr(&dst, "postcopy_lost_blocks", v, sizeof(v));
+	CHECK(atoi(v) == PC_DATA / PC_BLOCK, "%s blocks lost with the PF's reset, not %d", v,
+	      PC_DATA / PC_BLOCK);
+	ap = aperture_map(&dst, PC_DATA);
+	CHECK(ap, "map the destination's aperture");
+	ret = pc_probe(ap + PC_CPU_BLK * PC_BLOCK);
+	munmap(ap, PC_DATA);
+	CHECK(ret == 2, "a CPU read of a block lost with the PF's reset: %d, not a memory error",
+	      ret);
+	CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON");
+	close(sfd);
+	CHECK(pc_state(src, "abandoned") == 0, "the source does not say it was abandoned");
+	CHECK(gpu_reset(&dst) == 0, "destination VFIO_DEVICE_RESET");
+	gpu_setup(&dst, 16);
+	gpu_map_range(&dst, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_submit(&dst, 0, SIMGPU_OP_FILL, 0, VA_VRAM, 4096, 0x77, 0);
+	CHECK(gpu_wait_idle(&dst, 0, TMO) == 0, "the destination works after its reset");
+	gpu_close(&dst);
+	CHECK(gpu_reset(src) == 0, "source VFIO_DEVICE_RESET");
+	printf("    # postcopy_pf_reset: the hold lost with the PF, loudly; the destination's blocks lost, not waited on\n");
 	return 0;
 }

@@ -269,6 +269,37 @@ TRACE_EVENT(gpumig_dma_log_report,
 		  __entry->iova, __entry->length, __entry->dirty, __entry->ret)
 );
 
+/*
+ * A post-copy session (Documentation/gpumig/postcopy.rst) began or ended:
+ * the device (the session may outlive it), its side, the session's state
+ * (active, done, abandoned), the blocks still owed, and once abandoned how
+ * many were lost and the first of them (-1: none).
+ */
+TRACE_EVENT(gpumig_postcopy,
+	TP_PROTO(const char *dev, bool source, const char *state, u64 owed, u64 lost,
+		 s64 first_lost),
+	TP_ARGS(dev, source, state, owed, lost, first_lost),
+	TP_STRUCT__entry(
+		__string(dev, dev)
+		__field(bool, source)
+		__string(state, state)
+		__field(u64, owed)
+		__field(u64, lost)
+		__field(s64, first_lost)
+	),
+	TP_fast_assign(
+		__assign_str(dev);
+		__entry->source = source;
+		__assign_str(state);
+		__entry->owed = owed;
+		__entry->lost = lost;
+		__entry->first_lost = first_lost;
+	),
+	TP_printk("%s %s %s owed=%llu lost=%llu first_lost=%lld", __get_str(dev),
+		  __entry->source ? "source" : "destination", __get_str(state), __entry->owed,
+		  __entry->lost, __entry->first_lost)
+);
+
 #endif /* _TRACE_GPUMIG_H */
 
 #include <trace/define_trace.h>

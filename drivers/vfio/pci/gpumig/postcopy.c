@@ -60,9 +60,8 @@ static int gvp_vram_absent(void *priv, const unsigned long *map, unsigned long n
 	unsigned long *absent, *lost;
 	int ret;
 
-	/* uncharged: the engine's, once per restored stream, bounded by VRAM */
-	absent = bitmap_zalloc(nr, GFP_KERNEL);
-	lost = bitmap_zalloc(nr, GFP_KERNEL);
+	absent = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
+	lost = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
 	if (!absent || !lost) {
 		bitmap_free(absent);
 		bitmap_free(lost);
@@ -100,12 +99,18 @@ static int gvp_vram_deliver(void *priv, unsigned long blk, const void *buf, u32 
 	return 0;
 }
 
+/*
+ * A block that will never arrive.  Unless the device says it is there
+ * (-EALREADY), the aperture treats it as lost whatever the device said:
+ * a PF being reset refuses the command, and a fault must not wait for
+ * ever on a block nobody will bring.
+ */
 static int gvp_vram_lose(void *priv, unsigned long blk)
 {
 	struct gvp_glue *gl = priv;
 	int ret = gl->vf->ops->vram_lose(gl->vf, blk);
 
-	if (ret)
+	if (ret == -EALREADY)
 		return ret;
 	spin_lock(&gl->pc_lock);
 	if (gl->absent && blk < gl->pc_blocks) {
@@ -114,7 +119,7 @@ static int gvp_vram_lose(void *priv, unsigned long blk)
 	}
 	spin_unlock(&gl->pc_lock);
 	wake_up_all(&gl->pc_wq);
-	return 0;
+	return ret;
 }
 
 static void *gvp_vram_hold(void *priv, const unsigned long *map, unsigned long nr)
