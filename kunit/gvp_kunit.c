@@ -542,7 +542,7 @@ static void glue_ops_follow_provider(struct kunit *test)
 
 /*
  * A whole migration over the glue: pre-copy carries the header and the
- * producer's note, nothing of VRAM (the device tracks none); stop-copy
+ * two notes, nothing of VRAM (the device tracks none); stop-copy
  * sends every block, the zero ones as ranges, then the state of its own
  * size; the destination ends with the source's VRAM and state, restored
  * last, and runs.  The default geometry writes stream 1.1, which every
@@ -593,7 +593,7 @@ static void glue_untracked_migration(struct kunit *test)
 	KUNIT_EXPECT_LE(test, (u64)(all - pre), (u64)est);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(fv_header(stream).minor), 1);
 	fv_sections(stream, all, secs, sizeof(secs), &chunk);
-	KUNIT_EXPECT_STREQ(test, secs, "HNVZZZVZAE");	/* untracked: each zero block read */
+	KUNIT_EXPECT_STREQ(test, secs, "HNNVZZZVZAE");	/* untracked: each zero block read */
 	KUNIT_EXPECT_EQ(test, chunk, (u32)GPUMIG_BLOCK_SIZE);
 
 	fv_go(test, dst, VFIO_DEVICE_STATE_STOP);
@@ -691,7 +691,7 @@ static void glue_geometry_migration(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, le32_to_cpu(h.compat.block_shift), (u32)FV_GEO_SHIFT);
 	KUNIT_EXPECT_EQ(test, le32_to_cpu(h.compat.backend), (u32)FV_BACKEND);
 	fv_sections(stream, all, secs, sizeof(secs), &chunk);
-	KUNIT_EXPECT_STREQ(test, secs, "HNVZVZVDDQQQE");
+	KUNIT_EXPECT_STREQ(test, secs, "HNNVZVZVDDQQQE");
 	KUNIT_EXPECT_EQ(test, chunk, 1U << FV_GEO_SHIFT);
 
 	fv_go(test, dst, VFIO_DEVICE_STATE_STOP);
@@ -842,7 +842,7 @@ static void glue_big_block_untracked(struct kunit *test)
 	n = fv_stream(test, src, stream, room);
 	KUNIT_EXPECT_STREQ(test, src->log, "PIrrrA");
 	fv_sections(stream, n, secs, sizeof(secs), &chunk);
-	KUNIT_EXPECT_STREQ(test, secs, "HNVVVQE");
+	KUNIT_EXPECT_STREQ(test, secs, "HNNVVVQE");
 	KUNIT_EXPECT_EQ(test, chunk, 1U << FV_BIG_SHIFT);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(fv_header(stream).minor), 2);
 

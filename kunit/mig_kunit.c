@@ -24,6 +24,7 @@
 #define F_BLOCKS	8
 #define F_VRAM		(F_BLOCKS * GPUMIG_BLOCK_SIZE)
 #define T_PRODUCER	GPUMIG_NOTE_PRODUCER "gpumig/" GPUMIG_VERSION	/* every stream's note */
+#define T_VRAM_DATA_LEN	(sizeof(GPUMIG_NOTE_VRAM_DATA) - 1 + 20)	/* and its second */
 
 enum fake_fail { FAIL_NONE, FAIL_QUIESCE, FAIL_INVALIDATE, FAIL_ARCH_RESTORE,
 		 FAIL_TEARDOWN, FAIL_VRAM_READ, FAIL_TRACK, FAIL_SCRUB };
@@ -495,6 +496,12 @@ static void mig_full_migration(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(note->type), GPUMIG_SEC_NOTE);
 	KUNIT_ASSERT_EQ(test, le32_to_cpu(note->len), (u32)strlen(T_PRODUCER));
 	KUNIT_EXPECT_EQ(test, 0, memcmp(note + 1, T_PRODUCER, strlen(T_PRODUCER)));
+	/* The third, what the first pass sends: blocks 0 and 3 hold data. */
+	note = (const void *)((const u8 *)(note + 1) + strlen(T_PRODUCER));
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(note->type), GPUMIG_SEC_NOTE);
+	KUNIT_ASSERT_EQ(test, le32_to_cpu(note->len), (u32)T_VRAM_DATA_LEN);
+	KUNIT_EXPECT_EQ(test, 0, memcmp(note + 1, GPUMIG_NOTE_VRAM_DATA "00000000000000000002",
+					T_VRAM_DATA_LEN));
 
 	/* Destination. */
 	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
@@ -1072,10 +1079,11 @@ static void mig_backend_failures(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, sf);
 	src->fail = FAIL_VRAM_READ;
 	pos = 0;
-	/* The header and the producer note come out; the first block's read fails. */
+	/* The header and the two notes come out; the first block's read fails. */
 	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 4096, &pos),
-			(ssize_t)(2 * sizeof(struct gpumig_sec_hdr) +
-				  sizeof(struct gpumig_wire_header) + strlen(T_PRODUCER)));
+			(ssize_t)(3 * sizeof(struct gpumig_sec_hdr) +
+				  sizeof(struct gpumig_wire_header) + strlen(T_PRODUCER) +
+				  T_VRAM_DATA_LEN));
 	pos = 0;
 	KUNIT_EXPECT_EQ(test, kernel_read(sf, buf, 4096, &pos), (ssize_t)-EIO);
 	/* Sticky: the failed block left the dirty set, so the stream is broken. */

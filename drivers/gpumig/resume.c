@@ -269,13 +269,32 @@ static int gpumig_rx_end(void *priv)
  * A note: the producer's "gpumig/<release>" is kept for reports when it is
  * plain text of the expected characters; every other note is ignored.
  */
+/* "vram_data=N": the source's blocks with data; the backend may back them ahead. */
+static void gpumig_rx_vram_data(struct gpumig_mig_file *migf, const char *text, u32 len)
+{
+	struct gpumig_mig *m = migf->m;
+	char v[GPUMIG_NOTE_MAX + 1];
+	u64 blocks;
+
+	memcpy(v, text, len);
+	v[len] = '\0';
+	if (!m->ops->vram_prepare || kstrtou64(v, 10, &blocks) ||
+	    blocks > m->compat.vram_size >> m->geo.block_shift)
+		return;
+	m->ops->vram_prepare(m->priv, blocks << m->geo.block_shift);
+}
+
 static void gpumig_rx_note(void *priv, const char *text, u32 len)
 {
 	struct gpumig_mig_file *migf = priv;
-	const size_t k = strlen(GPUMIG_NOTE_PRODUCER);
+	const size_t k = strlen(GPUMIG_NOTE_PRODUCER), d = strlen(GPUMIG_NOTE_VRAM_DATA);
 	char v[GPUMIG_NOTE_MAX + 1];
 	u32 i;
 
+	if (len > d && !memcmp(text, GPUMIG_NOTE_VRAM_DATA, d)) {
+		gpumig_rx_vram_data(migf, text + d, len - d);
+		return;
+	}
 	if (len <= k || memcmp(text, GPUMIG_NOTE_PRODUCER, k))
 		return;
 	for (i = k; i < len; i++)

@@ -89,11 +89,16 @@ static u64 gpumig_owed_vram_bytes(struct gpumig_mig *m, bool stop, unsigned long
 static const char gpumig_producer_note[] = GPUMIG_NOTE_PRODUCER "gpumig/" GPUMIG_VERSION;
 static_assert(sizeof(gpumig_producer_note) - 1 <= GPUMIG_NOTE_MAX);
 
-/* The header and the producer note: the head of every stream. */
+/* "vram_data=" and a count of 20 digits: every stream's note is as long. */
+#define GPUMIG_VRAM_DATA_NOTE_LEN	(sizeof(GPUMIG_NOTE_VRAM_DATA) - 1 + 20)
+static_assert(GPUMIG_VRAM_DATA_NOTE_LEN <= GPUMIG_NOTE_MAX);
+
+/* The header and the two notes: the head of every stream. */
 static u64 gpumig_head_bytes(void)
 {
 	return gpumig_blob_section_size(sizeof(struct gpumig_wire_header)) +
-	       gpumig_blob_section_size(sizeof(gpumig_producer_note) - 1);
+	       gpumig_blob_section_size(sizeof(gpumig_producer_note) - 1) +
+	       gpumig_blob_section_size(GPUMIG_VRAM_DATA_NOTE_LEN);
 }
 
 /*
@@ -949,6 +954,18 @@ struct gpumig_mig_file *gpumig_file_new_saving(struct gpumig_mig *m, bool stop_c
 		len = gpumig_emit_blob(&migf->w, migf->buf + n, migf->buf_size - n,
 				       GPUMIG_SEC_NOTE, gpumig_producer_note,
 				       sizeof(gpumig_producer_note) - 1);
+		n = len < 0 ? len : n + len;
+	}
+	if (n >= 0) {
+		char note[GPUMIG_VRAM_DATA_NOTE_LEN + 1];
+		unsigned long data = 0, zero;
+
+		/* What the first pass will send: a destination backs it ahead. */
+		if (gpumig_tracks(m))
+			m->ops->vram_dirty_count(m->priv, &data, &zero);
+		snprintf(note, sizeof(note), GPUMIG_NOTE_VRAM_DATA "%020lu", data);
+		len = gpumig_emit_blob(&migf->w, migf->buf + n, migf->buf_size - n,
+				       GPUMIG_SEC_NOTE, note, GPUMIG_VRAM_DATA_NOTE_LEN);
 		n = len < 0 ? len : n + len;
 	}
 	if (n >= 0 && pc) {

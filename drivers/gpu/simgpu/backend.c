@@ -217,6 +217,14 @@ static int simgpu_be_throttle(void *priv, u32 pct)
 	return 0;
 }
 
+/* A restore will write about @bytes: back them ahead (vram.c). */
+static void simgpu_be_vram_prepare(void *priv, u64 bytes)
+{
+	struct simgpu_dev *sdev = priv;
+
+	simgpu_vram_prepare(&sdev->vram, bytes);
+}
+
 /* ---- post-copy: the destination runs with blocks absent (absent.c) ---- */
 
 static int simgpu_be_vram_absent(void *priv, const unsigned long *map, unsigned long nr)
@@ -306,6 +314,7 @@ const struct gpumig_backend_ops simgpu_backend_ops = {
 	.dma_log_stop = simgpu_be_dma_log_stop,
 	.dma_log_report = simgpu_be_dma_log_report,
 	.throttle = simgpu_be_throttle,
+	.vram_prepare = simgpu_be_vram_prepare,
 	.vram_absent = simgpu_be_vram_absent,
 	.vram_deliver = simgpu_be_vram_deliver,
 	.vram_lose = simgpu_be_vram_lose,

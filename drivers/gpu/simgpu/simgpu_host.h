@@ -12,6 +12,7 @@
 #include <linux/atomic.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
@@ -46,6 +47,11 @@ struct task_struct;
  * @dirtied: called with @dirtied_ctx when a block turns dirty while
  *	tracking, or NULL (set once before use)
  * @dirtied_ctx: its argument
+ * @pool: zeroed pages backed ahead of a restore (simgpu_vram_prepare()),
+ *	which writes take before allocating
+ * @pool_len: pages in @pool
+ * @pool_want: pages @pool_work still backs; 0 stops it
+ * @pool_work: backs them, outside @lock but to add them
  */
 struct simgpu_vram {
 	struct mutex *lock;		/* the core's; see above */
@@ -59,6 +65,10 @@ struct simgpu_vram {
 	unsigned long nr_dirty_backed;
 	void (*dirtied)(void *ctx);
 	void *dirtied_ctx;
+	struct list_head pool;
+	unsigned long pool_len;
+	unsigned long pool_want;
+	struct work_struct pool_work;
 };
 
 /**
@@ -85,6 +95,8 @@ int simgpu_vram_rw(struct simgpu_vram *vram, u64 offset, void *buf, size_t len,
 ssize_t simgpu_vram_write_iter(struct simgpu_vram *vram, u64 offset, struct iov_iter *from,
 			       size_t len, u32 *crc);
 int simgpu_vram_track(struct simgpu_vram *vram, bool on);
+void simgpu_vram_prepare(struct simgpu_vram *vram, u64 bytes);
+void simgpu_vram_pool_stop(struct simgpu_vram *vram);
 bool simgpu_vram_block_zero(struct simgpu_vram *vram, unsigned long blk);
 long simgpu_vram_next_dirty(struct simgpu_vram *vram, unsigned long from, bool *zero);
 unsigned long simgpu_vram_take_zero_run(struct simgpu_vram *vram,

@@ -167,6 +167,7 @@ static void simgpu_release_dev(struct vfio_device *vdev)
 	gpumig_mig_destroy(sdev->mig);
 	gpumig_dirty_destroy(sdev->dirty);
 	WARN_ON(simgpu_proc_running(&sdev->proc));
+	simgpu_vram_pool_stop(&sdev->vram);
 	mutex_lock(&sdev->core.lock);
 	simgpu_vram_track(&sdev->vram, false);
 	simgpu_vram_scrub(&sdev->vram);

@@ -22,6 +22,8 @@
 
 #include "simgpu_host.h"
 
+static void simgpu_vram_pool_work(struct work_struct *work);
+
 /**
  * simgpu_vram_init() - empty VRAM of @size bytes
  * @vram: VRAM
@@ -31,6 +33,10 @@
 void simgpu_vram_init(struct simgpu_vram *vram, u64 size, struct mutex *lock)
 {
 	vram->lock = lock;
+	INIT_LIST_HEAD(&vram->pool);
+	vram->pool_len = 0;
+	vram->pool_want = 0;
+	INIT_WORK(&vram->pool_work, simgpu_vram_pool_work);
 	xa_init(&vram->pages);
 	vram->size = size;
 	vram->present = 0;
@@ -69,6 +75,20 @@ static bool simgpu_vram_mark(struct simgpu_vram *vram, unsigned long blk)
 	return true;
 }
 
+/* A zeroed page backed ahead (simgpu_vram_prepare()), or NULL.  @vram->lock held. */
+static struct page *simgpu_vram_pool_take(struct simgpu_vram *vram)
+{
+	struct page *page;
+
+	lockdep_assert_held(vram->lock);
+	if (!vram->pool_len)
+		return NULL;
+	page = list_first_entry(&vram->pool, struct page, lru);
+	list_del(&page->lru);
+	vram->pool_len--;
+	return page;
+}
+
 /*
  * The page backing @offset, for a write: allocated if none does yet
  * (*@fresh then), zeroed unless the caller writes it whole (@whole;
@@ -86,7 +106,9 @@ static struct page *simgpu_vram_page(struct simgpu_vram *vram, u64 offset, bool 
 	*fresh = !page;
 	if (!page) {
 		first = simgpu_vram_block_zero(vram, blk);
-		page = alloc_page(whole ? GFP_KERNEL : GFP_KERNEL | __GFP_ZERO);
+		page = simgpu_vram_pool_take(vram);
+		if (!page)
+			page = alloc_page(whole ? GFP_KERNEL : GFP_KERNEL | __GFP_ZERO);
 		if (!page)
 			return ERR_PTR(-ENOMEM);
 		ret = xa_err(xa_store(&vram->pages, idx, page, GFP_KERNEL));
@@ -123,9 +145,13 @@ static bool simgpu_vram_back_block(struct simgpu_vram *vram, unsigned long blk)
 
 	if (!simgpu_vram_block_zero(vram, blk))
 		return false;
-	if (gpumig_alloc_pages_bulk(GFP_KERNEL, SIMGPU_VRAM_BLOCK_PAGES, pages) <
-	    SIMGPU_VRAM_BLOCK_PAGES)
+	if (vram->pool_len >= SIMGPU_VRAM_BLOCK_PAGES) {
+		for (i = 0; i < SIMGPU_VRAM_BLOCK_PAGES; i++)
+			pages[i] = simgpu_vram_pool_take(vram);
+	} else if (gpumig_alloc_pages_bulk(GFP_KERNEL, SIMGPU_VRAM_BLOCK_PAGES, pages) <
+		   SIMGPU_VRAM_BLOCK_PAGES) {
 		goto free;
+	}
 	for (i = 0; i < SIMGPU_VRAM_BLOCK_PAGES; i++)
 		if (xa_err(xa_store(&vram->pages, idx + i, pages[i], GFP_KERNEL)))
 			goto unstore;
@@ -456,9 +482,100 @@ void simgpu_vram_zero(struct simgpu_vram *vram, u64 offset, u64 len)
 }
 EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_zero);
 
+/* Pages the worker backs at a time, between two takes of the lock. */
+#define SIMGPU_VRAM_POOL_BATCH	64
+
+/*
+ * Back what simgpu_vram_prepare() asked for: zeroed pages (the kernel's
+ * init_on_alloc zeroes them anyway), added to the pool a batch at a time,
+ * while the stream that fills them is still on its way.
+ */
+static void simgpu_vram_pool_work(struct work_struct *work)
+{
+	struct simgpu_vram *vram = container_of(work, struct simgpu_vram, pool_work);
+	struct page *pages[SIMGPU_VRAM_POOL_BATCH];
+	unsigned long n, got, i;
+
+	for (;;) {
+		mutex_lock(vram->lock);
+		n = min_t(unsigned long, vram->pool_want, SIMGPU_VRAM_POOL_BATCH);
+		mutex_unlock(vram->lock);
+		if (!n)
+			return;
+		memset(pages, 0, sizeof(pages));
+		got = gpumig_alloc_pages_bulk(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN, n, pages);
+		mutex_lock(vram->lock);
+		for (i = 0; i < got && vram->pool_want; i++) {
+			list_add_tail(&pages[i]->lru, &vram->pool);
+			vram->pool_len++;
+			vram->pool_want--;
+		}
+		mutex_unlock(vram->lock);
+		for (; i < got; i++)	/* stopped meanwhile */
+			__free_page(pages[i]);
+		if (got < n)
+			return;		/* memory is short: the writes allocate */
+		cond_resched();
+	}
+}
+
+/* Every page of the pool goes back; the worker stops.  @vram->lock held. */
+static void simgpu_vram_pool_drain(struct simgpu_vram *vram)
+{
+	struct page *page;
+
+	lockdep_assert_held(vram->lock);
+	vram->pool_want = 0;
+	while ((page = simgpu_vram_pool_take(vram)))
+		__free_page(page);
+}
+
+/**
+ * simgpu_vram_prepare() - a restore will write about @bytes of data: back them ahead
+ * @vram: VRAM, @vram->lock not held
+ * @bytes: what the source said its blocks with data hold
+ *
+ * Backing a page costs its allocation and, with init_on_alloc (Debian's
+ * default), its zeroing: on a fresh destination that cost sat in the
+ * restore's own path.  A worker backs the pages while the stream is on its
+ * way, never more than the VRAM not backed yet nor half the memory
+ * available; the restore's writes take them.  A hint: nothing depends on
+ * it, and simgpu_vram_scrub() gives back what no write took.
+ */
+void simgpu_vram_prepare(struct simgpu_vram *vram, u64 bytes)
+{
+	unsigned long want = min_t(u64, bytes >> PAGE_SHIFT, si_mem_available() / 2);
+
+	mutex_lock(vram->lock);
+	want = min(want, (unsigned long)(vram->size >> PAGE_SHIFT) - vram->present);
+	vram->pool_want = want > vram->pool_len ? want - vram->pool_len : 0;
+	mutex_unlock(vram->lock);
+	if (want)
+		queue_work(system_unbound_wq, &vram->pool_work);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_prepare);
+
+/**
+ * simgpu_vram_pool_stop() - the worker is done, the pool empty (before VRAM goes)
+ * @vram: VRAM, @vram->lock not held
+ */
+void simgpu_vram_pool_stop(struct simgpu_vram *vram)
+{
+	mutex_lock(vram->lock);
+	vram->pool_want = 0;
+	mutex_unlock(vram->lock);
+	cancel_work_sync(&vram->pool_work);
+	mutex_lock(vram->lock);
+	simgpu_vram_pool_drain(vram);
+	mutex_unlock(vram->lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(simgpu_vram_pool_stop);
+
 /**
  * simgpu_vram_scrub() - drop every page: all of VRAM reads zero again
  * @vram: VRAM, @vram->lock held
+ *
+ * Pages backed ahead of a restore go too.
  */
 void simgpu_vram_scrub(struct simgpu_vram *vram)
 {
@@ -466,6 +583,7 @@ void simgpu_vram_scrub(struct simgpu_vram *vram)
 	unsigned long idx;
 
 	lockdep_assert_held(vram->lock);
+	simgpu_vram_pool_drain(vram);
 	xa_for_each(&vram->pages, idx, page)
 		__free_page(page);
 	xa_destroy(&vram->pages);

@@ -47,6 +47,12 @@
  */
 #define GPUMIG_NOTE_MAX			64
 #define GPUMIG_NOTE_PRODUCER		"producer="
+/*
+ * After it: "vram_data=" and 20 decimal digits, the VRAM blocks with data
+ * when the stream began (the first pass sends them): a destination may
+ * back that much memory ahead.
+ */
+#define GPUMIG_NOTE_VRAM_DATA		"vram_data="
 
 /**
  * struct gpumig_sec_hdr - framing of one section (24 bytes)
