@@ -981,3 +981,89 @@ int t_postcopy_pf_reset(struct gpu *src)
 	printf("    # postcopy_pf_reset: the hold lost with the PF, loudly; the destination's blocks lost, not waited on\n");
 	return 0;
 }
+
+/* An mdev's type ("simgpu-256M"), from its sysfs link: 0 or -1. */
+static int pc_mdev_type(const char *name, char *type, size_t len)
+{
+	char path[256], link[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/mdev_type", name);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return -1;
+	link[n] = 0;
+	snprintf(type, len, "%s", strrchr(link, '/') + 1);
+	return 0;
+}
+
+/* Remove the closed mdev @name; then create it again, of @type: 0 or -1. */
+static int pc_mdev_recreate(const char *name, const char *type)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/remove", name);
+	if (sysfs_write(path, "1"))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/class/mdev_bus/simgpu/mdev_supported_types/%s/create",
+		 type);
+	return sysfs_write(path, name) ? -1 : 0;
+}
+
+/*
+ * mdevs removed mid post-copy (a removal cannot be refused): the source's
+ * removal abandons its hold, loudly (a mover can no longer attach to it),
+ * while the destination waits on; the destination's removal ends its
+ * session, and its source then gives up.  Both instances are created again
+ * with their names.  mdevs only.
+ */
+int t_postcopy_remove(struct gpu *src)
+{
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data;
+	char name[sizeof(src->name)], type[64];
+	struct gpumig_pc_attach a;
+	struct gpu dst;
+	int ret, fd;
+
+	if (src->pci || pc_mdev_type(src->name, type, sizeof(type))) {
+		snprintf(fail_msg, sizeof(fail_msg), "a VF is not removed: its hold is the PF's");
+		return SKIP;
+	}
+	memcpy(name, src->name, sizeof(name));
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	gpu_close(src);
+	ret = pc_mdev_recreate(name, type);
+	if (!ret)
+		ret = gpu_open(src, name);
+	CHECK(!ret, "remove and create the source %s again", name);
+	fd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &a);
+	CHECK(fd == -ENOENT, "a removed source's session can still be attached to (%d)", fd);
+	CHECK(pc_state(&dst, "active") == 0, "the destination stopped waiting when the source went");
+	fd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &a);
+	CHECK(fd >= 0, "attach to the destination");
+	CHECK(ioctl(fd, GPUMIG_PC_ABANDON) == 0, "destination ABANDON");
+	close(fd);
+	gpu_close(&dst);
+
+	/* The destination removed halfway. */
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	gpu_close(&dst);
+	CHECK(pc_mdev_type(dst_name, type, sizeof(type)) == 0 &&
+	      pc_mdev_recreate(dst_name, type) == 0, "remove and create the destination again");
+	fd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &a);
+	CHECK(fd == -ENOENT, "a removed destination's session can still be attached to (%d)", fd);
+	CHECK(pc_state(src, "active") == 0, "the source stopped holding when the destination went");
+	fd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &a);
+	CHECK(fd >= 0, "attach to the source");
+	CHECK(ioctl(fd, GPUMIG_PC_ABANDON) == 0, "source ABANDON");
+	close(fd);
+	CHECK(pc_state(src, "abandoned") == 0, "the source does not say it was abandoned");
+	printf("    # postcopy_remove: a source removed abandons its hold; a destination removed ends its session\n");
+	return 0;
+}
