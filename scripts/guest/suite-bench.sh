@@ -19,6 +19,12 @@ bench_mode() {
 
 # make bench-vram: the VRAM migration benchmark on every type and on VFs.
 bench_vram_mode() {
+	local m
+	# udev loads an installed (DKMS) simgpu-pf for the PF at boot, and
+	# gpumig with it: ours are the ones measured.
+	for m in gpumig_vfio_pci simgpu_pf simgpu gpumig; do
+		! grep -q "^$m " /proc/modules || rmmod $m
+	done
 	check "load the VFIO stack" vfio_stack
 	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
 	# Two instances of every type, simgpu-16G's included: its budget.
@@ -56,9 +62,7 @@ bench_vram_mode() {
 			"echo $a > $types/simgpu-$t/create && echo $b > $types/simgpu-$t/create" &&
 			pairs+=("$t $a $b")
 	done
-	# udev may have loaded an installed simgpu_pf (DKMS) for the PF: ours.
 	pf=$(pf_addrs | head -n 1)
-	! grep -q '^simgpu_pf ' /proc/modules || rmmod simgpu_pf
 	if [ -n "$pf" ] && check "simgpu-pf, gpumig-vfio-pci; VFs 64M, 256M, 64M, 256M bound" sh -c \
 		"insmod $moddir/simgpu-pf.ko && insmod $moddir/gpumig-vfio-pci.ko &&
 		 echo 256M > /sys/bus/pci/devices/$pf/simgpu/vf1_profile &&

@@ -20,7 +20,10 @@
  * The downtime is the device's part, as bench_vram and bench_converge
  * measure it: from PRE_COPY_P2P to the destination's RESUMING -> STOP.
  * After it, the time until the destination has its last block, against
- * what the mover's cap allows for the owed bytes; the guest's reads (each
+ * what the mover's cap allows for the owed bytes: judged on pc-idle,
+ * where the cap governs all but the 5 % asked for (pc-hot asks for every
+ * block, and asked-for blocks go at once, so its figure is printed
+ * beside, not judged); the guest's reads (each
  * a COPY of one page of a block): how many, how many the device waited on
  * (its count of waits), their median and worst latency.  Every read is
  * checked against the block's value, the working set against the
@@ -92,14 +95,22 @@ static int pcb_setup(struct gpu *src, enum kind k)
 {
 	uint64_t b;
 
+	/* A new guest each run: the queues start over (their heads too). */
+	wr(src, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
 	TRY(hot_setup(src));
 	if (k != PC_HOT)
 		wr(src, SIMGPU_REG_DIRTY_PAGES, 0);
 	gpu_map_range(src, VA_DATA, PCB_DATA_OFF, PCB_DATA, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
-	for (b = 0; b < PCB_NR; b++)
+	for (b = 0; b < PCB_NR; b++) {
 		gpu_submit(src, 0, SIMGPU_OP_FILL, 0, VA_DATA + b * PCB_BLOCK, PCB_BLOCK,
 			   pcb_value(b), 0);
-	CHECK(gpu_wait_idle(src, 0, TMO) == 0, "filling the data blocks");
+		/* hot_setup()'s ring holds 16 commands */
+		if (b % 8 == 7 || b == PCB_NR - 1)
+			CHECK(gpu_wait_idle(src, 0, TMO) == 0,
+			      "filling data block %llu: queue status 0x%x, error %u",
+			      (unsigned long long)b, qrd(src, 0, SIMGPU_QREG_STATUS),
+			      qrd(src, 0, SIMGPU_QREG_ERROR));
+	}
 	return 0;
 }
 
@@ -109,10 +120,6 @@ static pid_t pcb_mover(const char *mover, const char *hex)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (null >= 0)
-			dup2(null, 2);
 		execl(mover, mover, "destination", hex, "--", mover, "source", hex, "--rate",
 		      PCB_MOVER_STR, (char *)NULL);
 		_exit(127);
@@ -204,6 +211,11 @@ static int one_run(struct gpu *src, struct gpu *dst, enum kind k, const char *mo
 		goto out;
 	data_fd_close(rfd);
 	rfd = -1;
+	/* As QEMU does after the switchover (its save_cleanup): the hold begins. */
+	if (mig_set(src, VFIO_DEVICE_STATE_STOP, NULL)) {
+		fail("source STOP: %s", strerror(errno));
+		goto out;
+	}
 	guest_follow(dst, src, src->mem);
 	if (mig_set(dst, VFIO_DEVICE_STATE_RUNNING, NULL)) {
 		fail("destination RUNNING: %s", strerror(errno));
@@ -243,8 +255,7 @@ static int one_run(struct gpu *src, struct gpu *dst, enum kind k, const char *mo
 	}
 	if (hot_verify(dst, kind_name[k]))
 		goto out;
-	if (mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) ||
-	    mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL)) {
+	if (mig_set(src, VFIO_DEVICE_STATE_RUNNING, NULL)) {
 		fail("source back to RUNNING: %s", strerror(errno));
 		goto out;
 	}
@@ -266,12 +277,12 @@ out:
 
 int t_bench_postcopy(struct gpu *src)
 {
-	double down[KINDS][MAX_REPS], last[MAX_REPS], ideal[MAX_REPS];
+	double down[KINDS][MAX_REPS], last[KINDS][MAX_REPS], ideal[KINDS][MAX_REPS];
 	double med[KINDS][MAX_REPS], worst[KINDS];
 	unsigned long long waits[KINDS] = { 0 };
 	unsigned int reads[KINDS] = { 0 };
 	const char *e = getenv("BENCH_POSTCOPY_REPS"), *mover = getenv("GPUMIG_MOVER");
-	int reps = e ? atoi(e) : 3, n[KINDS] = { 0 }, nl = 0, i, ret = 0;
+	int reps = e ? atoi(e) : 3, n[KINDS] = { 0 }, i, ret = 0;
 	struct result r;
 	struct gpu dst;
 	char type[32];
@@ -306,10 +317,8 @@ int t_bench_postcopy(struct gpu *src)
 			worst[k] = r.lat_max_ms > worst[k] ? r.lat_max_ms : worst[k];
 			waits[k] += r.waits;
 			reads[k] += r.reads;
-			if (k == PC_HOT) {
-				last[nl] = r.last_s;
-				ideal[nl++] = r.ideal_s;
-			}
+			last[k][n[k]] = r.last_s;
+			ideal[k][n[k]] = r.ideal_s;
 			n[k]++;
 		}
 	gpu_close(&dst);
@@ -319,13 +328,17 @@ int t_bench_postcopy(struct gpu *src)
 		double base = median_of(down[BASE], n[BASE]);
 		double idle = median_of(down[PC_IDLE], n[PC_IDLE]);
 		double hot = median_of(down[PC_HOT], n[PC_HOT]);
-		double l = median_of(last, nl), id = median_of(ideal, nl);
+		double l = median_of(last[PC_IDLE], n[PC_IDLE]);
+		double id = median_of(ideal[PC_IDLE], n[PC_IDLE]);
+		double lh = median_of(last[PC_HOT], n[PC_HOT]);
+		double idh = median_of(ideal[PC_HOT], n[PC_HOT]);
 
 		printf("    # %s: downtime without post-copy %.0f us (median of %d); with post-copy, idle %.0f us = %.2fx, hot %.0f us = %.2fx (goal <= 1.5: %s)\n",
 		       type, base, n[BASE], idle, idle / base, hot, hot / base,
 		       idle <= 1.5 * base && hot <= 1.5 * base ? "met" : "NOT MET");
-		printf("    # %s: the last block after %.2f s, %.2fx the owed bytes at the mover's cap (%.2f s; goal <= 1.3: %s)\n",
-		       type, l, id > 0 ? l / id : 0, id, id > 0 && l <= 1.3 * id ? "met" : "NOT MET");
+		printf("    # %s: idle: the last block after %.2f s, %.2fx the owed bytes at the mover's cap (%.2f s; goal <= 1.3: %s); hot, every block asked for: %.2f s, %.2fx (%.2f s)\n",
+		       type, l, id > 0 ? l / id : 0, id, id > 0 && l <= 1.3 * id ? "met" : "NOT MET",
+		       lh, idh > 0 ? lh / idh : 0, idh);
 		printf("    # %s: the guest's reads on the destination: 5%% first: %u reads, %llu waited, median %.2f ms, worst %.2f ms; all: %u reads, %llu waited, median %.2f ms, worst %.2f ms; without post-copy: median %.2f ms, worst %.2f ms; 0 wrong\n",
 		       type, reads[PC_IDLE], waits[PC_IDLE], median_of(med[PC_IDLE], n[PC_IDLE]),
 		       worst[PC_IDLE], reads[PC_HOT], waits[PC_HOT],
