@@ -1089,6 +1089,42 @@ static void core_reset_and_registers(struct kunit *test)
  * SIMGPU_ERR_VRAM_LOST until a write covers the page; a reset forgets
  * what was lost, not what is owed.
  */
+/*
+ * A lost block stays lost until the guest has written all of it again
+ * (page by page, with the pages' map made at the first loss), then it is
+ * the guest's.
+ */
+static void core_absent_rewritten(struct kunit *test)
+{
+	struct fake_env *e = fake_env_new(test, 1);
+	u64 dst = fake_alloc(e, 4096), nr = T_VRAM >> 16;
+	unsigned long *map = bitmap_zalloc(nr, GFP_KERNEL);
+	u8 *d = fake_ptr(e, dst);
+
+	KUNIT_ASSERT_NOT_NULL(test, map);
+	fake_map(e, VA_BUF + 0x100000, dst, 4096, SIMGPU_PTE_WRITE);
+	fake_map(e, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	__set_bit(3, map);
+	KUNIT_ASSERT_EQ(test, 0, simgpu_core_set_absent(&e->core, map, nr, 16));
+	KUNIT_EXPECT_NULL(test, e->core.ab.lost);	/* nothing of it in the stop */
+	KUNIT_EXPECT_EQ(test, 0, simgpu_core_block_lost(&e->core, 3));
+	KUNIT_EXPECT_NOT_NULL(test, e->core.ab.lost);
+	KUNIT_EXPECT_EQ(test, e->core.ab.nr_lost, 1ULL);
+	submit(e, 0, SIMGPU_OP_FILL, 0, VA_VRAM + 0x30000, 0x8000, 0x0a0b0c0d, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_ERROR), 0U);
+	KUNIT_EXPECT_EQ(test, e->core.ab.nr_lost, 1ULL);	/* half of it */
+	submit(e, 0, SIMGPU_OP_FILL, 0, VA_VRAM + 0x38000, 0x8000, 0x0a0b0c0d, 0);
+	submit(e, 0, SIMGPU_OP_COPY, 0, VA_BUF + 0x100000, VA_VRAM + 0x3f000, 16, 0);
+	run_all(e);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_ERROR), 0U);
+	KUNIT_EXPECT_EQ(test, qreg(e, 0, SIMGPU_QREG_HEAD), 3U);
+	KUNIT_EXPECT_EQ(test, e->core.ab.nr_lost, 0ULL);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(*(__le32 *)d), 0x0a0b0c0dU);
+	simgpu_core_absent_clear(&e->core);
+	bitmap_free(map);
+}
+
 static void core_absent_vram(struct kunit *test)
 {
 	struct fake_env *e = fake_env_new(test, 2);
@@ -1176,6 +1212,8 @@ static void core_absent_vram(struct kunit *test)
 	simgpu_core_reset(&e->core);
 	KUNIT_EXPECT_EQ(test, e->core.ab.nr_lost, 0ULL);
 	simgpu_core_absent_clear(&e->core);
+
+	simgpu_core_absent_clear(&e->core);
 	bitmap_free(map);
 }
 
@@ -1201,6 +1239,7 @@ static void core_lost(struct kunit *test)
 static struct kunit_case simgpu_cases[] = {
 	KUNIT_CASE(core_lost),
 	KUNIT_CASE(core_absent_vram),
+	KUNIT_CASE(core_absent_rewritten),
 	KUNIT_CASE(vram_sparse_and_scrub),
 	KUNIT_CASE(vram_zero_exact),
 	KUNIT_CASE(vram_write_iter_short),

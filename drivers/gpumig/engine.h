@@ -37,6 +37,7 @@
 #include <linux/vfio.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
+#include <asm/byteorder.h>
 
 #include <gpumig/migration.h>
 #include <gpumig/stream.h>
@@ -417,6 +418,21 @@ static_assert(GPUMIG_BLOCK_SIZE == GPUMIG_VRAM_CHUNK);
 static inline u64 gpumig_block_size(const struct gpumig_mig *m)
 {
 	return BIT_ULL(m->geo.block_shift);
+}
+
+/*
+ * The manifest's bitmaps go bit i of byte i / 8 for block i, which is the
+ * kernel's own bitmap layout in memory on a little-endian CPU: there a
+ * byte-aligned part of one is a copy (a 16 GiB device's manifest is 32 KiB,
+ * which the stop used to build a byte at a time).
+ */
+static inline bool gpumig_wire_bitmap_order(void)
+{
+#ifdef __LITTLE_ENDIAN
+	return true;
+#else
+	return false;
+#endif
 }
 
 /* device.c: the stream version a geometry needs, and what the device writes */

@@ -224,8 +224,16 @@ static int gpumig_rx_owed(void *priv, const u8 *token, u64 first, u64 nr, const 
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"owed blocks %llu-%llu where block %lu was due, of %llu",
 			first, first + nr - 1, migf->pc_next, blocks);
-	for (i = 0; i < nr; i += 8)
-		bitmap_set_value8(migf->pc_owed, map[i / 8], first + i);
+	if (gpumig_wire_bitmap_order() && !(first % 8)) {
+		/* The wire's byte order is the bitmap's: a copy (16 GiB: 32 KiB). */
+		memcpy((u8 *)migf->pc_owed + first / 8, map, DIV_ROUND_UP(nr, 8));
+	} else {
+		for (i = 0; i < nr; i += 8)
+			bitmap_set_value8(migf->pc_owed, map[i / 8], first + i);
+	}
+	/* Bits past @nr in the last byte are not the sender's to set. */
+	if (nr % 8)
+		bitmap_clear(migf->pc_owed, first + nr, 8 - nr % 8);
 	migf->pc_next = first + nr;
 	return 0;
 }

@@ -378,10 +378,16 @@ static ssize_t gpumig_produce_owed(struct gpumig_mig_file *migf)
 	memcpy(o->token, migf->pc_token, sizeof(o->token));
 	o->first = cpu_to_le64(first);
 	o->nr_blocks = cpu_to_le64(n);
-	memset(map, 0, DIV_ROUND_UP(n, 8));
-	for (i = 0; i < n; i += 8)
-		map[i / 8] = bitmap_get_value8(migf->pc_owed, first + i) &
-			     (n - i >= 8 ? 0xff : (1U << (n - i)) - 1);
+	if (gpumig_wire_bitmap_order() && !(first % 8)) {
+		/* The bitmap's byte order is the wire's: a copy. */
+		memcpy(map, (u8 *)migf->pc_owed + first / 8, DIV_ROUND_UP(n, 8));
+		if (n % 8)
+			map[n / 8] &= (1U << (n % 8)) - 1;
+	} else {
+		for (i = 0; i < n; i += 8)
+			map[i / 8] = bitmap_get_value8(migf->pc_owed, first + i) &
+				     (n - i >= 8 ? 0xff : (1U << (n - i)) - 1);
+	}
 	migf->pc_next = first + n;
 	return gpumig_emit_blob(&migf->w, migf->buf, migf->buf_size, GPUMIG_SEC_OWED,
 				o, sizeof(*o) + DIV_ROUND_UP(n, 8));

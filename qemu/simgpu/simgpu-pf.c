@@ -176,14 +176,26 @@ static void simgpu_vram_zero(SimgpuVfState *vf, uint64_t off, uint64_t len)
 		return;
 	}
 	simgpu_vf_sync_vram(vf);
-	memset(p + off, 0, len);
-	if (off < first * SIMGPU_BLOCK_SIZE)
+	if (off < first * SIMGPU_BLOCK_SIZE) {
+		memset(p + off, 0, first * SIMGPU_BLOCK_SIZE - off);
 		memory_region_set_dirty(&vf->vram, off, first * SIMGPU_BLOCK_SIZE - off);
-	if (off + len > last * SIMGPU_BLOCK_SIZE)
+	}
+	if (off + len > last * SIMGPU_BLOCK_SIZE) {
+		memset(p + last * SIMGPU_BLOCK_SIZE, 0, off + len - last * SIMGPU_BLOCK_SIZE);
 		memory_region_set_dirty(&vf->vram, last * SIMGPU_BLOCK_SIZE,
 					off + len - last * SIMGPU_BLOCK_SIZE);
+	}
+	/*
+	 * A block never written since the last scrub or clear reads zero
+	 * already (the fold just above made populated current): only the
+	 * others are cleared, so a range costs what it holds, not its
+	 * length, and a fresh destination's RAM stays untouched.
+	 */
 	for (b = first; b < last; b++) {
-		clear_bit(b, vf->populated);
+		if (test_bit(b, vf->populated)) {
+			memset(p + b * SIMGPU_BLOCK_SIZE, 0, SIMGPU_BLOCK_SIZE);
+			clear_bit(b, vf->populated);
+		}
 		if (vf->tracking)
 			set_bit(b, vf->vdirty);
 	}
@@ -196,7 +208,8 @@ static uint32_t simgpu_cmd_vram(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot
 	uint8_t *p = memory_region_get_ram_ptr(&vf->vram);
 	struct simgpu_model *m = vf->model;
 
-	if (!len || len > SIMGPU_XFER_MAX || off > vf->vram_size ||
+	/* Zeroes (no address) clear any range inside VRAM: SIMGPU_PF_CAP_ZERO_RANGE. */
+	if (!len || (len > SIMGPU_XFER_MAX && (addr || read || take)) || off > vf->vram_size ||
 	    len > vf->vram_size - off)
 		return SIMGPU_PF_ERR_ARGS;
 	if (take) {
@@ -808,7 +821,8 @@ static uint64_t simgpu_pf_read(SimgpuPfState *pf, hwaddr addr)
 	case SIMGPU_PF_REG_XFER_MAX:
 		return SIMGPU_XFER_MAX;
 	case SIMGPU_PF_REG_CAPS:
-		return SIMGPU_PF_CAP_VRAM_COUNT | SIMGPU_PF_CAP_SHARE | SIMGPU_PF_CAP_ABSENT;
+		return SIMGPU_PF_CAP_VRAM_COUNT | SIMGPU_PF_CAP_SHARE | SIMGPU_PF_CAP_ABSENT |
+		       SIMGPU_PF_CAP_ZERO_RANGE;
 	default:
 		return 0;
 	}

@@ -29,7 +29,7 @@
  * checked against the block's value, the working set against the
  * writer's stamps: a wrong word fails the run.  Nothing is asserted on
  * time.  One "pc_bench" line per run, then a summary of medians
- * (BENCH_POSTCOPY_REPS rounds, 3).
+ * (BENCH_POSTCOPY_REPS rounds, 5).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -282,7 +282,7 @@ int t_bench_postcopy(struct gpu *src)
 	unsigned long long waits[KINDS] = { 0 };
 	unsigned int reads[KINDS] = { 0 };
 	const char *e = getenv("BENCH_POSTCOPY_REPS"), *mover = getenv("GPUMIG_MOVER");
-	int reps = e ? atoi(e) : 3, n[KINDS] = { 0 }, i, ret = 0;
+	int reps = e ? atoi(e) : 5, n[KINDS] = { 0 }, i, ret = 0;
 	struct result r;
 	struct gpu dst;
 	char type[32];
@@ -293,7 +293,7 @@ int t_bench_postcopy(struct gpu *src)
 		return SKIP;
 	}
 	if (reps < 1 || reps > MAX_REPS)
-		reps = 3;
+		reps = 5;
 	type_of(src, type, sizeof(type));
 	if (mig_attr_write(src, "postcopy", "0") == -EOPNOTSUPP ||
 	    mig_attr_write(src, "postcopy", "1") == -EOPNOTSUPP) {

@@ -333,6 +333,9 @@ static int simgpu_pf_vram_xfer(struct simgpu_pf_vf *vf, u64 off, void *buf, u32 
 	int ret = 0;
 
 	mutex_lock(&vf->cmd_lock);
+	/* Zeroes in one command where the device clears any range itself. */
+	if (!read && !buf && (vf->pf->info.caps & SIMGPU_PF_CAP_ZERO_RANGE))
+		step = len;
 	while (len && !ret) {
 		u32 n = min(len, step);
 		u64 args[3] = { off, buf || read ? vf->buf_dma : 0, n };

@@ -39,8 +39,10 @@ void simgpu_absent_free(struct simgpu_core *core)
 	struct simgpu_absent *ab = &core->ab;
 
 	bitmap_free(ab->absent);
-	bitmap_free(ab->lost);
+	bitmap_free(ab->lost_blk);
+	kvfree(ab->lost);
 	ab->absent = NULL;
+	ab->lost_blk = NULL;
 	ab->lost = NULL;
 	ab->nr_absent = 0;
 	ab->nr_lost = 0;
@@ -60,6 +62,8 @@ void simgpu_absent_reset_locked(struct simgpu_core *core)
 	for (i = 0; i < SIMGPU_MAX_QUEUES; i++)
 		core->q[i].wait_blk = -1;
 	core->workload_wait = -1;
+	if (core->ab.lost_blk)
+		bitmap_zero(core->ab.lost_blk, core->ab.nr_blocks);
 	if (core->ab.lost)
 		bitmap_zero(core->ab.lost, core->vram_size >> SIMGPU_PAGE_SHIFT);
 	core->ab.nr_lost = 0;
@@ -96,15 +100,15 @@ int simgpu_core_set_absent(struct simgpu_core *core, const unsigned long *map,
 			   u64 nr_blocks, u32 shift)
 {
 	struct simgpu_absent *ab = &core->ab;
-	u64 nr_pages = core->vram_size >> SIMGPU_PAGE_SHIFT;
 	unsigned long *absent, *lost;
 	int ret = 0;
 
 	if (shift < SIMGPU_PAGE_SHIFT || shift > 30 ||
 	    nr_blocks != DIV_ROUND_UP(core->vram_size, 1ULL << shift))
 		return -EINVAL;
+	/* A bit per block each; the pages' map waits for a loss. */
 	absent = bitmap_zalloc(nr_blocks, GFP_KERNEL);
-	lost = bitmap_zalloc(nr_pages, GFP_KERNEL);
+	lost = bitmap_zalloc(nr_blocks, GFP_KERNEL);
 	if (!absent || !lost) {
 		bitmap_free(absent);
 		bitmap_free(lost);
@@ -118,7 +122,7 @@ int simgpu_core_set_absent(struct simgpu_core *core, const unsigned long *map,
 	} else {
 		simgpu_absent_free(core);
 		ab->absent = absent;
-		ab->lost = lost;
+		ab->lost_blk = lost;
 		ab->nr_blocks = nr_blocks;
 		ab->shift = shift;
 		ab->nr_absent = bitmap_weight(absent, nr_blocks);
@@ -205,7 +209,7 @@ EXPORT_SYMBOL_IF_KUNIT(simgpu_core_block_arrived);
 int simgpu_core_block_lost(struct simgpu_core *core, u64 blk)
 {
 	struct simgpu_absent *ab = &core->ab;
-	u64 per, first;
+	u64 per, first, nr_pages = core->vram_size >> SIMGPU_PAGE_SHIFT;
 	int ret = 0;
 
 	mutex_lock(&core->lock);
@@ -214,13 +218,23 @@ int simgpu_core_block_lost(struct simgpu_core *core, u64 blk)
 	} else if (!test_bit(blk, ab->absent)) {
 		ret = -EALREADY;
 	} else {
+		/*
+		 * Page by page from the first loss on.  Without the map (no
+		 * memory for it), the block stays lost whole until a reset:
+		 * more refused, never less.
+		 */
+		if (!ab->lost)
+			ab->lost = kvcalloc(BITS_TO_LONGS(nr_pages), sizeof(unsigned long),
+					    GFP_KERNEL);
 		per = simgpu_absent_block_pages(ab);
 		first = blk * per;
-		per = min_t(u64, per, (core->vram_size >> SIMGPU_PAGE_SHIFT) - first);
+		per = min_t(u64, per, nr_pages - first);
 		__clear_bit(blk, ab->absent);
 		ab->nr_absent--;
-		bitmap_set(ab->lost, first, per);
-		ab->nr_lost += per;
+		__set_bit(blk, ab->lost_blk);
+		if (ab->lost)
+			bitmap_set(ab->lost, first, per);
+		ab->nr_lost++;
 		simgpu_absent_wake_locked(core, blk);
 	}
 	mutex_unlock(&core->lock);
@@ -283,8 +297,8 @@ u32 simgpu_absent_probe(struct simgpu_core *core, u64 addr, size_t len, bool wri
 		core->wait_blk = blk;
 		return SIMGPU_STEP_WAIT;
 	}
-	if (ab->nr_lost && page < (core->vram_size >> SIMGPU_PAGE_SHIFT) &&
-	    test_bit(page, ab->lost) && !(write && len == SIMGPU_PAGE_SIZE)) {
+	if (ab->nr_lost && blk < ab->nr_blocks && test_bit(blk, ab->lost_blk) &&
+	    (!ab->lost || test_bit(page, ab->lost)) && !(write && len == SIMGPU_PAGE_SIZE)) {
 		ab->lost_hits++;
 		return SIMGPU_ERR_VRAM_LOST;
 	}
@@ -302,12 +316,21 @@ u32 simgpu_absent_probe(struct simgpu_core *core, u64 addr, size_t len, bool wri
 void simgpu_absent_written(struct simgpu_core *core, u64 addr, size_t len)
 {
 	struct simgpu_absent *ab = &core->ab;
-	u64 page = addr >> SIMGPU_PAGE_SHIFT;
+	u64 page = addr >> SIMGPU_PAGE_SHIFT, blk = addr >> ab->shift;
+	u64 per, first, nr_pages = core->vram_size >> SIMGPU_PAGE_SHIFT, p;
 
 	lockdep_assert_held(&core->lock);
-	if (ab->nr_lost && len == SIMGPU_PAGE_SIZE &&
-	    page < (core->vram_size >> SIMGPU_PAGE_SHIFT) && test_bit(page, ab->lost)) {
-		__clear_bit(page, ab->lost);
-		ab->nr_lost--;
-	}
+	if (!ab->nr_lost || len != SIMGPU_PAGE_SIZE || blk >= ab->nr_blocks ||
+	    !test_bit(blk, ab->lost_blk) || !ab->lost || !test_bit(page, ab->lost))
+		return;
+	__clear_bit(page, ab->lost);
+	/* The block is the guest's again once all of it was written. */
+	per = simgpu_absent_block_pages(ab);
+	first = blk * per;
+	per = min_t(u64, per, nr_pages - first);
+	for (p = first; p < first + per; p++)
+		if (test_bit(p, ab->lost))
+			return;
+	__clear_bit(blk, ab->lost_blk);
+	ab->nr_lost--;
 }

@@ -131,16 +131,21 @@ struct simgpu_queue {
  * struct simgpu_absent - device memory that has not arrived (absent.c)
  * @absent: one bit per block of 1 << @shift bytes that is still owed, or
  *	NULL when none ever was
- * @lost: one bit per page (SIMGPU_PAGE_SIZE) that will never arrive
- * @nr_blocks: bits of @absent
+ * @lost_blk: one bit per block that will never arrive (or part of it)
+ * @lost: one bit per page (SIMGPU_PAGE_SIZE) of those that is still lost,
+ *	made at the first loss (not in the stop: 512 KiB for 16 GiB); NULL
+ *	when that failed, and then a lost block stays lost, whole, until a
+ *	reset
+ * @nr_blocks: bits of @absent and @lost_blk
  * @shift: log2 of the block
  * @nr_absent: bits set in @absent
- * @nr_lost: bits set in @lost
+ * @nr_lost: blocks in @lost_blk
  * @waits: times work started to wait on an absent block
  * @lost_hits: accesses refused with SIMGPU_ERR_VRAM_LOST
  */
 struct simgpu_absent {
 	unsigned long *absent;
+	unsigned long *lost_blk;
 	unsigned long *lost;
 	u64 nr_blocks;
 	u32 shift;

@@ -78,6 +78,12 @@
  * (VRAM_HOLD, HOLD_READ, HOLD_RETURN, HOLD_FREE).
  */
 #define SIMGPU_PF_CAP_ABSENT		(1U << 2)
+/*
+ * VRAM_WRITE of zeroes (no address) clears any range inside VRAM in one
+ * command, XFER_MAX bounding only transfers; the blocks never written
+ * since the last clear cost nothing.
+ */
+#define SIMGPU_PF_CAP_ZERO_RANGE	(1U << 3)
 
 /*
  * Profiles a VF can have: VRAM size and queue count, like the mdev types.

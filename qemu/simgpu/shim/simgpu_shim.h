@@ -74,6 +74,11 @@ static inline void *kvmalloc(size_t n, int gfp) { (void)gfp; return malloc(n); }
 static inline void *kcalloc(size_t n, size_t sz, int gfp) { (void)gfp; return calloc(n, sz); }
 static inline void kfree(const void *p) { free((void *)p); }
 static inline void kvfree(const void *p) { free((void *)p); }
+static inline void *kvcalloc(size_t n, size_t size, int gfp)
+{
+	(void)gfp;
+	return calloc(n ? n : 1, size);
+}
 
 /* QEMU_CLOCK_VIRTUAL, in nanoseconds; the device provides it. */
 s64 simgpu_qemu_now_ns(void);
