@@ -5,7 +5,7 @@
 #
 #   scripts/check.sh [--only STEP[,STEP...]] [--fuzz-seconds N] [--round-trips N]
 #
-# Steps: deps kernels qemu qtest static dkms debug-vm distro-vm fuzz; and,
+# Steps: deps nova kernels qemu qtest static dkms debug-vm distro-vm fuzz; and,
 # only when named, releases: migrations to and from older releases alone
 # (distro-vm runs them too); two-host: the libvirt lane (testing.rst; `make
 # check-two-host`, about 40 minutes on a slow machine, too long for make
@@ -230,6 +230,14 @@ T_START=$(date +%s)
 
 if want deps; then
 	run_check "install dependencies" "$GPUMIG_TOP/scripts/install-deps.sh"
+fi
+
+# OpenStack Nova 31's own code judges gpumigctl's entries and a VF
+# domain's migration XML, replayed from tools/nova/capture (natively, in a
+# cached trixie root: about a minute cold, seconds warm).
+if want nova; then
+	run_check "Nova 31's own PCI and migration code accepts what gpumigctl prints (replayed capture)" \
+		sh -c "'$GPUMIG_TOP/scripts/nova-judge.sh' >'$RES/nova.ktap'"
 fi
 
 DEBUG_KDIR=""
@@ -476,6 +484,11 @@ two_host() {
 		run_check "two hosts: B ran to its end" wait $bpid
 		run_check "two hosts: A's kernel log clean" log_clean "$TH/a"
 		run_check "two hosts: B's kernel log clean" log_clean "$TH/b"
+		# What nova-compute read on B (all of the recipe's kinds of
+		# function), judged by Nova 31; the VF domain rewritten to A's VF.
+		run_check "two hosts: Nova 31's own code on B's capture, its VF domain rewritten for A" \
+			sh -c "'$GPUMIG_TOP/scripts/nova-judge.sh' '$TH/b/nova-capture' '$TH/a/nova-capture' \
+				>'$RES/nova-two-host.ktap'"
 	else
 		record "bookworm root with libvirt 11.3 and QEMU 10.0 ready" FAIL $(($(date +%s) - t0)) "see build/results/libvirt-root.log"
 	fi

@@ -4,7 +4,8 @@
 # Print the path of a Debian bookworm root filesystem holding libvirt 11.3
 # and QEMU 10.0 from bookworm-backports (the pair Debian ships for
 # bookworm), mdevctl and iproute2: what a GPU host that libvirt manages
-# runs.  The two-host lane (scripts/guest/libvirt.sh) runs
+# runs (with the node-device driver nova-compute reads PCI devices
+# through).  The two-host lane (scripts/guest/libvirt.sh) runs
 # libvirt's daemons and virsh from it with chroot in each of its two VMs;
 # installing libvirt 11.3 on the host itself would upgrade its systemd.
 # Made with mmdebstrap, cached outside the repository keyed by its inputs.
@@ -14,7 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 mirror=${DEBIAN_MIRROR:-$(apt_uri bookworm-backports)}
-pkgs="libvirt-daemon-driver-qemu,libvirt-daemon,libvirt-clients,qemu-system-x86"
+pkgs="libvirt-daemon-driver-qemu,libvirt-daemon-driver-nodedev,libvirt-daemon,libvirt-clients,qemu-system-x86"
 pkgs+=",mdevctl,iproute2,procps"
 key=$( { echo "$mirror $pkgs"; echo bookworm bookworm-backports; } | sha256sum | cut -c1-12)
 dir=$GPUMIG_CACHE/libvirt-host-$key

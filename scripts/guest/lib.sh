@@ -30,6 +30,16 @@ vfio_stack() {
 	done
 }
 
+# unload_gpumig: the project's modules unloaded, users first: on a machine
+# where make check installed the DKMS package, udev loads simgpu-pf (and
+# gpumig with it) for the PF at boot, and a suite loads its own.
+unload_gpumig() {
+	local m
+	for m in gpumig_vfio_pci simgpu_pf simgpu gpumig; do
+		! grep -q "^$m " /proc/modules || rmmod $m || return 1
+	done
+}
+
 ok() {
 	n=$((n + 1))
 	echo "    ok $n $*" >>"$ktap"

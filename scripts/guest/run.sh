@@ -15,6 +15,8 @@
 # MODE "bench": the benchmarks only, output in OUT/bench.txt.
 # MODE "bench-vram": the VRAM migration benchmark on every simgpu type
 # (Debian's kernel: KASAN would skew it), output in OUT/bench-vram.txt.
+# MODE "nova-capture": what nova-compute reads on a host of the VF recipe,
+# in OUT/nova-capture (OUT/libvirt-root names libvirt's root).
 # MODES "libvirt-a" and "libvirt-b": the two hosts of the libvirt lane
 # (scripts/guest/libvirt.sh); OUT/libvirt-root names libvirt's root and
 # OUT/shared the directory both hosts have.
@@ -111,6 +113,23 @@ package)
 	echo 1 > /sys/bus/mdev/devices/$u/remove
 	check "unload" rmmod simgpu gpumig
 	package_suite
+	;;
+nova-capture)
+	# What nova-compute reads on a host of the VF recipe (libvirt 11.3 from
+	# OUT/libvirt-root), in OUT/nova-capture: the Nova lane's input
+	# (scripts/nova-judge.sh; the fixture in tools/nova/capture).
+	role=b shared=$out/shared
+	mkdir -p "$shared"
+	. "$(dirname "$0")/libvirt.sh"
+	check "load the VFIO stack and gpumig.ko" sh -c "$(declare -f unload_gpumig vfio_stack); kdir='$kdir'; unload_gpumig && vfio_stack && insmod $moddir/gpumig.ko"
+	if LVR=$(lv_root); then
+		check "libvirtd $(chroot "$LVR" virsh --version) answers" lv_daemon 2
+		check "simgpu-pci VF $LV_VF (256M) on gpumig-vfio-pci" lv_vf
+		check "a VF on plain vfio-pci, the second PF whole on vfio-pci" lv_nova_host
+		check "what nova-compute reads, captured" lv_nova_capture "$out/nova-capture"
+	else
+		check "the libvirt root" false
+	fi
 	;;
 libvirt-a | libvirt-b)
 	role=${mode#libvirt-}

@@ -19,12 +19,8 @@ bench_mode() {
 
 # make bench-vram: the VRAM migration benchmark on every type and on VFs.
 bench_vram_mode() {
-	local m
-	# udev loads an installed (DKMS) simgpu-pf for the PF at boot, and
-	# gpumig with it: ours are the ones measured.
-	for m in gpumig_vfio_pci simgpu_pf simgpu gpumig; do
-		! grep -q "^$m " /proc/modules || rmmod $m
-	done
+	# Ours are the ones measured, not an installed (DKMS) build udev loaded.
+	unload_gpumig
 	check "load the VFIO stack" vfio_stack
 	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
 	# Two instances of every type, simgpu-16G's included: its budget.

@@ -17,11 +17,7 @@
 
 # rel_load SET DIR: "ours" (the DKMS build, or MODDIR's) or "old" (DIR's).
 rel_load() {
-	local m
-	for m in gpumig_vfio_pci simgpu_pf simgpu gpumig; do
-		! grep -q "^$m " /proc/modules || rmmod $m || return 1
-	done
-	vfio_stack || return 1
+	unload_gpumig && vfio_stack || return 1
 	if [ "$1" = old ]; then
 		insmod "$2/gpumig.ko" && insmod "$2/simgpu.ko" && insmod "$2/simgpu-pf.ko" &&
 			insmod "$2/gpumig-vfio-pci.ko"
