@@ -85,6 +85,8 @@ struct fake_dev {
 	size_t written;
 	u32 throttle;
 	unsigned int throttles;
+	unsigned long absent;
+	unsigned int absent_calls;
 };
 
 static atomic_t fake_seq = ATOMIC_INIT(0);
@@ -1554,6 +1556,141 @@ static void mig_fail_error_state(struct kunit *test)
  * reset dirty_rate_high_cnt); nothing drained never fires; switched off,
  * it never steps and forgets the count.
  */
+/* ---- a post-copy destination's manifest ----------------------------- */
+
+static int f_vram_absent(void *priv, const unsigned long *map, unsigned long nr)
+{
+	struct fake_dev *f = priv;
+
+	f->absent = nr == F_BLOCKS ? map[0] : ~0UL;
+	f->absent_calls++;
+	return 0;
+}
+
+static int f_vram_deliver(void *priv, unsigned long blk, const void *buf, u32 len)
+{
+	return 0;
+}
+
+static int f_vram_lose(void *priv, unsigned long blk)
+{
+	return 0;
+}
+
+/* The backend with a post-copy destination's services. */
+static struct gpumig_backend_ops fake_pc_ops;
+
+/* One OWED section: blocks @first to @first + @nr - 1, @map their bits. */
+struct pc_owed {
+	u64 first, nr;
+	u8 map;
+	bool other_token;
+};
+
+/*
+ * A post-copy stream for a fake like @f, made with the stream's own
+ * encoder: the header, POSTCOPY (unless @nr_owed is negative: OWED with
+ * no announcement), the OWED sections of @owed, the architectural state,
+ * the end; @session makes the token (one per session: a second session of
+ * a live token is refused).  Returns its length.
+ */
+static ssize_t pc_stream(struct kunit *test, struct fake_dev *f, u8 *buf, size_t room,
+			 const struct pc_owed *owed, int nr_owed, u8 session)
+{
+	struct gpumig_wire_postcopy pc = { .token = { 0x5a, session, 2, 3 } };
+	struct {
+		struct gpumig_wire_owed o;
+		u8 map[8];
+	} __packed sec;
+	struct gpumig_writer w;
+	ssize_t n, len = 0;
+	int i;
+
+	gpumig_writer_init(&w);
+#define PC_EMIT(call) do { n = (call); KUNIT_ASSERT_GT(test, n, (ssize_t)0); len += n; } while (0)
+	PC_EMIT(gpumig_emit_header(&w, buf, room, &f->mig->compat));
+	if (nr_owed >= 0)
+		PC_EMIT(gpumig_emit_blob(&w, buf + len, room - len, GPUMIG_SEC_POSTCOPY,
+					 &pc, sizeof(pc)));
+	for (i = 0; i < abs(nr_owed); i++) {
+		memset(&sec, 0, sizeof(sec));
+		memcpy(sec.o.token, pc.token, sizeof(pc.token));
+		sec.o.token[15] = owed[i].other_token;
+		sec.o.first = cpu_to_le64(owed[i].first);
+		sec.o.nr_blocks = cpu_to_le64(owed[i].nr);
+		sec.map[0] = owed[i].map;
+		PC_EMIT(gpumig_emit_blob(&w, buf + len, room - len, GPUMIG_SEC_OWED, &sec,
+					 sizeof(sec.o) + DIV_ROUND_UP(owed[i].nr, 8)));
+	}
+	PC_EMIT(gpumig_emit_blob(&w, buf + len, room - len, GPUMIG_SEC_ARCH, f->arch,
+				 f->arch_len));
+	PC_EMIT(gpumig_emit_end(&w, buf + len, room - len));
+#undef PC_EMIT
+	return len;
+}
+
+/*
+ * A destination takes the manifest as the format says (stream-format.rst):
+ * in order, without overlap, reaching the last block; the blocks it sets
+ * go to the device absent.  Everything else is refused with a reason,
+ * and the device never leaves RESUMING with a partial manifest.
+ */
+static void mig_pc_manifest(struct kunit *test)
+{
+	static const struct {
+		const char *what;
+		struct pc_owed owed[3];
+		int nr_owed;
+		const char *refused;	/* NULL: accepted */
+		unsigned long absent;
+	} cases[] = {
+		{ "one section", { { 0, 8, 0x06 } }, 1, NULL, 0x06 },
+		{ "two in order", { { 0, 4, 0x01 }, { 4, 4, 0x08 } }, 2, NULL, 0x81 },
+		{ "overlapping", { { 0, 4, 0x01 }, { 2, 6, 0x01 } }, 2, "owed blocks 2-7" },
+		{ "backwards", { { 4, 4, 0x01 }, { 0, 4, 0x01 } }, 2, "owed blocks 4-7" },
+		{ "a gap", { { 0, 2, 0x01 }, { 4, 4, 0x01 } }, 2, "owed blocks 4-7" },
+		{ "past VRAM", { { 0, 16, 0x01 } }, 1, "owed blocks 0-15" },
+		{ "short of the last block", { { 0, 4, 0x01 } }, 1, "manifest" },
+		{ "another session's", { { 0, 8, 0x01, true } }, 1, "another post-copy session" },
+		{ "without an announcement", { { 0, 8, 0x01 } }, -1, "announced no post-copy" },
+	};
+	u8 *buf = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	fake_pc_ops = fake_ops;
+	fake_pc_ops.vram_absent = f_vram_absent;
+	fake_pc_ops.vram_deliver = f_vram_deliver;
+	fake_pc_ops.vram_lose = f_vram_lose;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fake_dev *dst = fake_new_ops(test, 4, &fake_pc_ops);
+		ssize_t len = pc_stream(test, dst, buf, 4096, cases[i].owed, cases[i].nr_owed, i);
+		struct file *rf, *to;
+		loff_t pos = 0;
+		ssize_t w;
+
+		KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+		rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+		KUNIT_ASSERT_NOT_NULL(test, rf);
+		w = kernel_write(rf, buf, len, &pos);
+		to = gpumig_mig_set_state(dst->mig, VFIO_DEVICE_STATE_STOP);
+		if (!cases[i].refused) {
+			KUNIT_EXPECT_EQ_MSG(test, w, len, "%s", cases[i].what);
+			KUNIT_EXPECT_FALSE_MSG(test, IS_ERR(to), "%s: %s", cases[i].what,
+					       reason(test, dst));
+			KUNIT_EXPECT_EQ_MSG(test, dst->absent_calls, 1U, "%s", cases[i].what);
+			KUNIT_EXPECT_EQ_MSG(test, dst->absent, cases[i].absent, "%s", cases[i].what);
+		} else {
+			KUNIT_EXPECT_TRUE_MSG(test, w < 0 || IS_ERR(to), "%s: accepted",
+					      cases[i].what);
+			KUNIT_EXPECT_EQ_MSG(test, dst->absent_calls, 0U, "%s", cases[i].what);
+			KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(reason(test, dst), cases[i].refused),
+						  "%s: %s", cases[i].what, reason(test, dst));
+		}
+		fput(rf);
+	}
+}
+
 static void conv_rule(struct kunit *test)
 {
 	static const u32 steps[] = { 20, 30, 40, 50, 60, 70, 80, 90, 99 };
@@ -1767,6 +1904,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_stream_cap),
 	KUNIT_CASE(mig_zero_runs_whole),
 	KUNIT_CASE(mig_resume_placed),
+	KUNIT_CASE(mig_pc_manifest),
 	KUNIT_CASE(mig_stop_failures_keep_running),
 	KUNIT_CASE(mig_p2p_quiesces),
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),
