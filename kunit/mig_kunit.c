@@ -1631,9 +1631,10 @@ static ssize_t pc_stream(struct kunit *test, struct fake_dev *f, u8 *buf, size_t
 
 /*
  * A destination takes the manifest as the format says (stream-format.rst):
- * in order, without overlap, reaching the last block; the blocks it sets
- * go to the device absent.  Everything else is refused with a reason,
- * and the device never leaves RESUMING with a partial manifest.
+ * in order, without overlap, reaching the last block, a range no section
+ * covers owing nothing; the blocks it sets go to the device absent.
+ * Everything else is refused with a reason, and the device never leaves
+ * RESUMING with a partial manifest.
  */
 static void mig_pc_manifest(struct kunit *test)
 {
@@ -1647,8 +1648,9 @@ static void mig_pc_manifest(struct kunit *test)
 		{ "one section", { { 0, 8, 0x06 } }, 1, NULL, 0x06 },
 		{ "two in order", { { 0, 4, 0x01 }, { 4, 4, 0x08 } }, 2, NULL, 0x81 },
 		{ "overlapping", { { 0, 4, 0x01 }, { 2, 6, 0x01 } }, 2, "owed blocks 2-7" },
-		{ "backwards", { { 4, 4, 0x01 }, { 0, 4, 0x01 } }, 2, "owed blocks 4-7" },
-		{ "a gap", { { 0, 2, 0x01 }, { 4, 4, 0x01 } }, 2, "owed blocks 4-7" },
+		{ "a gap (nothing owed there)", { { 0, 2, 0x02 }, { 4, 4, 0x02 } }, 2, NULL, 0x22 },
+		{ "only the last", { { 6, 2, 0x01 } }, 1, NULL, 0x40 },
+		{ "backwards", { { 4, 4, 0x01 }, { 0, 4, 0x01 } }, 2, "owed blocks 0-3" },
 		{ "past VRAM", { { 0, 16, 0x01 } }, 1, "owed blocks 0-15" },
 		{ "short of the last block", { { 0, 4, 0x01 } }, 1, "manifest" },
 		{ "another session's", { { 0, 8, 0x01, true } }, 1, "another post-copy session" },

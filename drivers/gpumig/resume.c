@@ -220,10 +220,11 @@ static int gpumig_rx_owed(void *priv, const u8 *token, u64 first, u64 nr, const 
 	if (migf->tail_seen)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"owed blocks after the device's own state");
-	if (first != migf->pc_next || first >= blocks || nr > blocks - first)
+	/* In order, no overlap; a range no section covers owes nothing. */
+	if (first < migf->pc_next || first >= blocks || nr > blocks - first)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
-			"owed blocks %llu-%llu where block %lu was due, of %llu",
-			first, first + nr - 1, migf->pc_next, blocks);
+			"owed blocks %llu-%llu out of order (from block %lu on) or past block %llu",
+			first, first + nr - 1, migf->pc_next, blocks - 1);
 	if (gpumig_wire_bitmap_order() && !(first % 8)) {
 		/* The wire's byte order is the bitmap's: a copy (16 GiB: 32 KiB). */
 		memcpy((u8 *)migf->pc_owed + first / 8, map, DIV_ROUND_UP(nr, 8));
@@ -252,7 +253,7 @@ static int gpumig_rx_end(void *priv)
 			"stream ended without architectural state");
 	if (migf->pc && migf->pc_next != m->compat.vram_size >> m->geo.block_shift)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
-			"post-copy stream ended without its whole manifest of owed blocks");
+			"post-copy stream ended before its manifest of owed blocks reached the last block");
 	if (migf->arch_parts != g->arch_parts)
 		return gpumig_parser_set_error(&migf->parser, -EINVAL,
 			"stream ended after %u of %u parts of the architectural state",

@@ -287,16 +287,25 @@ static ssize_t gpumig_produce_vram(struct gpumig_mig_file *migf)
 
 /* ---- post-copy (postcopy.c) ------------------------------------------- */
 
-/* Blocks one manifest section covers: its bitmap fits the section buffer. */
+/*
+ * Blocks one manifest section covers: 1024 (a 128-byte bitmap, 64 MiB of
+ * VRAM at 64 KiB blocks), so that a range without an owed block, which
+ * needs no section, is not large.  A 16 GiB device's manifest was one
+ * 32 KiB bitmap written, checked and read inside the stop; a few owed
+ * runs now cost a few sections.
+ */
+#define GPUMIG_OWED_CHUNK	1024UL
+
 static unsigned long gpumig_owed_chunk(struct gpumig_mig_file *migf)
 {
 	size_t room = migf->buf_size - sizeof(struct gpumig_sec_hdr) -
 		      sizeof(struct gpumig_wire_owed);
 
-	return min_t(unsigned long, GPUMIG_OWED_MAX_BLOCKS, (room * 8) & ~63UL);
+	return min3(GPUMIG_OWED_CHUNK, (unsigned long)GPUMIG_OWED_MAX_BLOCKS,
+		    (unsigned long)((room * 8) & ~63UL));
 }
 
-/* What the manifest sections take, all of them. */
+/* What the manifest sections take at most: every one of them sent. */
 static u64 gpumig_owed_bytes(struct gpumig_mig_file *migf)
 {
 	unsigned long nr = gpumig_nr_blocks(migf->m), chunk = gpumig_owed_chunk(migf);
@@ -374,7 +383,17 @@ static ssize_t gpumig_produce_owed(struct gpumig_mig_file *migf)
 
 	if (first >= nr)
 		return 0;
-	n = min(nr - first, gpumig_owed_chunk(migf));
+	/*
+	 * A range with no owed block needs no section (the destination owes
+	 * nothing it was not told of); the last one always goes, so that the
+	 * manifest is seen to be whole.
+	 */
+	for (;;) {
+		n = min(nr - first, gpumig_owed_chunk(migf));
+		if (first + n == nr || find_next_bit(migf->pc_owed, first + n, first) < first + n)
+			break;
+		first += n;
+	}
 	memcpy(o->token, migf->pc_token, sizeof(o->token));
 	o->first = cpu_to_le64(first);
 	o->nr_blocks = cpu_to_le64(n);

@@ -13,6 +13,7 @@
  * had got reads right.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -249,6 +251,45 @@ static void *pc_read_thread(void *arg)
 }
 
 /*
+ * The stop's manifest (stream-format.rst): OWED sections in order, each
+ * but the last holding an owed block (a range with none needs no
+ * section), @owed blocks set in all.
+ */
+static int pc_manifest_sparse(const struct blob *b, unsigned int owed)
+{
+	uint64_t next = 0, first, nr, i;
+	unsigned int sections = 0, set = 0, in = 0;
+	bool empty_before_last = false;
+	size_t off = 0;
+
+	while (off + sizeof(struct gpumig_sec_hdr) <= b->len) {
+		const struct gpumig_sec_hdr *h = (const void *)(b->p + off);
+		const struct gpumig_wire_owed *o = (const void *)(h + 1);
+		const uint8_t *map = (const uint8_t *)(o + 1);
+
+		if (le16toh(h->type) == GPUMIG_SEC_OWED) {
+			first = le64toh(o->first);
+			nr = le64toh(o->nr_blocks);
+			CHECK(first >= next, "owed blocks %llu-%llu before block %llu",
+			      (unsigned long long)first, (unsigned long long)(first + nr - 1),
+			      (unsigned long long)next);
+			if (sections && !in)
+				empty_before_last = true;	/* the previous one */
+			for (i = 0, in = 0; i < nr; i++)
+				in += map[i / 8] >> (i % 8) & 1;
+			set += in;
+			next = first + nr;
+			sections++;
+		}
+		off += sizeof(*h) + le32toh(h->len);
+	}
+	CHECK(sections && !empty_before_last && set == owed,
+	      "manifest: %u sections, %u blocks set (%u owed), an empty one before the last: %d",
+	      sections, set, owed, empty_before_last);
+	return 0;
+}
+
+/*
  * The source: 4 MiB of VRAM with data, post-copy on, migrated; the
  * destination open and RUNNING with the 64 blocks owed.  *@data is what
  * VRAM holds (the source's guest buffer).  On a VF, before the destination
@@ -299,6 +340,7 @@ static int pc_migrate(struct gpu *src, struct gpu *dst, uint8_t **data)
 	CHECK(stop.len < PC_BLOCK, "stop-copy carried %zu bytes: VRAM data in it", stop.len);
 	CHECK(est >= (int64_t)stop.len && est < (int64_t)stop.len + 8192,
 	      "MIG_DATA_SIZE %lld, stop-copy %zu", (long long)est, stop.len);
+	TRY(pc_manifest_sparse(&stop, PC_DATA / PC_BLOCK));
 	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
 	data_fd_close(fd);
 	CHECK(pc_state(src, "active") == 0, "the source does not say it holds VRAM");
