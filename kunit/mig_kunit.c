@@ -1681,7 +1681,8 @@ static void mig_pc_manifest(struct kunit *test)
 			KUNIT_EXPECT_FALSE_MSG(test, IS_ERR(to), "%s: %s", cases[i].what,
 					       reason(test, dst));
 			KUNIT_EXPECT_EQ_MSG(test, dst->absent_calls, 1U, "%s", cases[i].what);
-			KUNIT_EXPECT_EQ_MSG(test, dst->absent, cases[i].absent, "%s", cases[i].what);
+			KUNIT_EXPECT_EQ_MSG(test, dst->absent, cases[i].absent, "%s",
+					    cases[i].what);
 		} else {
 			KUNIT_EXPECT_TRUE_MSG(test, w < 0 || IS_ERR(to), "%s: accepted",
 					      cases[i].what);
