@@ -89,8 +89,9 @@ class Capture:
         self.functions = {}
         with open(os.path.join(d, "functions.txt")) as fh:
             for line in fh:
-                a, role, drv = line.split()
-                self.functions[a] = (role, drv)
+                f = line.split()
+                if f:   # an unbound function: "none" (or nothing, older captures)
+                    self.functions[f[0]] = (f[1], f[2] if len(f) > 2 else "none")
         p = os.path.join(d, "domain-vf.xml")
         self.domain_vf = open(p).read() if os.path.exists(p) else None
 
