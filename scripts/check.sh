@@ -443,6 +443,18 @@ distro_vm() {
 # only they share (QEMU's dgram netdev over the loopback address); A
 # migrates a GPU-holding domain to B and back with virsh
 # (scripts/guest/libvirt.sh, Documentation/gpumig/libvirt.rst).
+nova_responder() {
+	local d=$1/nova-rewrite src dst
+	while [ ! -e "$1/a-done" ]; do
+		if [ -e "$d/request" ] && [ ! -e "$d/answered" ]; then
+			read -r src dst <"$d/request"
+			"$GPUMIG_TOP/scripts/nova-judge.sh" --rewrite "$d" "$src" "$dst" >"$d/log" 2>&1
+			echo $? >"$d/answered"
+		fi
+		sleep 1
+	done
+}
+
 two_host() {
 	[ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ] || return 0
 	want debug-vm || want static ||
@@ -463,6 +475,12 @@ two_host() {
 			echo "$lvroot" >"$TH/$h/libvirt-root"
 			echo "$TH/shared" >"$TH/$h/shared"
 		done
+		# Host A asks for Nova's rewrite of a running domain's XML here
+		# (lv_nova_rewrite): Nova runs natively, not in the emulated VM.
+		"$GPUMIG_TOP/scripts/nova-root.sh" >/dev/null 2>"$RES/nova-root.log" ||
+			record "the Nova root for the two hosts' rewrite" FAIL 0 "see build/results/nova-root.log"
+		nova_responder "$TH/shared" &
+		nrpid=$!
 		p1=$((20000 + RANDOM % 20000)) p2=$((p1 + 1))
 		net="-netdev dgram,id=lv,local.type=inet,local.host=127.0.0.1,remote.type=inet,remote.host=127.0.0.1"
 		# Both hosts on the project's QEMU: each has simgpu-pci, for the VF.
@@ -481,6 +499,7 @@ two_host() {
 			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-a "$TH/a" "$BUILD/debug" "$TOOLS" \
 			"$DEBUG_KDIR"
 		touch "$TH/shared/a-done"
+		wait $nrpid
 		run_check "two hosts: B ran to its end" wait $bpid
 		run_check "two hosts: A's kernel log clean" log_clean "$TH/a"
 		run_check "two hosts: B's kernel log clean" log_clean "$TH/b"

@@ -156,6 +156,50 @@ watch_check() {
 		grep -c "\"device\": \"$1\", \"state\": \"RUNNING\", \"remaining_bytes\": 0")" -eq 2 ]
 }
 
+# watch_domain_check DEV: gpumigctl watch --domain against what libvirt
+# 11.3's virsh domjobinfo prints (tools/gpumigctl/testdata, through a
+# stand-in virsh first on PATH that answers only "domjobinfo -- DOMAIN"
+# for the domain named): RAM's figures read as printed, the time left and
+# the stop of RAM and the device together computed as the manual page
+# says, QEMU's "Expected downtime" left out while it is only the limit
+# (no dirty rate), and no RAM figures for no job or a virsh that fails.
+# The domain name starts with a dash and holds a space: passed as is.
+watch_domain_check() {
+	local td bin=$out/fakebin dom='-gpu guest'
+	td=$(cd "$(dirname "$0")/../../tools/gpumigctl/testdata" && pwd) || return 1
+	mkdir -p "$bin" &&
+		printf '#!/bin/sh\n[ "$1" = domjobinfo ] && [ "$2" = -- ] && [ "$3" = "$WANT_DOM" ] && [ $# -eq 3 ] || exit 1\ncat "$FAKE_JOB"\n' \
+			>"$bin/virsh" && chmod +x "$bin/virsh" || return 1
+	sed 's/^Job type: .*/Job type:         None/' "$td/domjobinfo-11.3-done.txt" >"$out/domjobinfo-none.txt"
+	wd() { WANT_DOM=$dom FAKE_JOB=$1 PATH=$bin:$PATH "$tooldir/gpumigctl" --json watch "$2" --count 1 --domain "$3"; }
+	wd "$td/domjobinfo-11.3-busy.txt" "$1" "$dom" >"$out/watch-busy.json" &&
+		wd "$td/domjobinfo-11.3-done.txt" "$1" "$dom" >"$out/watch-done.json" &&
+		wd "$out/domjobinfo-none.txt" "$1" "$dom" >"$out/watch-none.json" &&
+		wd "$td/domjobinfo-11.3-busy.txt" "$1" "other" >"$out/watch-nodom.json" || return 1
+	python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+ld = lambda n: json.loads(open(f"{d}/watch-{n}.json").read())
+busy, done = ld("busy"), ld("done")
+MiB = 1048576
+def near(a, b):
+    return abs(a - b) <= max(0.0015, abs(b) * 1e-3)
+for w in (ld("none"), ld("nodom")):
+    assert "ram_remaining_bytes" not in w, w
+bw = 4.621 * MiB
+assert busy["ram_remaining_bytes"] == 12.5 * MiB, busy
+assert abs(busy["ram_bandwidth_bytes_per_sec"] - bw) <= 1, busy
+assert busy["ram_dirty_bytes_per_sec"] == 256 * 4096, busy
+assert busy["ram_expected_downtime_seconds"] == 0.12, busy
+rem, est = busy["remaining_bytes"], busy["stopcopy_estimate_bytes"]
+red = max(busy["redirty_rate_bytes_per_sec"], 0)
+assert near(busy["seconds_left_with_ram"], (12.5 * MiB + rem) / (bw - 256 * 4096 - red)), busy
+assert near(busy["downtime_seconds_with_ram"], est / bw + 0.12), busy
+assert done["ram_remaining_bytes"] == 0 and done["ram_expected_downtime_seconds"] == -1, done
+assert near(done["downtime_seconds_with_ram"], done["stopcopy_estimate_bytes"] / bw), done
+PY
+}
+
 # golden_load DEV: every golden stream of tools/golden for DEV's type
 # (*-simgpu-64M.stream.gz for a simgpu-64M mdev, *-simgpu-vf-64M for a
 # 64M VF) into DEV: it loads, the device holds its VRAM and names the

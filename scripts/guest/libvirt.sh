@@ -18,6 +18,7 @@ LV_U2=0f5d6a8e-5a0c-4c43-9b1e-6d2f00000002	# B: another UUID, same type
 LV_U3=0f5d6a8e-5a0c-4c43-9b1e-6d2f00000003	# B: simgpu-64M, the wrong type
 LV_VF_DOM=gpumig-guest-vf	# gpumig-guest-vf.xml: VF 0 of the first PF, 0000:01:00.1
 LV_VF=0000:01:00.1
+LV_VF2=0000:01:00.2	# A: VF 1, the destination of the domain Nova rewrote
 LV_LOG=gpumig-guest	# the serial log lv_iter reads: /var/log/gpumig/$LV_LOG.log
 LV_M=/run/gpumig-libvirt
 LV_A=10.77.0.1
@@ -78,14 +79,15 @@ lv_mdev() {
 	chroot "$LVR" mdevctl start --uuid "$1" --parent simgpu --type "$2"
 }
 
-# lv_vf: simgpu-pf and gpumig-vfio-pci loaded, the first PF's VF 0 given
-# the 256M profile, enabled and bound to gpumig-vfio-pci (vfio-pci.rst),
-# at the address gpumig-guest-vf.xml names.
+# lv_vf: simgpu-pf and gpumig-vfio-pci loaded, the first PF's VFs 0 and 1
+# given the 256M profile and enabled, VF 0 bound to gpumig-vfio-pci
+# (vfio-pci.rst) at the address gpumig-guest-vf.xml names.
 lv_vf() {
 	local pf
 	insmod "$moddir/simgpu-pf.ko" && insmod "$moddir/gpumig-vfio-pci.ko" || return 1
 	pf=$(pf_addrs | head -n 1)
 	[ -n "$pf" ] && echo 256M >"/sys/bus/pci/devices/$pf/simgpu/vf0_profile" &&
+		echo 256M >"/sys/bus/pci/devices/$pf/simgpu/vf1_profile" &&
 		echo 2 >"/sys/bus/pci/devices/$pf/sriov_numvfs" &&
 		[ "$(vf_addr "$pf" 0)" = $LV_VF ] && vf_bind $LV_VF gpumig-vfio-pci &&
 		grep -q 'type=simgpu-vf-256M' /sys/bus/pci/devices/$LV_VF/migration/compat
@@ -193,15 +195,90 @@ lv_migrate() {
 	timeout 900 chroot "$LVR" virsh -c "qemu+tcp://$from/system" migrate --live --verbose "$@" \
 		$LV_DOM "qemu+tcp://$to/system" --migrateuri "tcp://$to" &
 	pid=$!
-	while kill -0 $pid 2>/dev/null; do
-		lv_virsh -c "qemu+tcp://$from/system" domjobinfo $LV_DOM >"$out/domjobinfo.now" 2>&1 &&
-			grep -q 'Data remaining' "$out/domjobinfo.now" && cp "$out/domjobinfo.now" "$out/domjobinfo.txt"
-		sleep 0.5
-	done
+	if [ "$from" = "$LV_A" ]; then
+		# The operator's view on the source: gpumigctl watch with the
+		# domain named (it runs virsh domjobinfo itself, as often).
+		lv_watch $pid >>"$out/watch-domain.json"
+	else
+		while kill -0 $pid 2>/dev/null; do
+			lv_virsh -c "qemu+tcp://$from/system" domjobinfo $LV_DOM >"$out/domjobinfo.now" 2>&1 &&
+				grep -q 'Data remaining' "$out/domjobinfo.now" && cp "$out/domjobinfo.now" "$out/domjobinfo.txt"
+			sleep 0.5
+		done
+	fi
 	wait $pid
 	rc=$?
 	lv_keep_serial "$from-$to"
 	return $rc
+}
+
+# lv_watch PID: on host A, gpumigctl --json watch of the domain's device
+# (the mdev $LV_U1 or the VF $LV_VF) with --domain $LV_DOM every half
+# second while PID (the migration) runs.  Its virsh is the root's, under
+# libvirt's default URI for root (qemu:///system), through a wrapper on
+# PATH.
+lv_watch() {
+	local dev=$LV_U1 bin=$out/lvbin w
+	[ "$LV_DOM" = "$LV_VF_DOM" ] && dev=$LV_VF
+	mkdir -p "$bin" && printf '#!/bin/sh\nexec chroot %s virsh "$@"\n' "$LVR" >"$bin/virsh" &&
+		chmod +x "$bin/virsh"
+	PATH=$bin:$PATH "$tooldir/gpumigctl" --json watch "$dev" --interval 500 --domain $LV_DOM &
+	w=$!
+	while kill -0 "$1" 2>/dev/null; do
+		sleep 0.2
+	done
+	kill $w 2>/dev/null
+	wait $w 2>/dev/null
+	return 0
+}
+
+# lv_watch_saw: one of watch's samples was taken during a job, in
+# pre-copy, with libvirt's RAM figures and the whole migration's time left
+# and downtime beside the device's (tools/gpumigctl/gpumigctl.8).
+lv_watch_saw() {
+	python3 - "$out/watch-domain.json" <<'PY'
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    w = json.loads(line)
+    if "ram_remaining_bytes" not in w or w["state"] != "PRE_COPY":
+        continue
+    assert w["ram_bandwidth_bytes_per_sec"] >= 0 and w["ram_remaining_bytes"] >= 0, w
+    assert w["seconds_left_with_ram"] >= -1 and w["downtime_seconds_with_ram"] >= -1, w
+    n += 1
+print(f"{n} samples in pre-copy with libvirt's job figures")
+sys.exit(0 if n else 1)
+PY
+}
+
+# lv_nova_rewrite FROM SRC DST: the domain running on host FROM, its
+# migratable XML as Nova's driver dumps it (SHARED/nova-rewrite/in.xml),
+# rewritten by Nova 31's own get_updated_guest_xml with the PCI map SRC ->
+# DST.  Nova runs on the machine that started the VMs (scripts/check.sh
+# answers SHARED/nova-rewrite/request with scripts/nova-judge.sh
+# --rewrite: importing Nova in an emulated VM takes minutes).  Leaves
+# SHARED/nova-rewrite/out.xml.
+lv_nova_rewrite() {
+	local d=$shared/nova-rewrite i
+	rm -rf "$d" && mkdir -p "$d" &&
+		lv_virsh -c "qemu+tcp://$1/system" dumpxml --migratable $LV_DOM >"$d/in.xml" &&
+		echo "$2 $3" >"$d/request" || return 1
+	for i in $(seq 300); do
+		[ -e "$d/answered" ] && break
+		sleep 1
+	done
+	cat "$d/log" 2>/dev/null
+	[ "$(cat "$d/answered" 2>/dev/null)" = 0 ] && [ -s "$d/out.xml" ]
+}
+
+# lv_hostdev_on ADDR PCI: the domain running on host ADDR has the one
+# PCI hostdev PCI (libvirt's live XML).
+lv_hostdev_on() {
+	local f=${2##*.} b=${2#*:}
+	b=${b%%:*}
+	lv_virsh -c "qemu+tcp://$1/system" dumpxml $LV_DOM |
+		grep -A3 "<hostdev mode='subsystem' type='pci'" |
+		grep -q "<address domain='0x0000' bus='0x$b' slot='0x00' function='0x$f'/>"
 }
 
 # lv_keep_serial TAG: both hosts' serial logs of $LV_DOM as they are now,
@@ -284,6 +361,8 @@ libvirt_a() {
 	check "A: mdevctl starts simgpu-256M $LV_U1" lv_mdev $LV_U1 simgpu-256M
 	check "A: simgpu-pci VF $LV_VF (256M) on gpumig-vfio-pci" lv_vf
 	check "A: what nova-compute reads, captured for the Nova lane" lv_nova_capture "$out/nova-capture"
+	check "A: VF 1 ($LV_VF2, 256M) on gpumig-vfio-pci too: where Nova's rewrite sends the VF domain" \
+		vf_bind $LV_VF2 gpumig-vfio-pci
 	for i in $(seq 600); do
 		[ -e "$shared/b-ready" ] && break
 		sleep 1
@@ -360,14 +439,22 @@ libvirt_a() {
 	check "A: the guest drives its VF (serial log)" lv_verifying a 0
 	check "A: virsh migrate --live gpumig-guest-vf to B" lv_migrate $LV_A $LV_B
 	check "A: the VF guest runs on B and keeps verifying there" lv_runs_on $LV_B b 0
-	check "A: virsh migrate --live gpumig-guest-vf back from B to A" lv_migrate $LV_B $LV_A
-	check "A: the VF guest runs on A again and keeps verifying" lv_runs_on $LV_A a 0
+	# Back as Nova sends it: the domain's XML rewritten by Nova's own code
+	# for another VF of A (the PCI device map of a Nova live migration).
+	check "A: Nova 31's get_updated_guest_xml rewrites B's running domain for A's VF $LV_VF2" \
+		lv_nova_rewrite $LV_B $LV_VF $LV_VF2
+	check "A: virsh migrate --live --xml (Nova's rewrite) gpumig-guest-vf back from B to A's $LV_VF2" \
+		lv_migrate $LV_B $LV_A --xml "$shared/nova-rewrite/out.xml"
+	check "A: the VF guest runs on A again, on $LV_VF2 (libvirt's live XML)" lv_hostdev_on $LV_A $LV_VF2
+	check "A: ... and keeps verifying" lv_runs_on $LV_A a 0
 	lv_virsh destroy $LV_DOM >/dev/null 2>&1
 	# Sampled every half second, a short job can end unseen: one of the
 	# five must have been caught (the three mdev ones alone were missed
 	# in a run on 2026-12-06).
 	check "A: virsh domjobinfo during a migration showed the job and its data remaining" \
 		grep -q 'Data remaining' "$out/domjobinfo.txt"
+	check "A: gpumigctl watch --domain during the migrations from A: libvirt's RAM figures beside the device's" \
+		lv_watch_saw
 	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-a.log" 2>/dev/null
 	lv_qemu_logs a
 	touch "$shared/a-done"

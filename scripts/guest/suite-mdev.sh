@@ -147,6 +147,8 @@ simgpu_suite() {
 		check "gpumigctl check-compat: same type compatible, another type refused as the kernel does" \
 			compat_check "$src" "$dst" "${uuids[0]}" "type mismatch: source simgpu-256M, destination simgpu-64M"
 		check "gpumigctl watch: samples of the metrics, as JSON" watch_check "$src"
+		check "gpumigctl watch --domain: libvirt 11.3's job figures for RAM, and RAM and device together" \
+			watch_domain_check "$src"
 		# The benchmarks' own exactness checks; their figures go to the log.
 		timeout 300 "$tooldir/simgpu-client" -s bench_dirty -n simgpu_bench "$src" \
 			>"$out/client-bench.ktap" 2>>"$out/guest.log"

@@ -49,7 +49,9 @@ static void print_help(FILE *f)
 	      "                        auto-converge's drain and re-dirty rates,\n"
 	      "                        throttle and verdict, the time left and the\n"
 	      "                        downtime to expect at the measured rates; with\n"
-	      "                        --domain, libvirt's job figures for RAM beside\n"
+	      "                        --domain, libvirt's job figures for RAM beside,\n"
+	      "                        and the time left and downtime of RAM and the\n"
+	      "                        device together at the job's bandwidth\n"
 	      "  check-compat SRC DST  may DST accept SRC's migration stream?  Each is a\n"
 	      "                        device or a descriptor line as migration/compat\n"
 	      "                        prints it; the kernel's own rule decides\n"
@@ -544,6 +546,9 @@ static void word(const char *dir, const char *name, const char *m, char *buf, si
  * @bandwidth: "Memory bandwidth", bytes/s
  * @dirty_rate: "Dirty rate", pages/s
  * @page: "Page size", bytes
+ * @downtime_ms: "Expected downtime", ms: QEMU's estimate of RAM's part of
+ *	the stop once it has measured a dirty rate (before, the limit it
+ *	holds, which is not an estimate: then left at -1)
  */
 struct ram_job {
 	bool ok;
@@ -551,6 +556,7 @@ struct ram_job {
 	double bandwidth;
 	double dirty_rate;
 	double page;
+	double downtime_ms;
 };
 
 /* "12.5 MiB" or "12.5 MiB/s" -> bytes (per second). */
@@ -581,6 +587,7 @@ static void ram_job_read(const char *dom, struct ram_job *j)
 	pid_t pid;
 
 	memset(j, 0, sizeof(*j));
+	j->downtime_ms = -1;
 	if (!dom || pipe(fd))
 		return;
 	pid = fork();
@@ -620,6 +627,8 @@ static void ram_job_read(const char *dom, struct ram_job *j)
 			j->dirty_rate = atof(v);
 		else if (!strcmp(line, "Page size"))
 			j->page = atof(v);
+		else if (!strcmp(line, "Expected downtime"))
+			j->downtime_ms = atof(v);
 	}
 	if (f)
 		fclose(f);
@@ -628,6 +637,40 @@ static void ram_job_read(const char *dom, struct ram_job *j)
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		j->ok = false;
+	/* QEMU reports its downtime limit until it has a dirty rate. */
+	if (j->dirty_rate <= 0)
+		j->downtime_ms = -1;
+}
+
+/**
+ * ram_and_device() - the whole migration's figures, RAM and this device
+ * @j: libvirt's job (j->ok)
+ * @rem: the device's remaining bytes
+ * @redirty: the device's re-dirty rate, bytes/s (-1: not measured)
+ * @est: the device's stop-copy estimate, bytes
+ * @left: set to the seconds left at the job's bandwidth, -1 for never (or
+ *	no bandwidth measured yet)
+ * @stop: set to the stop's seconds: the device's estimate at that
+ *	bandwidth, plus RAM's part when QEMU has estimated it; -1 before a
+ *	bandwidth is measured
+ *
+ * libvirt's "Memory bandwidth" is QEMU's throughput of the whole stream
+ * (RAM and devices alike), so it is the link both share.  Only the device
+ * named is counted: with several, watch each and add.
+ */
+static void ram_and_device(const struct ram_job *j, long long rem, long long redirty,
+			   long long est, double *left, double *stop)
+{
+	double bw = j->bandwidth;
+	double dirty = j->dirty_rate * j->page + (redirty > 0 ? redirty : 0);
+
+	*left = *stop = -1;
+	if (bw <= 0)		/* nothing sent yet: no rate to judge by */
+		return;
+	*left = bw > dirty ? (j->remaining + (rem > 0 ? rem : 0)) / (bw - dirty) : -1;
+	*stop = bw > 0 ? (est > 0 ? est : 0) / bw : -1;
+	if (*stop >= 0 && j->downtime_ms >= 0)
+		*stop += j->downtime_ms / 1000;
 }
 
 /*
@@ -651,7 +694,7 @@ static int cmd_watch(const char *name, long interval_ms, long count, double link
 	}
 	for (i = 0; !count || i < count; i++) {
 		long long rem, rate, est, drain, redirty, thr;
-		double eta, left, downtime;
+		double eta, left, downtime, all_left = -1, all_stop = -1;
 		char verdict[16];
 		struct ram_job j;
 
@@ -671,14 +714,18 @@ static int cmd_watch(const char *name, long interval_ms, long count, double link
 		/* At the rates auto-converge measured: the rest, then the stop. */
 		left = drain > redirty && redirty >= 0 ? rem / (double)(drain - redirty) : -1;
 		downtime = drain > 0 ? est / (double)drain : -1;
+		if (j.ok)
+			ram_and_device(&j, rem, redirty, est, &all_left, &all_stop);
 		if (json) {
 			printf("{\"device\": \"%s\", \"state\": \"%s\", \"remaining_bytes\": %lld, \"dirty_rate_bytes_per_sec\": %lld, \"stopcopy_estimate_bytes\": %lld, \"seconds_left\": %.3f",
 			       name, state, rem, rate, est, eta);
 			printf(", \"drain_rate_bytes_per_sec\": %lld, \"redirty_rate_bytes_per_sec\": %lld, \"throttle_pct\": %lld, \"converging\": \"%s\", \"seconds_left_measured\": %.3f, \"downtime_seconds\": %.3f",
 			       drain, redirty, thr, verdict, left, downtime);
 			if (j.ok)
-				printf(", \"ram_remaining_bytes\": %.0f, \"ram_bandwidth_bytes_per_sec\": %.0f, \"ram_dirty_bytes_per_sec\": %.0f",
-				       j.remaining, j.bandwidth, j.dirty_rate * j.page);
+				printf(", \"ram_remaining_bytes\": %.0f, \"ram_bandwidth_bytes_per_sec\": %.0f, \"ram_dirty_bytes_per_sec\": %.0f, \"ram_expected_downtime_seconds\": %.3f, \"seconds_left_with_ram\": %.3f, \"downtime_seconds_with_ram\": %.3f",
+				       j.remaining, j.bandwidth, j.dirty_rate * j.page,
+				       j.downtime_ms >= 0 ? j.downtime_ms / 1000 : -1,
+				       all_left, all_stop);
 			printf("}\n");
 			fflush(stdout);
 			continue;
@@ -695,9 +742,19 @@ static int cmd_watch(const char *name, long interval_ms, long count, double link
 			printf(", %.2f s left", left);
 		if (downtime >= 0)
 			printf(", downtime %.3f s", downtime);
-		if (j.ok)
+		if (j.ok) {
 			printf("; RAM remaining %.0f B, bandwidth %.0f B/s, dirty %.0f B/s",
 			       j.remaining, j.bandwidth, j.dirty_rate * j.page);
+			if (all_left >= 0)
+				printf("; with RAM %.2f s left", all_left);
+			else if (j.bandwidth > 0)
+				printf("; with RAM never converges at this bandwidth");
+			else
+				printf("; with RAM no bandwidth yet");
+			if (all_stop >= 0)
+				printf(", downtime %.3f s%s", all_stop,
+				       j.downtime_ms >= 0 ? "" : " (device part)");
+		}
 		printf("\n");
 		fflush(stdout);
 	}

@@ -8,6 +8,7 @@ scripts/nova-judge.sh), natively, with no Nova service around it and no
 database:
 
     nova_judge.py CAPTURE [CAPTURE_DST]
+    nova_judge.py --rewrite XML_IN SRC_ADDR DST_ADDR XML_OUT
 
 CAPTURE is a directory written by lv_nova_capture (scripts/guest/
 libvirt.sh) on a host of the VF recipe: version.txt (virsh version),
@@ -15,7 +16,10 @@ nodedev/*.xml (every PCI node device), nova-config.txt (gpumigctl
 nova-config), functions.txt ("ADDRESS pf|vf DRIVER" per simgpu function)
 and domain-vf.xml (the VF domain's migratable XML).  CAPTURE_DST, when
 given, is the destination host's capture for the XML rewrite; otherwise
-the rewrite maps onto another VF address of CAPTURE.
+the rewrite maps onto another VF address of CAPTURE.  With --rewrite it
+only rewrites XML_IN's <hostdev> from SRC_ADDR to DST_ADDR as the source's
+nova-compute does before a live migration, into XML_OUT (the two-host
+lane migrates the domain with it).
 
 Each check is one KTAP line; the exit status is 1 when one fails.  What
 is Nova's is called as nova-compute calls it: the libvirt driver's node
@@ -285,7 +289,28 @@ def hostdev_addrs(xml):
 
 # ---- the checks ----------------------------------------------------------
 
+def rewrite_only(xml_in, src, dst, xml_out):
+    """The two-host lane's live step: the running domain's migratable XML
+    (dumped on the source host) rewritten by Nova for the destination VF,
+    for virsh migrate --xml.  Exit status 1 when Nova refuses or the
+    result does not name dst alone."""
+    nova_setup()
+    with open(xml_in) as fh:
+        xml = fh.read()
+    out = rewrite(xml, src, dst)
+    got = hostdev_addrs(out)
+    if got != [dst]:
+        print(f"nova_judge: the rewritten domain names {got}, not [{dst!r}]", file=sys.stderr)
+        return 1
+    with open(xml_out, "w") as fh:
+        fh.write(out)
+    print(f"nova_judge: Nova's get_updated_guest_xml moved the <hostdev> from {src} to {dst}")
+    return 0
+
+
 def main():
+    if len(sys.argv) == 6 and sys.argv[1] == "--rewrite":
+        return rewrite_only(*sys.argv[2:])
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
