@@ -93,6 +93,20 @@ lv_vf() {
 		grep -q 'type=simgpu-vf-256M' /sys/bus/pci/devices/$LV_VF/migration/compat
 }
 
+# lv_modules_alias: gpumig-vfio-pci where DKMS puts it, in the libvirt
+# root's /lib/modules/$(uname -r)/updates/dkms, indexed by depmod as on a
+# host with the package: for <hostdev managed='yes'> libvirt (10.0 and
+# later) picks the VFIO variant driver whose "alias vfio_pci:..." line in
+# that modules.alias matches the function's modalias best.  (Without the
+# file libvirt refuses managed='yes' hostdevs; without the line it binds
+# plain vfio-pci, and QEMU then refuses enable-migration=on.)
+lv_modules_alias() {
+	local d=$LVR/lib/modules/$(uname -r)
+	mkdir -p "$d/updates/dkms" && cp "$moddir/gpumig-vfio-pci.ko" "$d/updates/dkms/" &&
+		depmod -b "$LVR" "$(uname -r)" 2>/dev/null &&
+		grep -q '^alias vfio_pci:v00001234d00005347sv\*sd\*bc\*sc\*i\* gpumig_vfio_pci$' "$d/modules.alias"
+}
+
 # lv_nova_host: what else a Nova compute host of the VF recipe may have
 # bound to VFIO: the first PF's VF 1 on plain vfio-pci (no migration) and
 # the second PF bound whole to vfio-pci.  After lv_vf.
@@ -216,11 +230,12 @@ lv_migrate() {
 # (the mdev $LV_U1 or the VF $LV_VF) with --domain $LV_DOM every half
 # second while PID (the migration) runs.  Its virsh is the root's, under
 # libvirt's default URI for root (qemu:///system), through a wrapper on
-# PATH.
+# PATH (by its full path inside: the root has OUT, and so the wrapper, on
+# the same PATH).
 lv_watch() {
 	local dev=$LV_U1 bin=$out/lvbin w
 	[ "$LV_DOM" = "$LV_VF_DOM" ] && dev=$LV_VF
-	mkdir -p "$bin" && printf '#!/bin/sh\nexec chroot %s virsh "$@"\n' "$LVR" >"$bin/virsh" &&
+	mkdir -p "$bin" && printf '#!/bin/sh\nexec chroot %s /usr/bin/virsh "$@"\n' "$LVR" >"$bin/virsh" &&
 		chmod +x "$bin/virsh"
 	PATH=$bin:$PATH "$tooldir/gpumigctl" --json watch "$dev" --interval 500 --domain $LV_DOM &
 	w=$!
@@ -330,6 +345,7 @@ libvirt_b() {
 		"$(declare -f lv_mdev); LVR=$LVR; lv_mdev $LV_U1 simgpu-256M && lv_mdev $LV_U2 simgpu-256M &&
 		 lv_mdev $LV_U3 simgpu-64M"
 	check "B: simgpu-pci VF $LV_VF (256M) on gpumig-vfio-pci" lv_vf
+	check "B: gpumig-vfio-pci in modules.alias, as DKMS and depmod leave it" lv_modules_alias
 	check "B: a VF on plain vfio-pci, the second PF whole on vfio-pci (a Nova host)" lv_nova_host
 	check "B: what nova-compute reads, captured for the Nova lane" lv_nova_capture "$out/nova-capture"
 	touch "$shared/b-ready"
@@ -360,6 +376,7 @@ libvirt_a() {
 	check "A: libvirtd answers" lv_daemon 1
 	check "A: mdevctl starts simgpu-256M $LV_U1" lv_mdev $LV_U1 simgpu-256M
 	check "A: simgpu-pci VF $LV_VF (256M) on gpumig-vfio-pci" lv_vf
+	check "A: gpumig-vfio-pci in modules.alias, as DKMS and depmod leave it" lv_modules_alias
 	check "A: what nova-compute reads, captured for the Nova lane" lv_nova_capture "$out/nova-capture"
 	check "A: VF 1 ($LV_VF2, 256M) on gpumig-vfio-pci too: where Nova's rewrite sends the VF domain" \
 		vf_bind $LV_VF2 gpumig-vfio-pci
@@ -448,6 +465,21 @@ libvirt_a() {
 	check "A: the VF guest runs on A again, on $LV_VF2 (libvirt's live XML)" lv_hostdev_on $LV_A $LV_VF2
 	check "A: ... and keeps verifying" lv_runs_on $LV_A a 0
 	lv_virsh destroy $LV_DOM >/dev/null 2>&1
+
+	# What Nova writes by default: <hostdev managed='yes'>, the VF left
+	# unbound; libvirt finds gpumig-vfio-pci through modules.alias.
+	sed "s/managed='no'/managed='yes'/" "$LV_DOC/gpumig-guest-vf.xml" >"$out/vf-managed.xml"
+	check "A: VF $LV_VF unbound, for libvirt to bind" vf_unbind $LV_VF
+	check "A: virsh define + start a domain with <hostdev managed='yes'> (VF $LV_VF)" sh -c \
+		"chroot $LVR virsh define $out/vf-managed.xml && chroot $LVR virsh start $LV_DOM"
+	check "A: libvirt bound VF $LV_VF to gpumig-vfio-pci, found through modules.alias" \
+		test "$(basename "$(readlink /sys/bus/pci/devices/$LV_VF/driver)")" = gpumig-vfio-pci
+	check "A: the managed='yes' guest drives its VF" lv_verifying a 0
+	check "A: virsh migrate --live the managed='yes' domain to B" lv_migrate $LV_A $LV_B
+	check "A: it runs on B and keeps verifying there" lv_runs_on $LV_B b 0
+	lv_virsh -c "qemu+tcp://$LV_B/system" destroy $LV_DOM >/dev/null 2>&1
+	check "A: libvirt gave VF $LV_VF back after the migration (no driver: gpumig-vfio-pci binds only by override)" \
+		test ! -e /sys/bus/pci/devices/$LV_VF/driver
 	# Sampled every half second, a short job can end unseen: one of the
 	# five must have been caught (the three mdev ones alone were missed
 	# in a run on 2026-12-06).
