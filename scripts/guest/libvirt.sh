@@ -138,7 +138,9 @@ lv_nova_capture() {
 	for n in $list; do
 		lv_virsh -c qemu:///system nodedev-dumpxml "$n" >"$d/nodedev/$n.xml" || return 1
 	done
-	"$tooldir/gpumigctl" nova-config >"$d/nova-config.txt" || return 1
+	# The modules.alias this host's libvirt reads is its root's.
+	"$tooldir/gpumigctl" nova-config --modules-alias "$LVR/lib/modules/$(uname -r)/modules.alias" \
+		>"$d/nova-config.txt" || return 1
 	for a in $(pf_addrs); do
 		echo "$a pf $(drv "$a")"
 		for n in /sys/bus/pci/devices/$a/virtfn*; do

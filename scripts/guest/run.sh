@@ -125,6 +125,7 @@ nova-capture)
 	if LVR=$(lv_root); then
 		check "libvirtd $(chroot "$LVR" virsh --version) answers" lv_daemon 2
 		check "simgpu-pci VF $LV_VF (256M) on gpumig-vfio-pci" lv_vf
+		check "gpumig-vfio-pci in modules.alias, as DKMS and depmod leave it" lv_modules_alias
 		check "a VF on plain vfio-pci, the second PF whole on vfio-pci" lv_nova_host
 		check "what nova-compute reads, captured" lv_nova_capture "$out/nova-capture"
 	else

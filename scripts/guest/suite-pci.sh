@@ -221,18 +221,42 @@ sriov_bind_race() {
 }
 
 # The Nova entries for a host with VFs and a PF bound.
+#
+# "managed": libvirt's <hostdev managed='yes'> (Nova's default) keeps a VF
+# on gpumig-vfio-pci only where modules.alias names it for the VF: with
+# the file depmod writes for the module (--modules-alias), no "managed"
+# key; with a file without it, or none, "managed": "no" on each migratable
+# VF and nowhere else.  With the DKMS install, the kernel's own file says
+# it works.
 nova_check() {
-	local out=$1 vf
+	local out=$1 al=$1.alias vf
 	shift
-	"$tooldir/gpumigctl" nova-config >"$out" || return 1
+	{ echo "# Aliases extracted from modules themselves."
+	  modinfo -F alias "$moddir_gvp" | sed 's/.*/alias & gpumig_vfio_pci/'; } >"$al" || return 1
+	"$tooldir/gpumigctl" nova-config --modules-alias "$al" >"$out" || return 1
 	for vf in "$@"; do
-		grep -q "device_spec = {\"address\": \"$vf\", .*\"resource_class\": \"CUSTOM_SIMGPU_VF_[0-9]*M\", \"live_migratable\": \"yes\"}" "$out" ||
+		grep -q "device_spec = {\"address\": \"$vf\", .*\"resource_class\": \"CUSTOM_SIMGPU_VF_[0-9]*M\", \"live_migratable\": \"yes\"}" "$out" &&
+			grep -q "^#   $vf .*managed='yes' works: libvirt finds gpumig_vfio_pci in $al" "$out" ||
 			return 1
 	done
 	grep -q "device_spec = {\"address\": \"$pf2\", \"vendor_id\": \"1234\", \"product_id\": \"5350\", \"live_migratable\": \"no\"}" "$out" &&
 		grep -q '"device_type": "type-PF", "live_migratable": "no"}' "$out" &&
 		grep -q '"name": "simgpu-vf-256M", .*"device_type": "type-VF", .*"live_migratable": "yes"}' "$out" &&
-		! grep '"type-PF"' "$out" | grep -q '"yes"'
+		! grep '"type-PF"' "$out" | grep -q '"yes"' &&
+		! grep -q '"managed"' "$out" || return 1
+	echo "# Aliases extracted from modules themselves." >"$al.none"
+	"$tooldir/gpumigctl" nova-config --modules-alias "$al.none" >"$out.none" &&
+		"$tooldir/gpumigctl" nova-config --modules-alias "$al.missing" >"$out.missing" || return 1
+	for vf in "$@"; do
+		grep -q "device_spec = {\"address\": \"$vf\", .*\"managed\": \"no\", \"live_migratable\": \"yes\"}" "$out.none" &&
+			grep -q "^#   $vf .*libvirt's managed='yes' would bind vfio-pci" "$out.none" &&
+			grep -q "device_spec = {\"address\": \"$vf\", .*\"managed\": \"no\", \"live_migratable\": \"yes\"}" "$out.missing" &&
+			grep -q "^#   $vf .*$al.missing cannot be read" "$out.missing" || return 1
+	done
+	[ "$(grep -c '"managed"' "$out.none")" -eq $# ] || return 1
+	if [ "$loadmod" = modprobe ]; then
+		"$tooldir/gpumigctl" nova-config | grep -q "managed='yes' works: libvirt finds gpumig_vfio_pci in /lib/modules/$(uname -r)/modules.alias"
+	fi
 }
 
 pci_suite() {

@@ -10,12 +10,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,8 +42,13 @@ static void print_help(FILE *f)
 	      "  unquarantine DEVICE   lift a quarantine (the device is scrubbed first)\n"
 	      "  probe ADDRESS         open a free PCI function through VFIO and say\n"
 	      "                        whether its driver offers VFIO migration\n"
-	      "  nova-config [--probe] the Nova [pci] device_spec and alias entries for\n"
-	      "                        the functions bound to VFIO drivers on this host\n"
+	      "  nova-config [--probe] [--modules-alias FILE]\n"
+	      "                        the Nova [pci] device_spec and alias entries for\n"
+	      "                        the functions bound to VFIO drivers on this host;\n"
+	      "                        \"managed\": \"no\" for a migratable VF that libvirt's\n"
+	      "                        managed='yes' would not keep on its driver (FILE:\n"
+	      "                        the modules.alias libvirt reads, by default\n"
+	      "                        /lib/modules/$(uname -r)/modules.alias)\n"
 	      "  watch DEVICE [--interval MS] [--count N] [--link MBIT] [--domain DOM]\n"
 	      "                        sample the device's migration metrics: state,\n"
 	      "                        remaining bytes, dirty rate, stop-copy estimate,\n"
@@ -305,9 +312,92 @@ static int cmd_probe(const char *addr)
 
 struct fn {
 	char addr[256], drv[64], vendor[16], product[16], type[16], rc[96], name[96];
-	bool migratable;
+	bool migratable, unmanaged;
 	char note[1200];
 };
+
+/*
+ * The module libvirt would bind to @addr for <hostdev managed='yes'>:
+ * libvirt (10.0 and later) takes the "alias vfio_pci:PATTERN MODULE" line
+ * of the kernel's modules.alias that matches the function's modalias with
+ * the fewest wildcards, the first of equals (virPCIDeviceFindBestVFIOVariant),
+ * and plain vfio-pci when none does.  @best gets the module ("" for
+ * none).  Returns 0, or -1 when @file cannot be read (libvirt then
+ * refuses managed hostdevs).
+ */
+static int libvirt_variant(const char *addr, const char *file, char *best, size_t len)
+{
+	char modalias[256], line[512];
+	unsigned int bestw = UINT_MAX;
+	FILE *f;
+
+	best[0] = 0;
+	if (dev_attr(PCI_DIR, addr, "modalias", modalias, sizeof(modalias)) ||
+	    strncmp(modalias, "pci:", 4))
+		return -1;
+	f = fopen(file, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *pat = line + strlen("alias vfio_pci:"), *mod;
+		unsigned int w = 0;
+		const char *c;
+
+		if (strncmp(line, "alias vfio_pci:", strlen("alias vfio_pci:")))
+			continue;
+		mod = strchr(pat, ' ');
+		if (!mod)
+			continue;
+		*mod++ = 0;
+		mod[strcspn(mod, " \n")] = 0;
+		if (fnmatch(pat, modalias + 4, 0))
+			continue;
+		for (c = pat; *c; c++)
+			w += *c == '*';
+		if (w < bestw) {
+			bestw = w;
+			snprintf(best, len, "%s", mod);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The module of the driver bound to @addr ("gpumig_vfio_pci"), or "". */
+static void driver_module(const char *addr, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s/driver/module", PCI_DIR, addr);
+	link_name(path, buf, len);
+}
+
+/*
+ * A VF that migrates: does Nova's default <hostdev managed='yes'> keep it
+ * on its driver?  Otherwise its device_spec says "managed": "no" and the
+ * VF must stay bound (vfio-pci.rst).
+ */
+static void managed_check(struct fn *f, const char *alias_file)
+{
+	char best[128], mod[128];
+	size_t n = strlen(f->note);
+
+	driver_module(f->addr, mod, sizeof(mod));
+	if (libvirt_variant(f->addr, alias_file, best, sizeof(best))) {
+		f->unmanaged = true;
+		snprintf(f->note + n, sizeof(f->note) - n,
+			 "; managed no: %s cannot be read, and libvirt refuses managed='yes' without it",
+			 alias_file);
+	} else if (!mod[0] || strcmp(best, mod)) {
+		f->unmanaged = true;
+		snprintf(f->note + n, sizeof(f->note) - n,
+			 "; managed no: libvirt's managed='yes' would bind %s (%s names %s for it); keep the VF bound",
+			 best[0] ? best : "vfio-pci", alias_file, best[0] ? best : "no variant");
+	} else {
+		snprintf(f->note + n, sizeof(f->note) - n,
+			 "; managed='yes' works: libvirt finds %s in %s", mod, alias_file);
+	}
+}
 
 /* "0x1234" -> "1234" */
 static void hex_id(const char *addr, const char *attr, char *buf, size_t len)
@@ -393,12 +483,19 @@ static void classify(struct fn *f, bool probe)
 	}
 }
 
-static int cmd_nova(bool probe)
+static int cmd_nova(bool probe, const char *alias_file)
 {
 	struct dirent **ents;
 	struct fn *fns;
-	char host[256] = "";
+	char host[256] = "", deflt[PATH_MAX];
+	struct utsname u;
 	int n, i, j, nr = 0;
+
+	if (!alias_file) {
+		uname(&u);
+		snprintf(deflt, sizeof(deflt), "/lib/modules/%s/modules.alias", u.release);
+		alias_file = deflt;
+	}
 
 	n = scandir(PCI_DIR, &ents, NULL, alphasort);
 	if (n < 0) {
@@ -416,6 +513,8 @@ static int cmd_nova(bool probe)
 				hex_id(f->addr, "vendor", f->vendor, sizeof(f->vendor));
 				hex_id(f->addr, "device", f->product, sizeof(f->product));
 				classify(f, probe);
+				if (f->migratable)
+					managed_check(f, alias_file);
 				nr++;
 			}
 		}
@@ -440,6 +539,8 @@ static int cmd_nova(bool probe)
 		       f->addr, f->vendor, f->product);
 		if (f->rc[0])
 			printf(", \"resource_class\": \"%s\"", f->rc);
+		if (f->unmanaged)
+			printf(", \"managed\": \"no\"");
 		printf(", \"live_migratable\": \"%s\"}\n", f->migratable ? "yes" : "no");
 	}
 	/* One alias per kind of function, first seen first. */
@@ -462,6 +563,24 @@ static int cmd_nova(bool probe)
 	}
 	free(fns);
 	return 0;
+}
+
+static int nova_args(int argc, char **argv, int i)
+{
+	const char *alias_file = NULL;
+	bool probe = false;
+
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--probe")) {
+			probe = true;
+		} else if (!strcmp(argv[i], "--modules-alias") && i + 1 < argc) {
+			alias_file = argv[++i];
+		} else {
+			print_help(stderr);
+			return 2;
+		}
+	}
+	return cmd_nova(probe, alias_file);
 }
 
 static int cmd_status(const char *name)
@@ -810,9 +929,8 @@ int main(int argc, char **argv)
 		return cmd_unquarantine(argv[i + 1]);
 	if (!strcmp(argv[i], "probe") && argc == i + 2)
 		return cmd_probe(argv[i + 1]);
-	if (!strcmp(argv[i], "nova-config") &&
-	    (argc == i + 1 || (argc == i + 2 && !strcmp(argv[i + 1], "--probe"))))
-		return cmd_nova(argc == i + 2);
+	if (!strcmp(argv[i], "nova-config"))
+		return nova_args(argc, argv, i + 1);
 	if (!strcmp(argv[i], "check-compat") && argc == i + 3)
 		return cmd_check_compat(argv[i + 1], argv[i + 2]);
 	if (!strcmp(argv[i], "watch") && argc >= i + 2)
