@@ -211,57 +211,52 @@ lv_migrate() {
 	timeout 900 chroot "$LVR" virsh -c "qemu+tcp://$from/system" migrate --live --verbose "$@" \
 		$LV_DOM "qemu+tcp://$to/system" --migrateuri "tcp://$to" &
 	pid=$!
-	if [ "$from" = "$LV_A" ]; then
-		# The operator's view on the source: gpumigctl watch with the
-		# domain named (it runs virsh domjobinfo itself, as often).
-		lv_watch $pid >>"$out/watch-domain.json"
-	else
-		while kill -0 $pid 2>/dev/null; do
-			lv_virsh -c "qemu+tcp://$from/system" domjobinfo $LV_DOM >"$out/domjobinfo.now" 2>&1 &&
-				grep -q 'Data remaining' "$out/domjobinfo.now" && cp "$out/domjobinfo.now" "$out/domjobinfo.txt"
-			sleep 0.5
-		done
-	fi
+	while kill -0 $pid 2>/dev/null; do
+		lv_virsh -c "qemu+tcp://$from/system" domjobinfo $LV_DOM >"$out/domjobinfo.now" 2>&1 &&
+			grep -q 'Data remaining' "$out/domjobinfo.now" && cp "$out/domjobinfo.now" "$out/domjobinfo.txt"
+		sleep 0.5
+	done
 	wait $pid
 	rc=$?
 	lv_keep_serial "$from-$to"
 	return $rc
 }
 
-# lv_watch PID: on host A, gpumigctl --json watch of the domain's device
-# (the mdev $LV_U1 or the VF $LV_VF) with --domain $LV_DOM every half
-# second while PID (the migration) runs.  Its virsh is the root's, under
-# libvirt's default URI for root (qemu:///system), through a wrapper on
-# PATH (by its full path inside: the root has OUT, and so the wrapper, on
-# the same PATH).
+# lv_watch: on host B, from the VF's binding until A is done, what an
+# operator runs on a source host: gpumigctl --json watch of VF $LV_VF
+# with --domain $LV_VF_DOM, every second, into OUT/watch-domain.json.
+# B sends that domain back to A twice (tens of seconds each: no DMA
+# logging on Debian's kernel).  Its virsh is the root's under libvirt's
+# default URI for root (qemu:///system), through a wrapper first on PATH
+# that runs it by its full path (the root has OUT, and so the wrapper).
 lv_watch() {
-	local dev=$LV_U1 bin=$out/lvbin w
-	[ "$LV_DOM" = "$LV_VF_DOM" ] && dev=$LV_VF
+	local bin=$out/lvbin
 	mkdir -p "$bin" && printf '#!/bin/sh\nexec chroot %s /usr/bin/virsh "$@"\n' "$LVR" >"$bin/virsh" &&
-		chmod +x "$bin/virsh"
-	PATH=$bin:$PATH "$tooldir/gpumigctl" --json watch "$dev" --interval 500 --domain $LV_DOM &
-	w=$!
-	while kill -0 "$1" 2>/dev/null; do
-		sleep 0.2
-	done
-	kill $w 2>/dev/null
-	wait $w 2>/dev/null
-	return 0
+		chmod +x "$bin/virsh" || return 1
+	PATH=$bin:$PATH "$tooldir/gpumigctl" --json watch $LV_VF --interval 1000 --domain $LV_VF_DOM \
+		>"$out/watch-domain.json" 2>"$out/watch-domain.err" &
+	LV_WATCH=$!
 }
 
-# lv_watch_saw: one of watch's samples was taken during a job, in
-# pre-copy, with libvirt's RAM figures and the whole migration's time left
-# and downtime beside the device's (tools/gpumigctl/gpumigctl.8).
+# lv_watch_saw: watch's samples during a migration of the domain away, in
+# pre-copy with a bandwidth measured, carry libvirt's RAM figures and the
+# whole migration's time left and downtime, as gpumigctl(8) computes
+# them from the figures beside.
 lv_watch_saw() {
 	python3 - "$out/watch-domain.json" <<'PY'
 import json, sys
 n = 0
 for line in open(sys.argv[1]):
     w = json.loads(line)
-    if "ram_remaining_bytes" not in w or w["state"] != "PRE_COPY":
+    if "ram_remaining_bytes" not in w or w["state"] != "PRE_COPY" or \
+       w["ram_bandwidth_bytes_per_sec"] <= 0:
         continue
-    assert w["ram_bandwidth_bytes_per_sec"] >= 0 and w["ram_remaining_bytes"] >= 0, w
-    assert w["seconds_left_with_ram"] >= -1 and w["downtime_seconds_with_ram"] >= -1, w
+    bw = w["ram_bandwidth_bytes_per_sec"]
+    dirty = w["ram_dirty_bytes_per_sec"] + max(w["redirty_rate_bytes_per_sec"], 0)
+    left = (w["ram_remaining_bytes"] + w["remaining_bytes"]) / (bw - dirty) if bw > dirty else -1
+    stop = w["stopcopy_estimate_bytes"] / bw + max(w["ram_expected_downtime_seconds"], 0)
+    assert abs(w["seconds_left_with_ram"] - left) <= max(0.002, left * 0.01), (w, left)
+    assert abs(w["downtime_seconds_with_ram"] - stop) <= max(0.002, stop * 0.01), (w, stop)
     n += 1
 print(f"{n} samples in pre-copy with libvirt's job figures")
 sys.exit(0 if n else 1)
@@ -350,12 +345,16 @@ libvirt_b() {
 	check "B: gpumig-vfio-pci in modules.alias, as DKMS and depmod leave it" lv_modules_alias
 	check "B: a VF on plain vfio-pci, the second PF whole on vfio-pci (a Nova host)" lv_nova_host
 	check "B: what nova-compute reads, captured for the Nova lane" lv_nova_capture "$out/nova-capture"
+	check "B: gpumigctl watch --domain $LV_VF_DOM on VF $LV_VF, in the background" lv_watch
 	touch "$shared/b-ready"
 	for i in $(seq 3000); do
 		[ -e "$shared/a-done" ] && break
 		sleep 1
 	done
 	check "B: host A finished" test -e "$shared/a-done"
+	kill $LV_WATCH 2>/dev/null
+	check "B: gpumigctl watch --domain while B sent the VF domain back: libvirt's RAM figures and the whole migration's" \
+		lv_watch_saw
 	check "B: the simgpu-64M instance refused A's simgpu-256M stream and says why" \
 		grep -q "type mismatch: source simgpu-256M, destination simgpu-64M" \
 		/sys/bus/mdev/devices/$LV_U3/migration/last_error
@@ -472,6 +471,7 @@ libvirt_a() {
 	# unbound; libvirt finds gpumig-vfio-pci through modules.alias.
 	sed "s/managed='no'/managed='yes'/" "$LV_DOC/gpumig-guest-vf.xml" >"$out/vf-managed.xml"
 	check "A: VF $LV_VF unbound, for libvirt to bind" vf_unbind $LV_VF
+	lv_virsh undefine $LV_DOM >/dev/null 2>&1
 	check "A: virsh define + start a domain with <hostdev managed='yes'> (VF $LV_VF)" sh -c \
 		"chroot $LVR virsh define $out/vf-managed.xml && chroot $LVR virsh start $LV_DOM"
 	check "A: libvirt bound VF $LV_VF to gpumig-vfio-pci, found through modules.alias" \
@@ -487,8 +487,6 @@ libvirt_a() {
 	# in a run on 2026-12-06).
 	check "A: virsh domjobinfo during a migration showed the job and its data remaining" \
 		grep -q 'Data remaining' "$out/domjobinfo.txt"
-	check "A: gpumigctl watch --domain during the migrations from A: libvirt's RAM figures beside the device's" \
-		lv_watch_saw
 	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-a.log" 2>/dev/null
 	lv_qemu_logs a
 	touch "$shared/a-done"
