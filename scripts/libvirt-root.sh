@@ -5,7 +5,7 @@
 # and QEMU 10.0 from bookworm-backports (the pair Debian ships for
 # bookworm), mdevctl and iproute2: what a GPU host that libvirt manages
 # runs (with the node-device driver nova-compute reads PCI devices
-# through).  The two-host lane (scripts/guest/libvirt.sh) runs
+# through, Debian's libvirt-daemon-system and ssh).  The two-host lane (scripts/guest/libvirt.sh) runs
 # libvirt's daemons and virsh from it with chroot in each of its two VMs;
 # installing libvirt 11.3 on the host itself would upgrade its systemd.
 # Made with mmdebstrap, cached outside the repository keyed by its inputs.
@@ -16,6 +16,10 @@ set -euo pipefail
 
 mirror=${DEBIAN_MIRROR:-$(apt_uri bookworm-backports)}
 pkgs="libvirt-daemon-driver-qemu,libvirt-daemon-driver-nodedev,libvirt-daemon,libvirt-clients,qemu-system-x86"
+# libvirt-daemon-system: Debian's default configuration and the
+# libvirt-qemu user QEMU runs as; ssh for qemu+ssh:// (the lane's
+# production-like half).
+pkgs+=",libvirt-daemon-system,openssh-server,openssh-client"
 pkgs+=",mdevctl,iproute2,procps"
 key=$( { echo "$mirror $pkgs"; echo bookworm bookworm-backports; } | sha256sum | cut -c1-12)
 dir=$GPUMIG_CACHE/libvirt-host-$key

@@ -25,19 +25,73 @@ LV_A=10.77.0.1
 LV_B=10.77.0.2
 
 # lv_root: the libvirt root made writable (overlay_root), the docs' XML
-# and SHARED bound too, the guest program where the XML has it,
-# /var/log/gpumig on this host's serial directory in SHARED.  Prints the
-# root.
+# and SHARED bound too, the guest program where the XML has it (a copy:
+# libvirt's DAC driver gives it to the libvirt-qemu user while a domain
+# runs), /var/log/gpumig on this host's serial directory in SHARED.
+# Prints the root.
 lv_root() {
 	local r
 	r=$(overlay_root "$(cat "$out/libvirt-root")" $LV_M "$shared" "$LV_DOC") || return 1
 	if ! mountpoint -q $r/var/log/gpumig; then
 		mkdir -p $r/usr/local/share/gpumig $r/var/log/gpumig "$shared/$role-serial" &&
-			touch $r/usr/local/share/gpumig/gpumig-guest.elf &&
-			mount --bind "$tooldir/gpumig-guest.elf" $r/usr/local/share/gpumig/gpumig-guest.elf &&
+			cp "$tooldir/gpumig-guest.elf" $r/usr/local/share/gpumig/gpumig-guest.elf &&
 			mount --bind "$shared/$role-serial" $r/var/log/gpumig || return 1
 	fi
 	echo $r
+}
+
+# lv_cgroup: the cgroup v2 hierarchy at /sys/fs/cgroup (the test VMs boot
+# without one), before lv_root binds /sys into the root: libvirt puts
+# each QEMU in a group of its own and controls its devices there (a BPF
+# device program on cgroup v2).
+lv_cgroup() {
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
+	grep -qw memory /sys/fs/cgroup/cgroup.controllers
+}
+
+# lv_qemu_runs_as DOMAIN: the domain's QEMU runs as libvirt-qemu (DAC),
+# and, when /sys/fs/cgroup is mounted, in a cgroup of its own under
+# libvirt's machine group whose device control holds; prints what it saw.
+lv_qemu_runs_as() {
+	local pid uid cg
+	pid=$(pgrep -f "guest=$1," | head -n 1)
+	[ -n "$pid" ] || return 1
+	uid=$(awk '/^Uid:/ { print $2 }' /proc/$pid/status)
+	echo "$1: QEMU $pid runs as uid $uid, cgroup $(cat /proc/$pid/cgroup)"
+	[ "$uid" = "$(chroot "$LVR" id -u libvirt-qemu)" ] || return 1
+	mountpoint -q /sys/fs/cgroup || return 0
+	grep -q "^0::/machine/qemu-[0-9]*-$1.libvirt-qemu/" /proc/$pid/cgroup || return 1
+	# Device control: a process of that group opens /dev/zero (libvirt's
+	# default cgroup_device_acl) and is refused /dev/kmsg (not in it).
+	cg=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/$pid/cgroup)
+	sh -c "echo \$\$ >$cg/cgroup.procs && head -c 1 /dev/zero >/dev/null &&
+	       ! head -c 1 /dev/kmsg >/dev/null 2>&1" &&
+		echo "in $cg: /dev/zero opened, /dev/kmsg refused"
+}
+
+# lv_sshd ROLE: sshd of the root on port 22, root logging in with A's key
+# only (SHARED/a.pub; A makes it), for virsh's qemu+ssh:// URIs.
+lv_sshd() {
+	local i
+	mkdir -p "$LVR/run/sshd" "$LVR/root/.ssh" && chmod 700 "$LVR/root/.ssh" || return 1
+	if [ "$1" = a ]; then
+		[ -s "$LVR/root/.ssh/id_ed25519" ] ||
+			chroot "$LVR" ssh-keygen -q -t ed25519 -N '' -f /root/.ssh/id_ed25519 || return 1
+		cp "$LVR/root/.ssh/id_ed25519.pub" "$shared/a.pub.tmp" && mv "$shared/a.pub.tmp" "$shared/a.pub"
+	fi
+	for i in $(seq 600); do
+		[ -s "$shared/a.pub" ] && break
+		sleep 0.5
+	done
+	cp "$shared/a.pub" "$LVR/root/.ssh/authorized_keys" &&
+		chroot "$LVR" /usr/sbin/sshd
+}
+
+# lv_known_hosts: A knows both hosts' keys (ssh-keyscan, as an operator
+# would check them).
+lv_known_hosts() {
+	chroot "$LVR" ssh-keyscan -T 30 -t ed25519 $LV_A $LV_B >"$LVR/root/.ssh/known_hosts" 2>/dev/null &&
+		[ "$(grep -c ssh-ed25519 "$LVR/root/.ssh/known_hosts")" -eq 2 ]
 }
 
 # lv_net N: the shared network's interface (MAC 52:54:00:77:00:0N) as
@@ -66,6 +120,7 @@ lv_daemon() {
 		echo 'log_outputs = "3:file:/var/log/libvirt/libvirtd.log"' \
 			>>"$LVR/etc/libvirt/libvirtd.conf" &&
 		cat "$LV_DOC/qemu.conf" >>"$LVR/etc/libvirt/qemu.conf" &&
+		chroot "$LVR" /usr/sbin/virtlogd -d &&
 		chroot "$LVR" /usr/sbin/libvirtd -d -l || return 1
 	for i in $(seq 300); do
 		chroot "$LVR" virsh -c qemu:///system version >/dev/null 2>&1 && return 0
@@ -186,7 +241,8 @@ lv_virsh() {
 }
 
 # lv_migrate FROM TO [virsh migrate options]: the guest (domain $LV_DOM)
-# moves from host FROM to host TO (addresses) as libvirt.rst shows,
+# moves from host FROM to host TO (addresses) as libvirt.rst shows, virsh
+# reaching both daemons over ssh (qemu+ssh://),
 # sampled with domjobinfo while it runs (OUT/domjobinfo.txt).  Nothing
 # else talks to the source's QEMU meanwhile (a monitor command beside the
 # job was seen to leave virsh migrate waiting for ever after the
@@ -208,8 +264,8 @@ lv_migrate() {
 			echo "allowed downtime from B: $(lv_virsh -c "qemu+tcp://$from/system" \
 				migrate-getmaxdowntime $LV_DOM) ms" || return 1
 	fi
-	timeout 900 chroot "$LVR" virsh -c "qemu+tcp://$from/system" migrate --live --verbose "$@" \
-		$LV_DOM "qemu+tcp://$to/system" --migrateuri "tcp://$to" &
+	timeout 900 chroot "$LVR" virsh -c "qemu+ssh://root@$from/system" migrate --live --verbose "$@" \
+		$LV_DOM "qemu+ssh://root@$to/system" --migrateuri "tcp://$to" &
 	pid=$!
 	while kill -0 $pid 2>/dev/null; do
 		lv_virsh -c "qemu+tcp://$from/system" domjobinfo $LV_DOM >"$out/domjobinfo.now" 2>&1 &&
@@ -238,18 +294,18 @@ lv_watch() {
 	LV_WATCH=$!
 }
 
-# lv_watch_saw: watch's samples during a migration of the domain away, in
-# pre-copy with a bandwidth measured, carry libvirt's RAM figures and the
-# whole migration's time left and downtime, as gpumigctl(8) computes
-# them from the figures beside.
+# lv_watch_saw: watch's samples during a migration of the domain away,
+# once libvirt has measured a bandwidth, carry libvirt's RAM figures and
+# the whole migration's time left and downtime, as gpumigctl(8) computes
+# them from the figures beside.  (Allowed 30 s, QEMU switches over at its
+# first check: most samples find the VF in STOP_COPY.)
 lv_watch_saw() {
 	python3 - "$out/watch-domain.json" <<'PY'
 import json, sys
 n = 0
 for line in open(sys.argv[1]):
     w = json.loads(line)
-    if "ram_remaining_bytes" not in w or w["state"] != "PRE_COPY" or \
-       w["ram_bandwidth_bytes_per_sec"] <= 0:
+    if "ram_remaining_bytes" not in w or w["ram_bandwidth_bytes_per_sec"] <= 0:
         continue
     bw = w["ram_bandwidth_bytes_per_sec"]
     dirty = w["ram_dirty_bytes_per_sec"] + max(w["redirty_rate_bytes_per_sec"], 0)
@@ -258,7 +314,7 @@ for line in open(sys.argv[1]):
     assert abs(w["seconds_left_with_ram"] - left) <= max(0.002, left * 0.01), (w, left)
     assert abs(w["downtime_seconds_with_ram"] - stop) <= max(0.002, stop * 0.01), (w, stop)
     n += 1
-print(f"{n} samples in pre-copy with libvirt's job figures")
+print(f"{n} samples during the job with libvirt's figures")
 sys.exit(0 if n else 1)
 PY
 }
@@ -281,6 +337,19 @@ lv_nova_rewrite() {
 	done
 	cat "$d/log" 2>/dev/null
 	[ "$(cat "$d/answered" 2>/dev/null)" = 0 ] && [ -s "$d/out.xml" ]
+}
+
+# lv_vf_released PCI: libvirt has unbound PCI (managed='yes': after the
+# domain left, it reattaches the function to its host driver, which for a
+# VF of gpumig-vfio-pci's override-only ID table is none); within 30 s.
+lv_vf_released() {
+	local i
+	for i in $(seq 60); do
+		[ -e "/sys/bus/pci/devices/$1/driver" ] || return 0
+		sleep 0.5
+	done
+	echo "$1: still on $(basename "$(readlink "/sys/bus/pci/devices/$1/driver")"), driver_override $(cat "/sys/bus/pci/devices/$1/driver_override")"
+	return 1
 }
 
 # lv_hostdev_on ADDR PCI: the domain running on host ADDR has the one
@@ -332,10 +401,11 @@ lv_qemu_logs() {
 
 # host B: set up, say so, wait for A.
 libvirt_b() {
-	local i
+	local i seen=
 	check "B: load the VFIO stack, gpumig.ko and simgpu.ko" bash -c \
 		"$(declare -f unload_gpumig vfio_stack); kdir='$kdir'; unload_gpumig && vfio_stack && insmod $moddir/gpumig.ko && insmod $moddir/simgpu.ko"
 	check "B: the network to host A ($LV_B)" lv_net 2
+	check "B: cgroup v2 mounted, for libvirt's groups and device control" lv_cgroup
 	LVR=$(lv_root) || { check "B: the libvirt root" false; return; }
 	check "B: libvirtd $(chroot "$LVR" virsh --version) (QEMU $(chroot "$LVR" qemu-system-x86_64 --version | head -n 1 | awk '{ print $4 }')) answers" lv_daemon 2
 	check "B: mdevctl starts simgpu-256M $LV_U1 and $LV_U2, simgpu-64M $LV_U3" bash -c \
@@ -346,11 +416,16 @@ libvirt_b() {
 	check "B: a VF on plain vfio-pci, the second PF whole on vfio-pci (a Nova host)" lv_nova_host
 	check "B: what nova-compute reads, captured for the Nova lane" lv_nova_capture "$out/nova-capture"
 	check "B: gpumigctl watch --domain $LV_VF_DOM on VF $LV_VF, in the background" lv_watch
+	check "B: sshd, root's login by host A's key (virsh's qemu+ssh://)" lv_sshd b
 	touch "$shared/b-ready"
 	for i in $(seq 3000); do
 		[ -e "$shared/a-done" ] && break
+		# The first domain to arrive: how its QEMU runs here.
+		[ -n "$seen" ] || { lv_qemu_runs_as $LV_DOM >"$out/qemu-runs-as.txt" 2>&1 && seen=1; }
 		sleep 1
 	done
+	check "B: the domain that arrived ran as libvirt-qemu (DAC), in its own cgroup v2 group whose device control held" \
+		sh -c "[ -n '$seen' ] && cat $out/qemu-runs-as.txt"
 	check "B: host A finished" test -e "$shared/a-done"
 	kill $LV_WATCH 2>/dev/null
 	check "B: gpumigctl watch --domain while B sent the VF domain back: libvirt's RAM figures and the whole migration's" \
@@ -375,6 +450,7 @@ libvirt_a() {
 	check "A: the network to host B ($LV_A)" lv_net 1
 	LVR=$(lv_root) || { check "A: the libvirt root" false; touch "$shared/a-done"; return; }
 	check "A: libvirtd answers" lv_daemon 1
+	check "A: sshd, and root's key for both hosts (virsh's qemu+ssh://)" lv_sshd a
 	check "A: mdevctl starts simgpu-256M $LV_U1" lv_mdev $LV_U1 simgpu-256M
 	check "A: simgpu-pci VF $LV_VF (256M) on gpumig-vfio-pci" lv_vf
 	check "A: gpumig-vfio-pci in modules.alias, as DKMS and depmod leave it" lv_modules_alias
@@ -385,13 +461,18 @@ libvirt_a() {
 		[ -e "$shared/b-ready" ] && break
 		sleep 1
 	done
-	if ! check "A: host B is ready and answers over TCP" lv_virsh -c "qemu+tcp://$LV_B/system" version; then
+	if ! check "A: host B is ready and answers over TCP" lv_virsh -c "qemu+tcp://$LV_B/system" version ||
+		! check "A: both hosts' ssh keys known (ssh-keyscan)" lv_known_hosts ||
+		! check "A: virsh -c qemu+ssh://root@$LV_B/system answers" \
+			lv_virsh -c "qemu+ssh://root@$LV_B/system" version; then
 		touch "$shared/a-done"
 		return
 	fi
 	check "A: virsh define gpumig-guest.xml; virsh start gpumig-guest" sh -c \
 		"chroot $LVR virsh define $LV_DOC/gpumig-guest.xml && chroot $LVR virsh start $LV_DOM"
 	check "A: the guest drives its simgpu (serial log)" lv_verifying a 0
+	check "A: its QEMU runs as libvirt-qemu (DAC; no cgroups on this kernel: no BPF device control)" \
+		lv_qemu_runs_as $LV_DOM
 
 	# A destination instance of another type: refused, the source runs on.
 	lv_virsh dumpxml --migratable $LV_DOM | sed "s/$LV_U1/$LV_U3/" >"$out/dst-64M.xml"
@@ -481,7 +562,7 @@ libvirt_a() {
 	check "A: it runs on B and keeps verifying there" lv_runs_on $LV_B b 0
 	lv_virsh -c "qemu+tcp://$LV_B/system" destroy $LV_DOM >/dev/null 2>&1
 	check "A: libvirt gave VF $LV_VF back after the migration (no driver: gpumig-vfio-pci binds only by override)" \
-		test ! -e /sys/bus/pci/devices/$LV_VF/driver
+		lv_vf_released $LV_VF
 	# Sampled every half second, a short job can end unseen: one of the
 	# five must have been caught (the three mdev ones alone were missed
 	# in a run on 2026-12-06).
