@@ -91,11 +91,17 @@ class Capture:
             elif k == "alias":
                 self.aliases.append(v)
         self.functions = {}
+        self.pf_of = {}     # a VF's PF: the PF line that precedes its VFs
+        pf = None
         with open(os.path.join(d, "functions.txt")) as fh:
             for line in fh:
                 f = line.split()
                 if f:   # an unbound function: "none" (or nothing, older captures)
                     self.functions[f[0]] = (f[1], f[2] if len(f) > 2 else "none")
+                    if f[1] == "pf":
+                        pf = f[0]
+                    else:
+                        self.pf_of[f[0]] = pf
         p = os.path.join(d, "domain-vf.xml")
         self.domain_vf = open(p).read() if os.path.exists(p) else None
 
@@ -336,8 +342,9 @@ def main():
     for a, (role, drv) in cap.functions.items():
         r = by_addr.get(a)
         want = "type-PF" if role == "pf" else "type-VF"
-        if r is None or r["dev_type"] != want:
-            bad.append(f"{a} ({role}, {drv}): {r}")
+        if r is None or r["dev_type"] != want or \
+           (role == "vf" and r.get("parent_addr") != cap.pf_of.get(a)):
+            bad.append(f"{a} ({role}, {drv}, PF {cap.pf_of.get(a)}): {r}")
     check(not bad, f"Nova's libvirt driver makes PCI records of the node devices "
           f"({len(recs)}): simgpu PFs type-PF, VFs type-VF with their PF", "\n".join(bad))
 
