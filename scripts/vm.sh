@@ -48,4 +48,5 @@ timeout "${VM_TIMEOUT:-1200}" vng "${args[@]}" --exec "$cmd" \
 rc=$?
 set -e
 [ $rc -eq 124 ] && log "vm: timed out after ${VM_TIMEOUT:-1200} s"
+[ -s "$out/console.log" ] || log "vm: vng exited with status $rc and printed nothing"
 exit $rc
