@@ -349,7 +349,7 @@ static int libvirt_variant(const char *addr, const char *file, char *best, size_
 		if (!mod)
 			continue;
 		*mod++ = 0;
-		mod[strcspn(mod, " \n")] = 0;
+		mod[strcspn(mod, "\n\t ")] = 0;
 		if (fnmatch(pat, modalias + 4, 0))
 			continue;
 		for (c = pat; *c; c++)
