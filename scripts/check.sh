@@ -8,7 +8,8 @@
 # Steps: deps nova kernels qemu qtest static dkms debug-vm distro-vm fuzz; and,
 # only when named, releases: migrations to and from older releases alone
 # (distro-vm runs them too); two-host: the libvirt lane (testing.rst; `make
-# check-two-host`, 11 to 40 minutes by machine, too long for make
+# check-two-host`, 36 minutes on 2026-12-06 (11 before libvirt ran as
+# Debian installs it, with qemu+ssh), too long for make
 # check's budget); kunit: the
 # KUnit suites alone in the debug kernel (all, or those of KUNIT_MODULES,
 # e.g. "gpumig_mig_kunit"; debug-vm runs them too); and pci-vm: the PCI
