@@ -281,7 +281,9 @@ qemu11_root() {
 
 # qemu11_lane NAME OUT [qemu_mig.py args]: the QEMU end-to-end suite again
 # with QEMU 11.1 (and its system-wide remaining bytes), one ping-pong (the
-# hot auto-converge migration after it is one more round trip of checks).
+# hot auto-converge migration after it is one more round trip of checks);
+# last, a guest started under QEMU 10.0 (the VM's own, Debian's) on
+# pc-q35-10.0 migrates to QEMU 11.1 and back (--cross).
 qemu11_lane() {
 	local name=$1 dir=$2 root
 	shift 2
@@ -289,7 +291,7 @@ qemu11_lane() {
 	root=$(qemu11_root) || { check "QEMU 11.1's trixie root mounted in the VM" false; return; }
 	vram_trace on
 	check "$name" timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" \
-		--qemu "chroot $root qemu-system-x86_64" --pingpong 1 \
+		--qemu "chroot $root qemu-system-x86_64" --pingpong 1 --cross qemu-system-x86_64 \
 		--guest "$tooldir/gpumig-guest.elf" --out "$dir" "$@"
 	vram_trace off "$dir"
 }

@@ -62,11 +62,24 @@ class Pool:
             self.free[prof] = [Dev(a, True) for a in addrs.split(",") if a]
 
     def get(self, prof):
-        if self.pci:
-            return self.free[prof].pop(0)
-        d = Dev(create(prof), False)
-        self.made.append(d)
+        """A device of @prof: a VF given, or an mdev made ("mdev:64M" makes
+        one beside VFs too)."""
+        if self.pci and not prof.startswith("mdev:"):
+            d = self.free[prof].pop(0)
+        else:
+            d = Dev(create(prof.split(":")[-1]), False)
+            self.made.append(d)
+        d.prof = prof
         return d
+
+    def put(self, d):
+        """No VM holds @d any more: a VF is free again for a later get() of
+        its profile; an mdev is removed (the VRAM budget)."""
+        if d.pci:
+            self.free[d.prof].append(d)
+        elif d in self.made:
+            self.made.remove(d)
+            remove(d.name)
 
     def release(self):
         for d in self.made:
@@ -74,23 +87,28 @@ class Pool:
 
 
 class VM:
-    """One QEMU process with the guest and one simgpu."""
+    """One QEMU process with the guest and its simgpus (@dev: one Dev, or
+    a list of them, assigned in order at slots 5, 6...; the first is
+    .dev): QEMU (or @qemu, a command as a list) with @machine."""
 
-    def __init__(self, name, dev, args, incoming=False):
-        self.name, self.dev = name, dev
+    def __init__(self, name, dev, args, incoming=False, qemu=None, machine="q35"):
+        self.devs = list(dev) if isinstance(dev, (list, tuple)) else [dev]
+        self.name, self.dev = name, self.devs[0]
         self.log = os.path.join(args.out, name + ".debugcon")
         self.errlog = os.path.join(args.out, name + ".stderr")
         qmp = os.path.join(args.out, name + ".qmp")
         for f in (self.log, qmp):
             if os.path.exists(f):
                 os.unlink(f)
-        cmd = QEMU + ["-machine", "q35", "-accel", "tcg", "-m", "64",
+        cmd = (qemu or QEMU) + ["-machine", machine, "-accel", "tcg", "-m", "64",
                "-nodefaults", "-display", "none", "-serial", "none",
                "-monitor", "none", "-kernel", args.guest,
                "-chardev", "file,id=dbg,path=" + self.log,
                "-device", "isa-debugcon,chardev=dbg,iobase=0xe9",
-               "-device", "vfio-pci,id=gpu0,addr=05.0,%s,enable-migration=on" % dev.vfio_arg(),
                "-qmp", "unix:%s,server=on,wait=off" % qmp]
+        for k, d in enumerate(self.devs):
+            cmd += ["-device", "vfio-pci,id=gpu%d,addr=%02x.0,%s,enable-migration=on"
+                    % (k, 5 + k, d.vfio_arg())]
         if incoming:
             cmd += ["-incoming", "defer"]
         self.err = open(self.errlog, "w")
@@ -128,6 +146,14 @@ class VM:
             if m:
                 last = int(m.group(1))
         return last
+
+    def gpus(self):
+        """How many simgpus the guest found ("gpus N"), or None yet."""
+        for ln in self.lines():
+            m = re.match(r"gpumig-guest: gpus (\d+)", ln)
+            if m:
+                return int(m.group(1))
+        return None
 
     def failures(self):
         return [ln for ln in self.lines() if "FAIL" in ln]

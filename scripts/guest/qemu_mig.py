@@ -11,6 +11,7 @@ the work runs, and checks the negative paths.  Prints KTAP (one result per
 check) and, for the demo, a short human report.
 
   qemu_mig.py --guest ELF --out DIR [--demo] [--pingpong N] [--qemu CMD]
+              [--several PROFILE,PROFILE... ...] [--cross CMD [--cross-machine TYPE]]
               [--pci 256M=ADDR,ADDR,ADDR 64M=ADDR]
 
 Runs as root inside the VM.  Without --pci, simgpu is loaded and the
@@ -251,8 +252,8 @@ class Suite:
         self.pool = Pool(args.pci)
         self.vms = []
 
-    def vm(self, name, dev, incoming=False):
-        vm = VM(name, dev, self.args, incoming=incoming)
+    def vm(self, name, dev, incoming=False, **kw):
+        vm = VM(name, dev, self.args, incoming=incoming, **kw)
         self.vms.append(vm)
         return vm
 
@@ -347,6 +348,7 @@ def incompatible_destination(suite, cur):
               "last_error=" in st, st)
     keeps_running(run, cur, "incompatible destination")
     suite.kill(c)
+    suite.pool.put(m3)
 
 
 def cancel_in_precopy(suite, cur, spare):
@@ -570,6 +572,155 @@ def postcopy(suite, a, cur, spare):
     return cur, spare
 
 
+def several(suite, spec, failures):
+    """--several: one VM holding several simgpus (@spec: their profiles,
+    e.g. "64M,64M,64M,64M" or "256M,mdev:64M"), the guest driving all of
+    them at once; it migrates live to as many fresh devices and back,
+    each device pre-copying and stopping.  With @failures, one device of
+    the set makes the whole migration fail, the source running on with
+    every device usable: a destination of another type for the last one,
+    then a first device that cannot quiesce."""
+    run, pool = suite.run, suite.pool
+    profs = spec.split(",")
+    label = "%d devices (%s)" % (len(profs), spec)
+    src = [pool.get(p) for p in profs]
+    dst = [pool.get(p) for p in profs]
+    for d in src + dst:
+        d.knob("kernel_step_us", 1000)
+        d.knob("dirty_rate", 200)
+    vms = [suite.vm("s0", src)]
+    try:
+        a = vms[0]
+        if not run.check("%s: QEMU boots the guest and it drives every device" % label,
+                         a.wait_iter(3) and a.gpus() == len(src),
+                         "gpus %s; %s" % (a.gpus(), "; ".join(a.lines()[-3:]))):
+            return
+        for k, (frm, to) in enumerate(((src, dst), (dst, src))):
+            nxt = suite.vm("s%d" % (k + 1), to, incoming=True)
+            vms.append(nxt)
+            cur = vms[-2]
+            info = one_migration(run, cur, nxt, suite.sock,
+                                 "%s: %s" % (label, ("there", "back")[k]))
+            if not info:
+                return
+            after = [d.status() for d in frm]
+            run.check("%s: %s: every device pre-copied and sent its own stop-copy data" % (
+                label, ("there", "back")[k]),
+                all(int(x.get("precopy_rounds", 0)) > 0 and int(x.get("stopcopy_bytes", 0)) > 0
+                    for x in after),
+                "; ".join("%s: %s pre-copy rounds, %s bytes at stop" % (
+                    d, x.get("precopy_rounds"), x.get("stopcopy_bytes"))
+                    for d, x in zip(frm, after)))
+            suite.quit(cur)
+        cur = vms[-1]
+        if failures:
+            several_failures(suite, a, cur, profs, dst, label)
+        run.check("%s: no wrong result in the guest, %d iterations verified"
+                  % (label, cur.last_iter()), not cur.failures(),
+                  "; ".join(cur.failures()[:3]))
+    finally:
+        for vm in vms:
+            if vm in suite.vms:
+                suite.quit(vm)
+        for d in src + dst:
+            pool.put(d)
+
+
+def several_failures(suite, a, cur, profs, free, label):
+    """One device of @cur's set fails the migration of them all; @free:
+    devices of the set's profiles that no VM holds; @a: the guest's first
+    VM (its console names the mailbox).  Where the last device is a VF,
+    the guest also resets it (a function-level reset) in pre-copy."""
+    run = suite.run
+    other = "mdev:" + ("256M" if profs[-1].endswith("64M") else "64M")
+    bad = suite.pool.get(other)
+    c = suite.vm("sx", free[:-1] + [bad], incoming=True)
+    cur.qmp.events.clear()
+    info = migrate(cur, c, suite.sock)
+    run.check("%s: a destination of another type for the last device: the migration fails"
+              % label, info.get("status") == "failed", "status %s" % info.get("status"))
+    run.check("%s: ... and the source never stopped" % label, not stopped(cur),
+              str(cur.qmp.events))
+    keeps_running(run, cur, "%s, incompatible last device" % label)
+    suite.kill(c)
+    suite.pool.put(bad)
+    c = suite.vm("sq", free, incoming=True)
+    cur.dev.knob("ack_drop", 1)
+    cur.qmp.events.clear()
+    info = migrate(cur, c, suite.sock)
+    cur.dev.knob("ack_drop", 0)
+    run.check("%s: a first device that cannot quiesce: the migration fails" % label,
+              info.get("status") == "failed", "status %s" % info.get("status"))
+    run.note("%s, first device cannot quiesce: %s" % (label, info.get("error-desc")))
+    keeps_running(run, cur, "%s, first device cannot quiesce" % label)
+    if cur.devs[-1].pci:
+        several_reset(suite, a, cur, free, label)
+    run.check("%s: after the failures every device is running again" % label,
+              all(d.status().get("state") == "2" for d in cur.devs),  # RUNNING
+              "; ".join("%s: %s" % (d, d.status_line()) for d in cur.devs))
+    suite.kill(c)
+
+
+def several_reset(suite, a, cur, free, label):
+    """The guest resets its last device (a VF: function-level reset) while
+    the migration is in pre-copy: the device's data stops there, so the
+    whole migration fails, the source running on."""
+    run = suite.run
+    k = len(cur.devs) - 1
+    mailbox = mailbox_of(run, a, "%s, reset of gpu%d" % (label, k))
+    if not mailbox:
+        return
+    c = suite.vm("sr", free, incoming=True)
+    cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": 1 << 20})
+    cur.qmp.events.clear()
+    start_migration(cur, c, suite.sock)
+    pre = wait_for(lambda: cur.devs[k].status().get("state") == "6", 120)  # PRE_COPY
+    guest_write(cur, mailbox + 12, k + 1)
+    done = wait_for(lambda: any("gpu%d: function-level reset done" % k in ln
+                                for ln in cur.lines()), 120)
+    cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": DEFAULT_BW})
+    info = wait_migration(cur)
+    run.check("%s: gpu%d reset by the guest in pre-copy: the migration fails" % (label, k),
+              pre and done and info.get("status") == "failed",
+              "in pre-copy %s, reset seen %s, status %s" % (pre, done, info.get("status")))
+    run.note("%s, gpu%d reset in pre-copy: %s" % (label, k, info.get("error-desc")))
+    keeps_running(run, cur, "%s, gpu%d reset in pre-copy" % (label, k))
+    suite.kill(c)
+
+
+def cross_version(suite):
+    """--cross: hosts upgrade QEMU apart from gpumig, so a guest started
+    under the other QEMU (--cross, e.g. 10.0) on a machine type both know
+    (--cross-machine) migrates live to this one (--qemu, e.g. 11.1) and
+    back, device included, the guest verifying throughout."""
+    run, args = suite.run, suite.args
+    other, mt = shlex.split(args.cross), args.cross_machine
+    d1, d2 = suite.pool.get("256M"), suite.pool.get("256M")
+    a = suite.vm("x0", d1, qemu=other, machine=mt)
+    b = None
+    try:
+        if not run.check("cross-version: the other QEMU boots the guest on %s" % mt,
+                         a.wait_iter(3), "; ".join(a.lines()[-3:] + [a.errlog])):
+            return
+        b = suite.vm("x1", d2, incoming=True, machine=mt)
+        there = "QEMU %d.%d to %d.%d (%s)" % (a.version + b.version + (mt,))
+        if not one_migration(run, a, b, suite.sock, "cross-version: " + there):
+            return
+        suite.quit(a)
+        a = suite.vm("x2", d1, qemu=other, incoming=True, machine=mt)
+        back = "QEMU %d.%d back to %d.%d (%s)" % (b.version + a.version + (mt,))
+        if not one_migration(run, b, a, suite.sock, "cross-version: " + back):
+            return
+        run.check("cross-version: no wrong result in the guest, %d iterations verified"
+                  % a.last_iter(), not a.failures(), "; ".join(a.failures()[:3]))
+    finally:
+        for vm in (a, b):
+            if vm is not None and vm in suite.vms:
+                suite.quit(vm)
+        suite.pool.put(d1)
+        suite.pool.put(d2)
+
+
 def scenarios(suite):
     """Every scenario, in order; False when the suite ended after the
     first migration (a failure, or --demo)."""
@@ -601,6 +752,15 @@ def scenarios(suite):
         cur, spare = postcopy(suite, a, cur, spare)
     suite.run.check("no wrong result in the guest, %d iterations verified" % cur.last_iter(),
                     not cur.failures(), "; ".join(cur.failures()[:3]))
+    # Last, on fresh VMs: the devices go back to the pool.
+    suite.quit(cur)
+    suite.pool.put(cur.dev)
+    suite.pool.put(spare)
+    for k, spec in enumerate(suite.args.several or []):
+        if want("several"):
+            several(suite, spec, k == 0)
+    if suite.args.cross and want("crossver"):
+        cross_version(suite)
     return True
 
 
@@ -613,9 +773,19 @@ def parse_args():
     ap.add_argument("--pingpong", type=int, default=10)
     ap.add_argument("--only", metavar="SCENARIO,...",
                     help="after the first migration, only these: incompatible, cancel, "
-                         "quiesce, pingpong, reinit, converge, postcopy (for development)")
+                         "quiesce, pingpong, reinit, converge, postcopy, several, crossver "
+                         "(for development)")
     ap.add_argument("--qemu", default="qemu-system-x86_64",
                     help="the QEMU command, e.g. 'chroot ROOT qemu-system-x86_64'")
+    ap.add_argument("--several", nargs="+", metavar="PROFILE,PROFILE...",
+                    help="also a VM with several devices of these profiles (mdev:P makes "
+                    "an mdev beside VFs), migrated there and back; the first set also "
+                    "fails a migration by one device")
+    ap.add_argument("--cross", metavar="CMD",
+                    help="also the cross-version scenario: a guest started under CMD "
+                    "(another QEMU) migrates to --qemu's and back")
+    ap.add_argument("--cross-machine", default="pc-q35-10.0",
+                    help="the machine type both QEMUs run it on (default %(default)s)")
     ap.add_argument("--reinit", action="store_true",
                     help="also the REINIT scenario: QEMU 11.1 on a kernel with "
                     "VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2")

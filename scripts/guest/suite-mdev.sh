@@ -179,6 +179,7 @@ simgpu_suite() {
 	qemu10_here && check "QEMU end to end: every check passed (qemu/qemu.ktap)" \
 		timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" --pingpong "$(pingpongs)" \
 		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu"
+	# With QEMU 11.1, also VMs of two and of four devices.
 	qemu11_lane "QEMU 11.1 end to end on mdevs: every check passed (qemu11/qemu.ktap)" \
-		"$out/qemu11" $(reinit_arg)
+		"$out/qemu11" $(reinit_arg) --several 64M,64M 64M,64M,64M,64M
 }

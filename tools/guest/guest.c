@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gpumig-guest: a freestanding 32-bit multiboot program that QEMU boots
- * with -kernel.  It finds the simgpu on the PCI bus, builds GPU page
- * tables and rings in its own memory and runs GPU work forever: a kernel,
- * DMA copies through VRAM into its memory, fills, fences, and the
- * device's background writer; every result is checked by the CPU.
+ * with -kernel.  It finds every simgpu on the PCI bus (up to MAX_GPUS),
+ * builds each its own GPU page tables and rings in its own memory and
+ * runs GPU work on all of them at once, forever: a kernel, DMA copies
+ * through VRAM into its memory, fills, fences, and the device's
+ * background writer; every result is checked by the CPU.  Each device's
+ * work differs (its index is in the kernel's key and the fill pattern),
+ * so a device's DMA that lands in another's buffers is a wrong result.
  * Progress and failures go to the debug console (isa-debugcon, port
  * 0xe9) and to the first serial port (COM1, 0x3f8, which libvirt's
  * domains have), one line each:
  *
+ *   gpumig-guest: gpus N
  *   gpumig-guest: iter N ok
- *   gpumig-guest: FAIL iter N: what
- *   gpumig-guest: device reset under iter N: set up again
+ *   gpumig-guest: FAIL iter N: gpuK: what
+ *   gpumig-guest: gpuK: device reset under iter N: set up again
  *
+ * An iteration is ok when every device's results are.
  * The last one is what a driver does after a GPU reset it did not ask
  * for (QEMU resets the device when a migration fails at stop-copy): the
  * iteration's results are void, not wrong, and it is run again.
@@ -22,7 +27,7 @@
  * number into mailbox[0] (whose address the guest prints at start) through
  * QEMU's memory; between iterations the guest resets the GPU, sets it up
  * again, loads RCHUNKS * 64 KiB of VRAM with that generation's data, sets
- * mailbox[1] and says
+ * mailbox[1] and says (the first device only, as for the hot workload)
  *
  *   gpumig-guest: reinit G done
  *
@@ -34,6 +39,10 @@
  * (mapped at VA_HOT), which it then rewrites at the host's dirty_rate; the
  * guest says "hot N on", and every iteration checks 16 of those pages' stamps
  * in turn.
+ *
+ * And it can reset one device: K + 1 written into mailbox[3] has the guest
+ * reset gpuK through its PCI Express function-level reset (a VF's), say
+ * "gpuK: function-level reset done", set it up again and clear mailbox[3].
  *
  * Guest physical addresses are IOVAs (QEMU maps guest RAM 1:1 for the
  * device), and paging is off, so a pointer is what the device sees.
@@ -58,6 +67,7 @@ typedef unsigned char u8;
 #define HOT_CHUNK	(CBYTES / 4096)	/* its pages checked per iteration */
 #define RING		64
 #define POLL_LIMIT	20000000U
+#define MAX_GPUS	4
 
 /* Everything the device reads or writes, page aligned, mapped at VA_SYS. */
 struct dma_area {
@@ -76,21 +86,41 @@ struct dma_area {
 #define DMA_PAGES	((sizeof(struct dma_area) + 4095) / 4096)
 #define VA_OF(field)	(VA_SYS + __builtin_offsetof(struct dma_area, field))
 
-static struct dma_area dma;
-static u64 pt_root[SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
-static u64 pt_l1[2][SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
-/* system memory's table, then VRAM's: VA_VRAM's 2 MiB, the hot set's 4 */
-static u64 pt_l0[4][SIMGPU_PT_ENTRIES] __attribute__((aligned(4096)));
-static u32 expect[KWORDS];
-static u32 vpattern[CBYTES / 4];
-static u32 *bar;		/* BAR0, accessed with mmio_read/mmio_write */
-static u32 tail[2];
-/* what was written into each ring slot, to tell a stale ring page */
-static struct simgpu_cmd shadow[2][RING];
-/* the harness's generation; the one loaded; the hot pages it asks for */
-static u32 mailbox[3];
-static u32 hot_pages;		/* the writer rewrites the hot set's pages, or 0 */
-static u32 region_gen;		/* the generation the VRAM region holds, or 0 */
+/* What a device sees of the guest: its own buffers and page tables. */
+struct gpu_mem {
+	struct dma_area dma;
+	u64 pt_root[SIMGPU_PT_ENTRIES];
+	u64 pt_l1[2][SIMGPU_PT_ENTRIES];
+	/* system memory's table, then VRAM's: VA_VRAM's 2 MiB, the hot set's 4 */
+	u64 pt_l0[4][SIMGPU_PT_ENTRIES];
+} __attribute__((aligned(4096)));
+
+/* One simgpu, as the driver keeps it. */
+struct gpu {
+	struct gpu_mem *m;
+	u32 *bar;		/* BAR0, accessed with rd()/wr() */
+	u32 idx;
+	u32 bus, dev;		/* where it is, function 0 */
+	u32 tail[2];
+	/* what was written into each ring slot, to tell a stale ring page */
+	struct simgpu_cmd shadow[2][RING];
+	u32 expect[KWORDS];
+	u32 vpattern[CBYTES / 4];
+	u32 hot_pages;		/* the writer rewrites the hot set's pages, or 0 */
+	u32 region_gen;		/* the generation the VRAM region holds, or 0 */
+	u32 key, pat;		/* this iteration's kernel key and fill pattern */
+	int state;		/* this iteration's: 0, 1 reset (again), -1 failed */
+};
+
+static struct gpu_mem mem[MAX_GPUS];
+static struct gpu gpus[MAX_GPUS];
+static u32 ngpus;
+/*
+ * The harness's generation; the one loaded; the hot pages it asks for;
+ * a device to reset (its index + 1: a function-level reset, then set up
+ * again; the guest clears it when done).
+ */
+static u32 mailbox[4];
 
 static inline void port_out8(unsigned short port, u8 v)
 {
@@ -181,17 +211,17 @@ static void pci_write(u32 bus, u32 dev, u32 fn, u32 off, u32 v)
 }
 
 /* MMIO: one 32-bit access each, never merged or elided. */
-static u32 rd(u32 reg)
+static u32 rd(struct gpu *g, u32 reg)
 {
 	u32 v;
 
-	asm volatile("movl %1, %0" : "=r"(v) : "m"(bar[reg / 4]) : "memory");
+	asm volatile("movl %1, %0" : "=r"(v) : "m"(g->bar[reg / 4]) : "memory");
 	return v;
 }
 
-static void wr(u32 reg, u32 v)
+static void wr(struct gpu *g, u32 reg, u32 v)
 {
-	asm volatile("movl %1, %0" : "=m"(bar[reg / 4]) : "r"(v) : "memory");
+	asm volatile("movl %1, %0" : "=m"(g->bar[reg / 4]) : "r"(v) : "memory");
 }
 
 static u32 qreg(int q, u32 reg)
@@ -214,20 +244,22 @@ static u32 kernel_word(u32 w, u32 key, u32 it)
 	return (w ^ key) * 2654435761U + it;
 }
 
-static void map(u64 va, u64 target, u64 flags)
+static void map(struct gpu *g, u64 va, u64 target, u64 flags)
 {
+	struct gpu_mem *m = g->m;
 	u32 i2 = SIMGPU_PT_INDEX(va, 2), i1 = SIMGPU_PT_INDEX(va, 1), i0 = SIMGPU_PT_INDEX(va, 0);
 	u32 t = i2 ? 1 : 0;	/* one table chain per region used */
 	u32 l = t ? 1 + i1 : 0;	/* VRAM: one last-level table per 2 MiB */
 
-	pt_root[i2] = (u32)pt_l1[t] | SIMGPU_PTE_VALID;
-	pt_l1[t][i1] = (u32)pt_l0[l] | SIMGPU_PTE_VALID;
-	pt_l0[l][i0] = target | flags | SIMGPU_PTE_VALID;
+	m->pt_root[i2] = (u32)m->pt_l1[t] | SIMGPU_PTE_VALID;
+	m->pt_l1[t][i1] = (u32)m->pt_l0[l] | SIMGPU_PTE_VALID;
+	m->pt_l0[l][i0] = target | flags | SIMGPU_PTE_VALID;
 }
 
-static void submit(int q, u32 op, u64 a0, u64 a1, u64 a2, u64 a3)
+static void submit(struct gpu *g, int q, u32 op, u64 a0, u64 a1, u64 a2, u64 a3)
 {
-	struct simgpu_cmd *c = &dma.ring[q][tail[q] % RING];
+	u32 *tail = g->tail;
+	struct simgpu_cmd *c = &g->m->dma.ring[q][tail[q] % RING];
 	int i;
 
 	c->opcode = op;
@@ -240,23 +272,23 @@ static void submit(int q, u32 op, u64 a0, u64 a1, u64 a2, u64 a3)
 		c->args[i] = 0;
 	c->reserved = 0;
 	for (i = 0; i < 6; i++)
-		shadow[q][tail[q] % RING].args[i] = c->args[i];
-	shadow[q][tail[q] % RING].opcode = op;
+		g->shadow[q][tail[q] % RING].args[i] = c->args[i];
+	g->shadow[q][tail[q] % RING].opcode = op;
 	asm volatile("" : : : "memory");
 	tail[q]++;
-	wr(qreg(q, SIMGPU_QREG_TAIL), tail[q]);
+	wr(g, qreg(q, SIMGPU_QREG_TAIL), tail[q]);
 }
 
-static u32 pt_root_iova(void)
+static u32 pt_root_iova(struct gpu *g)
 {
-	return (u32)pt_root;
+	return (u32)g->m->pt_root;
 }
 
 /* The device was reset behind our back: not enabled, or tables forgotten. */
-static int device_lost(void)
+static int device_lost(struct gpu *g)
 {
-	return !(rd(SIMGPU_REG_CONTROL) & SIMGPU_CTRL_ENABLE) ||
-	       rd(SIMGPU_REG_PT_ROOT_LO) != pt_root_iova();
+	return !(rd(g, SIMGPU_REG_CONTROL) & SIMGPU_CTRL_ENABLE) ||
+	       rd(g, SIMGPU_REG_PT_ROOT_LO) != pt_root_iova(g);
 }
 
 /*
@@ -264,43 +296,46 @@ static int device_lost(void)
  * as memory holds them against what was written there (a difference is a
  * ring page older than the driver's last write).
  */
-static void ring_report(int q, u32 head)
+static void ring_report(struct gpu *g, int q, u32 head)
 {
 	u32 k;
 
 	for (k = head - 1; k != head + 1; k++) {
-		const struct simgpu_cmd *c = &dma.ring[q][k % RING], *w = &shadow[q][k % RING];
+		const struct simgpu_cmd *c = &g->m->dma.ring[q][k % RING];
+		const struct simgpu_cmd *w = &g->shadow[q][k % RING];
 
-		say("  ring %u slot %u: op %u a0 0x%x a1 0x%x a2 0x%x; written op %u a0 0x%x a1 0x%x a2 0x%x",
-		    q, k % RING, c->opcode, (u32)c->args[0], (u32)c->args[1], (u32)c->args[2],
-		    w->opcode, (u32)w->args[0], (u32)w->args[1], (u32)w->args[2]);
+		say("  gpu%u ring %u slot %u: op %u a0 0x%x a1 0x%x a2 0x%x; written op %u a0 0x%x a1 0x%x a2 0x%x",
+		    g->idx, q, k % RING, c->opcode, (u32)c->args[0], (u32)c->args[1],
+		    (u32)c->args[2], w->opcode, (u32)w->args[0], (u32)w->args[1], (u32)w->args[2]);
 	}
 }
 
-static int wait_idle(u32 n)
+static int wait_idle(struct gpu *g, u32 n)
 {
 	u32 polls = 0, q;
 
 	for (q = 0; q < 2; q++) {
 		for (;;) {
-			u32 st = rd(qreg(q, SIMGPU_QREG_STATUS));
+			u32 st = rd(g, qreg(q, SIMGPU_QREG_STATUS));
 
-			if (device_lost())
+			if (device_lost(g))
 				return 1;
 			if (st & SIMGPU_QSTATUS_ERROR) {
 				/* with the ring's state, which says who lost track */
-				say("FAIL iter %u: queue %u error %u at 0x%x (head %u tail %u size %u, driver's tail %u)",
-				    n, q, rd(qreg(q, SIMGPU_QREG_ERROR)),
-				    rd(SIMGPU_REG_ERROR_ADDR_LO), rd(qreg(q, SIMGPU_QREG_HEAD)),
-				    rd(qreg(q, SIMGPU_QREG_TAIL)),
-				    rd(qreg(q, SIMGPU_QREG_RING_SIZE)), tail[q]);
-				ring_report(q, rd(qreg(q, SIMGPU_QREG_HEAD)));
+				say("FAIL iter %u: gpu%u: queue %u error %u at 0x%x", n, g->idx,
+				    q, rd(g, qreg(q, SIMGPU_QREG_ERROR)),
+				    rd(g, SIMGPU_REG_ERROR_ADDR_LO));
+				say("  gpu%u queue %u: head %u tail %u size %u, driver's tail %u",
+				    g->idx, q, rd(g, qreg(q, SIMGPU_QREG_HEAD)),
+				    rd(g, qreg(q, SIMGPU_QREG_TAIL)),
+				    rd(g, qreg(q, SIMGPU_QREG_RING_SIZE)), g->tail[q]);
+				ring_report(g, q, rd(g, qreg(q, SIMGPU_QREG_HEAD)));
 				return -1;
 			}
 			if (!(st & SIMGPU_QSTATUS_BUSY))
 				break;
 			if (++polls == POLL_LIMIT) {
-				say("FAIL iter %u: queue %u still busy", n, q);
+				say("FAIL iter %u: gpu%u: queue %u still busy", n, g->idx, q);
 				return -1;
 			}
 		}
@@ -308,70 +343,78 @@ static int wait_idle(u32 n)
 	return 0;
 }
 
-static int find_gpu(void)
+/* Every simgpu on the first buses, in bus order: gpu0, gpu1... */
+static void find_gpus(void)
 {
 	u32 bus, dev;
 
 	for (bus = 0; bus < 4; bus++)
-		for (dev = 0; dev < 32; dev++) {
+		for (dev = 0; dev < 32 && ngpus < MAX_GPUS; dev++) {
 			u32 id = pci_read(bus, dev, 0, 0);
+			struct gpu *g = &gpus[ngpus];
 
 			if (id != (SIMGPU_PCI_DEVICE_ID << 16 | SIMGPU_PCI_VENDOR_ID))
 				continue;
-			bar = (u32 *)(pci_read(bus, dev, 0, 0x10) & ~0xfU);
+			g->bar = (u32 *)(pci_read(bus, dev, 0, 0x10) & ~0xfU);
+			if (!g->bar)
+				continue;
 			/* memory space and bus master */
 			pci_write(bus, dev, 0, 0x04, pci_read(bus, dev, 0, 0x04) | 0x6);
-			say("simgpu at %x:%x.0, BAR0 0x%x", bus, dev, (u32)bar);
-			return bar ? 0 : -1;
+			g->bus = bus;
+			g->dev = dev;
+			g->m = &mem[ngpus];
+			g->idx = ngpus++;
+			say("gpu%u: simgpu at %x:%x.0, BAR0 0x%x", g->idx, bus, dev, (u32)g->bar);
 		}
-	return -1;
+	say("gpus %u", ngpus);
 }
 
 /* Return: 0, 1 when the device was reset again meanwhile, -1 on failure. */
-static int gpu_setup(void)
+static int gpu_setup(struct gpu *g)
 {
+	struct dma_area *dma = &g->m->dma;
 	u32 i, q;
 	int r;
 
-	if (rd(SIMGPU_REG_ID) != SIMGPU_ID_MAGIC) {
-		say("FAIL setup: ID 0x%x", rd(SIMGPU_REG_ID));
+	if (rd(g, SIMGPU_REG_ID) != SIMGPU_ID_MAGIC) {
+		say("FAIL setup: gpu%u: ID 0x%x", g->idx, rd(g, SIMGPU_REG_ID));
 		return -1;
 	}
-	say("queues %u, VRAM %u MiB", rd(SIMGPU_REG_NUM_QUEUES),
-	    rd(SIMGPU_REG_VRAM_SIZE_LO) >> 20 | rd(SIMGPU_REG_VRAM_SIZE_HI) << 12);
+	say("gpu%u: queues %u, VRAM %u MiB", g->idx, rd(g, SIMGPU_REG_NUM_QUEUES),
+	    rd(g, SIMGPU_REG_VRAM_SIZE_LO) >> 20 | rd(g, SIMGPU_REG_VRAM_SIZE_HI) << 12);
 	for (i = 0; i < DMA_PAGES; i++)
-		map(VA_SYS + i * 4096ULL, (u32)&dma + i * 4096, SIMGPU_PTE_WRITE);
+		map(g, VA_SYS + i * 4096ULL, (u32)dma + i * 4096, SIMGPU_PTE_WRITE);
 	for (i = 0; i < VRAM_MAPPED / 4096; i++)
-		map(VA_VRAM + i * 4096ULL, i * 4096, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
-	wr(SIMGPU_REG_PT_ROOT_LO, pt_root_iova());
-	wr(SIMGPU_REG_PT_ROOT_HI, 0);
+		map(g, VA_VRAM + i * 4096ULL, i * 4096, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	wr(g, SIMGPU_REG_PT_ROOT_LO, pt_root_iova(g));
+	wr(g, SIMGPU_REG_PT_ROOT_HI, 0);
 	for (q = 0; q < 2; q++) {
-		tail[q] = 0;
-		wr(qreg(q, SIMGPU_QREG_RING_LO), (u32)dma.ring[q]);
-		wr(qreg(q, SIMGPU_QREG_RING_HI), 0);
-		wr(qreg(q, SIMGPU_QREG_RING_SIZE), RING);
+		g->tail[q] = 0;
+		wr(g, qreg(q, SIMGPU_QREG_RING_LO), (u32)dma->ring[q]);
+		wr(g, qreg(q, SIMGPU_QREG_RING_HI), 0);
+		wr(g, qreg(q, SIMGPU_QREG_RING_SIZE), RING);
 		/* clears an error left by a doorbell that met a reset device */
-		wr(qreg(q, SIMGPU_QREG_CONTROL), SIMGPU_QCTRL_RESET | SIMGPU_QCTRL_ENABLE);
+		wr(g, qreg(q, SIMGPU_QREG_CONTROL), SIMGPU_QCTRL_RESET | SIMGPU_QCTRL_ENABLE);
 	}
-	wr(SIMGPU_REG_INT_MASK, 0);
-	wr(SIMGPU_REG_INT_STATUS, 0xffffffff);
-	wr(SIMGPU_REG_CONTROL, SIMGPU_CTRL_ENABLE);
+	wr(g, SIMGPU_REG_INT_MASK, 0);
+	wr(g, SIMGPU_REG_INT_STATUS, 0xffffffff);
+	wr(g, SIMGPU_REG_CONTROL, SIMGPU_CTRL_ENABLE);
 
 	/* VRAM keeps a pattern for the whole run: checked every iteration. */
-	rng = 0xabcdef;
+	rng = 0xabcdef + g->idx;
 	for (i = 0; i < CBYTES / 4; i++) {
-		vpattern[i] = rnd();
-		dma.csrc[i] = vpattern[i];
+		g->vpattern[i] = rnd();
+		dma->csrc[i] = g->vpattern[i];
 	}
-	submit(1, SIMGPU_OP_COPY, VA_VRAM + CBYTES, VA_OF(csrc), CBYTES, 0);
-	r = wait_idle(0);
+	submit(g, 1, SIMGPU_OP_COPY, VA_VRAM + CBYTES, VA_OF(csrc), CBYTES, 0);
+	r = wait_idle(g, 0);
 	if (r > 0) {
 		/* QEMU resets a device more than once when a stop-copy fails */
-		say("device reset during setup: set up again");
+		say("gpu%u: device reset during setup: set up again", g->idx);
 		return 1;
 	}
 	if (r) {
-		say("FAIL setup: VRAM pattern copy");
+		say("FAIL setup: gpu%u: VRAM pattern copy", g->idx);
 		return -1;
 	}
 
@@ -379,20 +422,56 @@ static int gpu_setup(void)
 	 * The device's background writer stamps its pages all along: in
 	 * system memory, or the hot set in VRAM once the harness asked.
 	 */
-	for (i = 0; i < hot_pages; i++)
-		map(VA_HOT + i * 4096ULL, (2 << 20) + i * 4096ULL,
+	for (i = 0; i < g->hot_pages; i++)
+		map(g, VA_HOT + i * 4096ULL, (2 << 20) + i * 4096ULL,
 		    SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
-	wr(SIMGPU_REG_DIRTY_BASE_LO, hot_pages ? (u32)VA_HOT : (u32)VA_OF(stamps));
-	wr(SIMGPU_REG_DIRTY_BASE_HI, 0);
-	wr(SIMGPU_REG_DIRTY_PAGES, hot_pages ? hot_pages : STAMP_PAGES);
+	wr(g, SIMGPU_REG_DIRTY_BASE_LO, g->hot_pages ? (u32)VA_HOT : (u32)VA_OF(stamps));
+	wr(g, SIMGPU_REG_DIRTY_BASE_HI, 0);
+	wr(g, SIMGPU_REG_DIRTY_PAGES, g->hot_pages ? g->hot_pages : STAMP_PAGES);
 	return 0;
+}
+
+/*
+ * The harness asks for a reset of one device, as a driver recovering it
+ * does: a function-level reset through its PCI Express capability (a VF
+ * has one; QEMU passes it to the kernel's vfio-pci, which resets the
+ * function), then the setup again.  A device without FLR is not reset.
+ */
+static int flr(struct gpu *g)
+{
+	u32 pos = pci_read(g->bus, g->dev, 0, 0x34) & 0xfc, hops = 0, i;
+	int r;
+
+	while (pos && hops++ < 48) {
+		u32 hdr = pci_read(g->bus, g->dev, 0, pos);
+
+		if ((hdr & 0xff) == 0x10)	/* PCI Express */
+			break;
+		pos = hdr >> 8 & 0xfc;
+	}
+	if (!pos || hops > 48 || !(pci_read(g->bus, g->dev, 0, pos + 4) & 1U << 28)) {
+		say("FAIL reset: gpu%u has no function-level reset", g->idx);
+		return -1;
+	}
+	/* Device Control is the low half of the dword at +8: BCR_FLR, bit 15 */
+	pci_write(g->bus, g->dev, 0, pos + 8, (pci_read(g->bus, g->dev, 0, pos + 8) & 0xffff) |
+		  1U << 15);
+	for (i = 0; rd(g, SIMGPU_REG_ID) != SIMGPU_ID_MAGIC; i++)
+		if (i > POLL_LIMIT) {
+			say("FAIL reset: gpu%u never came back", g->idx);
+			return -1;
+		}
+	say("gpu%u: function-level reset done", g->idx);
+	for (i = 0; (r = gpu_setup(g)) > 0 && i < 5; i++)
+		;
+	return r ? -1 : 0;
 }
 
 /*
  * The harness asks for a hot workload: the writer moves to @pages of VRAM
  * (mapped, the device's translations invalidated, then pointed there).
  */
-static int hot_on(u32 pages)
+static int hot_on(struct gpu *g, u32 pages)
 {
 	u32 seq, i;
 
@@ -400,22 +479,22 @@ static int hot_on(u32 pages)
 	if (pages > HOT_MAX || pages < HOT_CHUNK || (pages & (pages - 1))) {
 		say("FAIL hot: %u pages asked: a power of two from %u to %u", pages, HOT_CHUNK,
 		    HOT_MAX);
-		mailbox[2] = hot_pages;
+		mailbox[2] = g->hot_pages;
 		return -1;
 	}
 	for (i = 0; i < pages; i++)
-		map(VA_HOT + i * 4096ULL, (2 << 20) + i * 4096ULL,
+		map(g, VA_HOT + i * 4096ULL, (2 << 20) + i * 4096ULL,
 		    SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
-	seq = rd(SIMGPU_REG_INVAL_ACK) + 1;
-	wr(SIMGPU_REG_INVAL_REQ, seq);
-	for (i = 0; rd(SIMGPU_REG_INVAL_ACK) != seq; i++)
+	seq = rd(g, SIMGPU_REG_INVAL_ACK) + 1;
+	wr(g, SIMGPU_REG_INVAL_REQ, seq);
+	for (i = 0; rd(g, SIMGPU_REG_INVAL_ACK) != seq; i++)
 		if (i > POLL_LIMIT) {
 			say("FAIL hot: invalidation %u never acknowledged", seq);
 			return -1;
 		}
-	hot_pages = pages;
-	wr(SIMGPU_REG_DIRTY_BASE_LO, (u32)VA_HOT);
-	wr(SIMGPU_REG_DIRTY_PAGES, pages);
+	g->hot_pages = pages;
+	wr(g, SIMGPU_REG_DIRTY_BASE_LO, (u32)VA_HOT);
+	wr(g, SIMGPU_REG_DIRTY_PAGES, pages);
 	say("hot %u on", pages);
 	return 0;
 }
@@ -435,40 +514,47 @@ static u32 region_word(u32 gen, u32 c, u32 i)
  * What a driver does when it re-initialises its GPU: a reset through the
  * control register, the setup again, and its working set loaded.
  */
-static int reinit_gpu(u32 gen)
+static int reinit_gpu(struct gpu *g, u32 gen)
 {
+	struct dma_area *dma = &g->m->dma;
 	u32 c, i;
 
-	wr(SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
-	if (gpu_setup())
+	wr(g, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+	if (gpu_setup(g))
 		return -1;
 	for (c = 0; c < RCHUNKS; c++) {
 		for (i = 0; i < CBYTES / 4; i++)
-			dma.csrc[i] = region_word(gen, c, i);
-		submit(1, SIMGPU_OP_COPY, VA_REGION + c * CBYTES, VA_OF(csrc), CBYTES, 0);
-		if (wait_idle(0)) {
+			dma->csrc[i] = region_word(gen, c, i);
+		submit(g, 1, SIMGPU_OP_COPY, VA_REGION + c * CBYTES, VA_OF(csrc), CBYTES, 0);
+		if (wait_idle(g, 0)) {
 			say("FAIL reinit %u: chunk %u", gen, c);
 			return -1;
 		}
 	}
-	region_gen = gen;
+	g->region_gen = gen;
 	mailbox[1] = gen;
 	say("reinit %u done", gen);
 	return 0;
 }
 
-static int check_words(u32 n, const char *what, const u32 *got, const u32 *want,
-		       u32 words)
+static int check_words(struct gpu *g, u32 n, const char *what, const u32 *got,
+		       const u32 *want, u32 words)
 {
 	u32 i;
 
 	for (i = 0; i < words; i++)
 		if (got[i] != want[i]) {
-			say("FAIL iter %u: %s word %u is 0x%x, expected 0x%x", n,
-			    what, i, got[i], want[i]);
+			say("FAIL iter %u: gpu%u: %s word %u is 0x%x, expected 0x%x", n,
+			    g->idx, what, i, got[i], want[i]);
 			return -1;
 		}
 	return 0;
+}
+
+/* Iteration @n's draw for device @g: its kernel buffer, then copy source. */
+static void draw(struct gpu *g, u32 n)
+{
+	rng = n * 2654435761U + 1 + g->idx * 0x61c88647U;
 }
 
 /*
@@ -476,43 +562,44 @@ static int check_words(u32 n, const char *what, const u32 *got, const u32 *want,
  * iteration's source (old data, not noise), and what VRAM holds now,
  * copied out again: it tells a stale VRAM block from a stale page.
  */
-static void copy_report(u32 n)
+static void copy_report(struct gpu *g, u32 n)
 {
+	struct dma_area *dma = &g->m->dma;
 	u32 first = ~0U, last = 0, bad = 0, prev = 0, vsrc = 0, vdst = 0, vfirst = ~0U, i;
 
-	rng = (n - 1) * 2654435761U + 1;	/* the previous iteration's draw */
+	draw(g, n - 1);		/* the previous iteration's draw */
 	for (i = 0; i < KWORDS; i++)
 		rnd();
 	for (i = 0; i < CBYTES / 4; i++) {
 		u32 p = rnd();
 
-		if (dma.cdst[i] == dma.csrc[i])
+		if (dma->cdst[i] == dma->csrc[i])
 			continue;
 		if (first == ~0U)
 			first = i;
 		last = i;
 		bad++;
-		prev += dma.cdst[i] == p;
+		prev += dma->cdst[i] == p;
 	}
-	say("  copy: %u words wrong, %u to %u; %u of them the previous iteration's source",
-	    bad, first, last, prev);
+	say("  gpu%u copy: %u words wrong, %u to %u; %u of them the previous iteration's source",
+	    g->idx, bad, first, last, prev);
 	for (i = 0; i < CBYTES / 4; i++)
-		dma.rcheck[i] = 0;
-	submit(1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_VRAM, CBYTES, 0);
-	if (wait_idle(n)) {
-		say("  copy: VRAM could not be copied out again");
+		dma->rcheck[i] = 0;
+	submit(g, 1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_VRAM, CBYTES, 0);
+	if (wait_idle(g, n)) {
+		say("  gpu%u copy: VRAM could not be copied out again", g->idx);
 		return;
 	}
 	for (i = 0; i < CBYTES / 4; i++) {
-		if (dma.rcheck[i] != dma.csrc[i]) {
+		if (dma->rcheck[i] != dma->csrc[i]) {
 			vsrc++;
 			if (vfirst == ~0U)
 				vfirst = i;
 		}
-		vdst += dma.rcheck[i] != dma.cdst[i];
+		vdst += dma->rcheck[i] != dma->cdst[i];
 	}
-	say("  copy: VRAM now differs from the source in %u words (first %u), from the copy in %u",
-	    vsrc, vfirst, vdst);
+	say("  gpu%u copy: VRAM now differs from the source in %u words (first %u), from the copy in %u",
+	    g->idx, vsrc, vfirst, vdst);
 }
 
 /*
@@ -520,15 +607,15 @@ static void copy_report(u32 n)
  * ring is, and the fence words read again: a fence the device never ran
  * (FENCE register behind) tells a lost command from a lost write.
  */
-static void fence_report(void)
+static void fence_report(struct gpu *g)
 {
 	u32 q;
 
 	for (q = 0; q < 2; q++)
-		say("  fence: queue %u FENCE %u head %u tail %u (driver's %u) status 0x%x; memory %u",
-		    q, rd(qreg(q, SIMGPU_QREG_FENCE_LO)), rd(qreg(q, SIMGPU_QREG_HEAD)),
-		    rd(qreg(q, SIMGPU_QREG_TAIL)), tail[q], rd(qreg(q, SIMGPU_QREG_STATUS)),
-		    (u32)dma.fence[q]);
+		say("  gpu%u fence: queue %u FENCE %u head %u tail %u (driver's %u) status 0x%x; memory %u",
+		    g->idx, q, rd(g, qreg(q, SIMGPU_QREG_FENCE_LO)),
+		    rd(g, qreg(q, SIMGPU_QREG_HEAD)), rd(g, qreg(q, SIMGPU_QREG_TAIL)),
+		    g->tail[q], rd(g, qreg(q, SIMGPU_QREG_STATUS)), (u32)g->m->dma.fence[q]);
 }
 
 /*
@@ -536,25 +623,26 @@ static void fence_report(void)
  * wrong, whose data it holds (another chunk's: a block sent or placed at
  * the wrong offset), and whether VRAM still holds it (copied out again).
  */
-static void region_report(u32 n, u32 c)
+static void region_report(struct gpu *g, u32 n, u32 c)
 {
-	u32 bad = 0, other = ~0U, again = 0, i, k;
+	struct dma_area *dma = &g->m->dma;
+	u32 bad = 0, other = ~0U, again = 0, i, k, gen = g->region_gen;
 
 	for (i = 0; i < CBYTES / 4; i++)
-		bad += dma.rcheck[i] != region_word(region_gen, c, i);
+		bad += dma->rcheck[i] != region_word(gen, c, i);
 	for (k = 0; k < RCHUNKS && other == ~0U; k++)
-		if (k != c && dma.rcheck[0] == region_word(region_gen, k, 0) &&
-		    dma.rcheck[CBYTES / 4 - 1] == region_word(region_gen, k, CBYTES / 4 - 1))
+		if (k != c && dma->rcheck[0] == region_word(gen, k, 0) &&
+		    dma->rcheck[CBYTES / 4 - 1] == region_word(gen, k, CBYTES / 4 - 1))
 			other = k;
 	for (i = 0; i < CBYTES / 4; i++)
-		dma.rcheck[i] = 0;
-	submit(1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_REGION + c * CBYTES, CBYTES, 0);
-	if (wait_idle(n)) {
+		dma->rcheck[i] = 0;
+	submit(g, 1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_REGION + c * CBYTES, CBYTES, 0);
+	if (wait_idle(g, n)) {
 		say("  reinit: chunk %u could not be copied out again", c);
 		return;
 	}
 	for (i = 0; i < CBYTES / 4; i++)
-		again += dma.rcheck[i] != region_word(region_gen, c, i);
+		again += dma->rcheck[i] != region_word(gen, c, i);
 	if (other == ~0U)
 		say("  reinit: chunk %u: %u words wrong, no other chunk's; %u wrong copied again",
 		    c, bad, again);
@@ -563,105 +651,151 @@ static void region_report(u32 n, u32 c)
 		    c, bad, other, again);
 }
 
-static int iteration(u32 n)
+/* Iteration @n's work for @g, submitted: the device runs it meanwhile. */
+static void iteration_submit(struct gpu *g, u32 n)
 {
-	u32 key = 0x9e3779b9U * n, pat = n * 7 + 1, i, it, hot;
-	int bad = 0, copy_bad, region_bad = 0;
+	struct dma_area *dma = &g->m->dma;
+	u32 i, it, hot = g->hot_pages;
 
-	rng = n * 2654435761U + 1;
+	g->key = 0x9e3779b9U * n + g->idx;
+	g->pat = n * 7 + 1 + (g->idx << 24);
+	draw(g, n);
 	for (i = 0; i < KWORDS; i++) {
-		expect[i] = rnd();
-		dma.kbuf[i] = expect[i];
+		g->expect[i] = rnd();
+		dma->kbuf[i] = g->expect[i];
 	}
 	for (it = 0; it < KITERS; it++)
 		for (i = 0; i < KWORDS; i++)
-			expect[i] = kernel_word(expect[i], key, it);
+			g->expect[i] = kernel_word(g->expect[i], g->key, it);
 	for (i = 0; i < CBYTES / 4; i++) {
-		dma.csrc[i] = rnd();
-		dma.cdst[i] = 0;
-		dma.vcheck[i] = 0;
+		dma->csrc[i] = rnd();
+		dma->cdst[i] = 0;
+		dma->vcheck[i] = 0;
 	}
 	for (i = 0; i < 1024; i++)
-		dma.fill[i] = 0;
+		dma->fill[i] = 0;
 
-	submit(0, SIMGPU_OP_KERNEL, VA_OF(kbuf), sizeof(dma.kbuf), KITERS, key);
-	submit(0, SIMGPU_OP_FENCE, VA_OF(fence[0]), n, 0, 0);
-	submit(1, SIMGPU_OP_COPY, VA_VRAM, VA_OF(csrc), CBYTES, 0);
-	submit(1, SIMGPU_OP_COPY, VA_OF(cdst), VA_VRAM, CBYTES, 0);
-	submit(1, SIMGPU_OP_COPY, VA_OF(vcheck), VA_VRAM + CBYTES, CBYTES, 0);
-	submit(1, SIMGPU_OP_FILL, VA_OF(fill), sizeof(dma.fill), pat, 0);
-	if (region_gen) {
+	submit(g, 0, SIMGPU_OP_KERNEL, VA_OF(kbuf), sizeof(dma->kbuf), KITERS, g->key);
+	submit(g, 0, SIMGPU_OP_FENCE, VA_OF(fence[0]), n, 0, 0);
+	submit(g, 1, SIMGPU_OP_COPY, VA_VRAM, VA_OF(csrc), CBYTES, 0);
+	submit(g, 1, SIMGPU_OP_COPY, VA_OF(cdst), VA_VRAM, CBYTES, 0);
+	submit(g, 1, SIMGPU_OP_COPY, VA_OF(vcheck), VA_VRAM + CBYTES, CBYTES, 0);
+	submit(g, 1, SIMGPU_OP_FILL, VA_OF(fill), sizeof(dma->fill), g->pat, 0);
+	if (g->region_gen) {
 		for (i = 0; i < CBYTES / 4; i++)
-			dma.rcheck[i] = 0;
-		submit(1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_REGION + (n % RCHUNKS) * CBYTES,
+			dma->rcheck[i] = 0;
+		submit(g, 1, SIMGPU_OP_COPY, VA_OF(rcheck), VA_REGION + (n % RCHUNKS) * CBYTES,
 		       CBYTES, 0);
 	}
-	hot = hot_pages;	/* a chunk of the hot set's stamps, one in turn */
-	if (hot) {
+	if (hot) {	/* a chunk of the hot set's stamps, one in turn */
 		for (i = 0; i < CBYTES / 8; i++)
-			dma.hcheck[i] = 0;
-		submit(1, SIMGPU_OP_COPY, VA_OF(hcheck),
+			dma->hcheck[i] = 0;
+		submit(g, 1, SIMGPU_OP_COPY, VA_OF(hcheck),
 		       VA_HOT + (n % (hot / HOT_CHUNK)) * (u64)CBYTES, CBYTES, 0);
 	}
-	submit(1, SIMGPU_OP_FENCE, VA_OF(fence[1]), n, 0, 0);
-	bad = wait_idle(n);
-	if (bad > 0 || device_lost()) {
-		say("device reset under iter %u: set up again (CONTROL 0x%x, PT_ROOT 0x%x)", n,
-		    rd(SIMGPU_REG_CONTROL), rd(SIMGPU_REG_PT_ROOT_LO));
-		return gpu_setup() < 0 ? -1 : 1;
+	submit(g, 1, SIMGPU_OP_FENCE, VA_OF(fence[1]), n, 0, 0);
+}
+
+/*
+ * Iteration @n's results on @g, once it is idle.  Return: 0, 1 when the
+ * device was reset under it (set up again: run it again), -1 on failure.
+ */
+static int iteration_check(struct gpu *g, u32 n)
+{
+	struct dma_area *dma = &g->m->dma;
+	u32 i, hot = g->hot_pages, pat = g->pat;
+	int bad, copy_bad, region_bad = 0;
+
+	bad = wait_idle(g, n);
+	if (bad > 0 || device_lost(g)) {
+		say("gpu%u: device reset under iter %u: set up again (CONTROL 0x%x, PT_ROOT 0x%x)",
+		    g->idx, n, rd(g, SIMGPU_REG_CONTROL), rd(g, SIMGPU_REG_PT_ROOT_LO));
+		return gpu_setup(g) < 0 ? -1 : 1;
 	}
 	if (bad)
 		return -1;
 
-	if (dma.fence[0] != n || dma.fence[1] != n) {
-		say("FAIL iter %u: fences %u %u", n, (u32)dma.fence[0],
-		    (u32)dma.fence[1]);
-		fence_report();
+	if (dma->fence[0] != n || dma->fence[1] != n) {
+		say("FAIL iter %u: gpu%u: fences %u %u", n, g->idx, (u32)dma->fence[0],
+		    (u32)dma->fence[1]);
+		fence_report(g);
 		bad = 1;
 	}
-	bad |= check_words(n, "kernel", dma.kbuf, expect, KWORDS);
-	copy_bad = check_words(n, "copy", dma.cdst, dma.csrc, CBYTES / 4);
+	bad |= check_words(g, n, "kernel", dma->kbuf, g->expect, KWORDS);
+	copy_bad = check_words(g, n, "copy", dma->cdst, dma->csrc, CBYTES / 4);
 	bad |= copy_bad;
-	bad |= check_words(n, "vram", dma.vcheck, vpattern, CBYTES / 4);
-	for (i = 0; region_gen && i < CBYTES / 4; i++)
-		if (dma.rcheck[i] != region_word(region_gen, n % RCHUNKS, i)) {
-			say("FAIL iter %u: reinit %u chunk %u word %u is 0x%x", n, region_gen,
-			    n % RCHUNKS, i, dma.rcheck[i]);
+	bad |= check_words(g, n, "vram", dma->vcheck, g->vpattern, CBYTES / 4);
+	for (i = 0; g->region_gen && i < CBYTES / 4; i++)
+		if (dma->rcheck[i] != region_word(g->region_gen, n % RCHUNKS, i)) {
+			say("FAIL iter %u: gpu%u: reinit %u chunk %u word %u is 0x%x", n, g->idx,
+			    g->region_gen, n % RCHUNKS, i, dma->rcheck[i]);
 			region_bad = 1;
 			bad = 1;
 			break;
 		}
 	for (i = 0; i < 1024; i++)
-		if (dma.fill[i] != pat) {
-			say("FAIL iter %u: fill word %u is 0x%x", n, i, dma.fill[i]);
+		if (dma->fill[i] != pat) {
+			say("FAIL iter %u: gpu%u: fill word %u is 0x%x", n, g->idx, i,
+			    dma->fill[i]);
 			bad = 1;
 			break;
 		}
 	for (i = 0; i < STAMP_PAGES; i++) {
-		u64 *s = dma.stamps[i];
+		u64 *s = dma->stamps[i];
 
 		if ((s[0] || s[1]) && (s[1] != i || (u32)(s[0] % STAMP_PAGES) != i)) {
-			say("FAIL iter %u: stamp page %u holds %u/%u", n, i,
+			say("FAIL iter %u: gpu%u: stamp page %u holds %u/%u", n, g->idx, i,
 			    (u32)s[0], (u32)s[1]);
 			bad = 1;
 			break;
 		}
 	}
 	for (i = 0; hot && i < HOT_CHUNK; i++) {
-		u64 *h = &dma.hcheck[i * 512];
+		u64 *h = &dma->hcheck[i * 512];
 		u32 pg = (n % (hot / HOT_CHUNK)) * HOT_CHUNK + i;
 
 		if ((h[0] || h[1]) && (h[1] != pg || (u32)h[0] % hot != pg)) {
-			say("FAIL iter %u: hot page %u holds %u/%u", n, pg, (u32)h[0],
-			    (u32)h[1]);
+			say("FAIL iter %u: gpu%u: hot page %u holds %u/%u", n, g->idx, pg,
+			    (u32)h[0], (u32)h[1]);
 			bad = 1;
 			break;
 		}
 	}
 	if (region_bad)
-		region_report(n, n % RCHUNKS);
+		region_report(g, n, n % RCHUNKS);
 	if (copy_bad)
-		copy_report(n);	/* last: it reuses rcheck */
+		copy_report(g, n);	/* last: it reuses rcheck */
+	return bad ? -1 : 0;
+}
+
+/*
+ * Iteration @n on every device at once: all submitted, then each
+ * checked; a device reset under it runs its part again, a few times.
+ * Return: 0 when every device's results were right, -1 otherwise.
+ */
+static int iteration(u32 n)
+{
+	u32 k, tries, left = ngpus;
+	int bad = 0;
+
+	for (k = 0; k < ngpus; k++)
+		gpus[k].state = 1;
+	for (tries = 0; left && tries < 5; tries++) {
+		for (k = 0; k < ngpus; k++)
+			if (gpus[k].state > 0)
+				iteration_submit(&gpus[k], n);
+		for (k = 0; k < ngpus; k++) {
+			struct gpu *g = &gpus[k];
+
+			if (g->state <= 0)
+				continue;
+			g->state = iteration_check(g, n);
+			if (g->state <= 0)
+				left--;
+		}
+	}
+	for (k = 0; k < ngpus; k++)
+		bad |= gpus[k].state;	/* still reset after five: not ok either */
 	return bad ? -1 : 0;
 }
 
@@ -669,30 +803,33 @@ void guest_main(void);
 
 void guest_main(void)
 {
-	u32 n, failures = 0;
+	struct gpu *g0 = &gpus[0];
+	u32 n, k, failures = 0;
 
 	say("start; mailbox 0x%x", (u32)mailbox);
-	if (find_gpu()) {
+	find_gpus();
+	if (!ngpus) {
 		say("FAIL setup: no simgpu on the PCI bus");
 		return;
 	}
-	if (gpu_setup() < 0)
-		return;	/* reset again (1): the first iteration sets it up */
+	for (k = 0; k < ngpus; k++)
+		if (gpu_setup(&gpus[k]) < 0)
+			return;	/* reset again (1): the first iteration sets it up */
 	for (n = 1;; n++) {
-		int r, tries = 0;
-
-		/* again after a reset, a few times */
-		while ((r = iteration(n)) > 0 && ++tries < 5)
-			;
-		if (r)
+		if (iteration(n))
 			failures++;
 		else
 			say("iter %u ok", n);
 		asm volatile("" : : : "memory");	/* the harness writes mailbox[0] */
-		if (mailbox[0] && mailbox[0] != mailbox[1] && reinit_gpu(mailbox[0]))
+		if (mailbox[0] && mailbox[0] != mailbox[1] && reinit_gpu(g0, mailbox[0]))
 			failures++;
-		if (mailbox[2] != hot_pages && hot_on(mailbox[2]))
+		if (mailbox[2] != g0->hot_pages && hot_on(g0, mailbox[2]))
 			failures++;
+		if (mailbox[3]) {
+			if (mailbox[3] > ngpus || flr(&gpus[mailbox[3] - 1]))
+				failures++;
+			mailbox[3] = 0;
+		}
 		if (failures > 10) {
 			say("FAIL too many failures, stopping");
 			return;
