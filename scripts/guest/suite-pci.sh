@@ -9,9 +9,10 @@ loadmod=insmod
 moddir_pf=$moddir/simgpu-pf.ko
 moddir_gpumig=$moddir/gpumig.ko
 moddir_gvp=$moddir/gpumig-vfio-pci.ko
+moddir_simgpu=$moddir/simgpu.ko
 [ -n "$kdir" ] || {
 	loadmod="modprobe"
-	moddir_pf=simgpu_pf moddir_gpumig=gpumig moddir_gvp=gpumig_vfio_pci
+	moddir_pf=simgpu_pf moddir_gpumig=gpumig moddir_gvp=gpumig_vfio_pci moddir_simgpu=simgpu
 }
 
 # Each VF is a simgpu (1234:5347) in an IOMMU group of its own.
@@ -351,8 +352,15 @@ pci_suite() {
 			--pci "256M=$vf1,$vf3" "64M=$vf0"
 		vram_trace off "$out/qemu-pci"
 	fi
-	qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
-		"$out/qemu11-pci" $(reinit_arg) --pingpong 1 --pci "256M=$vf1,$vf3" "64M=$vf0"
+	# With QEMU 11.1, also VMs of two VFs and of a VF and an mdev (simgpu
+	# loaded for it meanwhile).
+	if [ -s "$out/qemu11-root" ]; then
+		check "load simgpu beside simgpu-pf, for mdevs beside VFs" $loadmod "$moddir_simgpu"
+		qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
+			"$out/qemu11-pci" $(reinit_arg) --pingpong 1 --pci "256M=$vf1,$vf3" "64M=$vf0,$vf2" \
+			--several 256M,64M 256M,mdev:64M
+		check "unload simgpu" rmmod simgpu
+	fi
 
 	check "$GVP, simgpu-pf and gpumig cannot be unloaded while QEMU holds a VF" \
 		unload_refused "/sys/bus/pci/devices/$vf0" gpumig_vfio_pci simgpu_pf gpumig
