@@ -70,6 +70,31 @@ rel_vf() {
 	rel_unload && return $rc
 }
 
+# rel_qemu SET DIR save|load FILE [CAP]: half of a QEMU migration through
+# FILE (qemu_file_mig.py) on a fresh simgpu-64M under SET, with its
+# migration/stream_max at CAP first.
+rel_qemu() {
+	local u rc
+	rel_load "$1" "$2" || return 1
+	u=$(cat /proc/sys/kernel/random/uuid)
+	echo "$u" >/sys/class/mdev_bus/simgpu/mdev_supported_types/simgpu-64M/create || return 1
+	if [ -z "${5:-}" ] || echo "$5" >"/sys/bus/mdev/devices/$u/migration/stream_max"; then
+		timeout 900 python3 "$(dirname "$0")/qemu_file_mig.py" "$3" "$u" "$4" \
+			--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-file"
+		rc=$?
+	else
+		rc=1
+	fi
+	echo 1 >"/sys/bus/mdev/devices/$u/remove"
+	rel_unload && return $rc
+}
+
+# rel_qemu_pair SET DIR SET2 DIR2 FILE [CAP]: SET saves (capped at CAP),
+# SET2 restores.
+rel_qemu_pair() {
+	rel_qemu "$1" "$2" save "$5" "${6:-}" && rel_qemu "$3" "$4" load "$5"
+}
+
 releases_suite() {
 	local ver dir cur kind gd
 	cur=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$(dirname "$0")/../../dkms.conf")
@@ -123,5 +148,14 @@ releases_suite() {
 			fi
 			rm -f "$new" "$old"
 		done
+		# What an operator's rolling upgrade does, by QEMU: the running
+		# guest leaves under one release and goes on under the other,
+		# both ways; back to the older one with the cap it reads (1.1).
+		local f=$out/rel-qemu.bin
+		check "releases: QEMU: $ver saves a running guest to a file, $cur restores it, the guest verifies on" \
+			rel_qemu_pair old "$dir" ours "" "$f"
+		check "releases: QEMU: $cur, capped at stream 1.1, saves a running guest to a file, $ver restores it" \
+			rel_qemu_pair ours "" old "$dir" "$f" 1.1
+		rm -f "$f" "$f.iter"
 	done <"$out/releases"
 }
