@@ -11,6 +11,7 @@
 #   make bench-vram                          only the VRAM migration one
 #   make bench-converge                      only the auto-converge one
 #   make bench-postcopy                      only the post-copy one
+#   make bench-several                       only the several-devices one
 
 ifeq ($(KERNELRELEASE),)
 
@@ -20,7 +21,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install uninstall check check-two-host static kunit fuzz fuzz-long demo bench bench-vram bench-converge bench-postcopy soak \
+.PHONY: all modules clean install uninstall check check-two-host static kunit fuzz fuzz-long demo bench bench-vram bench-converge bench-postcopy bench-several soak \
 	deps dkms-install dkms-remove deb
 
 all: modules
@@ -97,6 +98,9 @@ bench-converge:
 
 bench-postcopy:
 	scripts/bench.sh --postcopy
+
+bench-several:
+	scripts/bench.sh --several
 
 soak:
 	scripts/soak.sh

@@ -14,11 +14,14 @@
 #   scripts/bench.sh --converge  only the auto-converge benchmark (the same
 #                              VM as --vram's)
 #   scripts/bench.sh --postcopy  only the post-copy benchmark (the same VM)
+#   scripts/bench.sh --several   only the several-devices downtime benchmark
+#                              (the debug kernel, QEMU 10.0 in the VM)
 #
 # BENCH_REPS (default 7): runs of each VRAM benchmark type, interleaved;
 # BENCH_CONVERGE_REPS (default 3): rounds of auto-converge's idle and hot
 # runs of each type; BENCH_POSTCOPY_REPS (default 3): rounds of
 # post-copy's runs of each type;
+# BENCH_SEVERAL_REPS (default 5): rounds of the several-devices runs;
 # BENCH_CPUS (default 2): the VRAM benchmark VM's vCPUs.
 # BENCH_APPEND adds to the VRAM benchmark VM's kernel command line, to
 # measure what a boot option costs: BENCH_APPEND=init_on_alloc=0 (Debian's
@@ -27,14 +30,16 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-vram_only=0 converge_only=0 only=""
+vram_only=0 converge_only=0 only="" several=1
 case "${1:-}" in
 "") ;;
+--several) vram_only=1 several=2 ;;
 --vram) vram_only=1 only=vram ;;
 --converge) vram_only=1 converge_only=1 only=converge ;;
 --postcopy) vram_only=1 converge_only=1 only=postcopy ;;
-*) die "usage: $0 [--vram | --converge | --postcopy]" ;;
+*) die "usage: $0 [--vram | --converge | --postcopy | --several]" ;;
 esac
+[ -z "$only" ] || several=0
 
 "$GPUMIG_TOP/scripts/install-deps.sh" >&2
 kdir=$(debug_kdir)
@@ -60,6 +65,23 @@ fi
 # The VRAM migration benchmark: Debian's kernel (KASAN would skew the
 # ratios), every simgpu type, pairs of instances; the modules built for
 # that kernel, the same client.
+if [ $several != 0 ]; then
+	# Several devices in one VM: QEMU 10.0's downtime, four against one.
+	mkdir -p "$out/several"
+	echo "${BENCH_SEVERAL_REPS:-5}" >"$out/several/bench-reps"
+	VM_MEMORY=3G VM_TIMEOUT=5400 "$GPUMIG_TOP/scripts/vm.sh" "$kdir" "$out/several" -- \
+		"$GPUMIG_TOP/scripts/guest/run.sh" bench-several "$out/several" "$dir" "$BUILD/tools" "$kdir" ||
+		die "the several-devices benchmark VM failed: see $out/several/console.log"
+	[ -s "$out/several/bench-several.txt" ] ||
+		die "no several-devices benchmark output: see $out/several/console.log"
+	echo "Several devices in one VM ($(cat "$out/several/uname.txt"), QEMU 10.0 under TCG inside the VM): the VM's downtime as QEMU reports it, four simgpu-64M against one, each device running the guest's work; medians"
+	grep -v '^several_bench ' "$out/several/bench-several.txt"
+	grep -q 'ok=False' "$out/several/bench-several.txt" &&
+		die "a several-devices run's own checks failed: see $out/several/bench-several.txt"
+	echo
+	[ $several = 2 ] && exit 0
+fi
+
 dist=$(stage distro)
 make -s -C "$DISTRO_KDIR" M="$dist" modules >>"$out/build.log" 2>&1 ||
 	{ cat "$out/build.log" >&2; die "module build for $KVER_DISTRO failed"; }

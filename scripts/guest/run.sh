@@ -94,6 +94,9 @@ bench)
 bench-vram)
 	bench_vram_mode
 	;;
+bench-several)
+	bench_several_mode
+	;;
 soak)
 	soak_mode
 	;;

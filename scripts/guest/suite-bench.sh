@@ -17,6 +17,18 @@ bench_mode() {
 	fi
 }
 
+# make bench-several: QEMU's downtime for a VM of four simgpus against one,
+# multifd device-state transfer off and on (bench_several.py).
+bench_several_mode() {
+	check "load the VFIO stack" vfio_stack
+	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
+	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
+	timeout 5000 python3 "$(dirname "$0")/bench_several.py" \
+		--reps "$(cat "$out/bench-reps" 2>/dev/null || echo 5)" \
+		--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu" >"$out/bench-several.txt" 2>>"$out/guest.log"
+	check "the several-devices benchmark ran every run to its end" [ $? -eq 0 ]
+}
+
 # make bench-vram: the VRAM migration benchmark on every type and on VFs.
 bench_vram_mode() {
 	# Ours are the ones measured, not an installed (DKMS) build udev loaded.
