@@ -1248,13 +1248,13 @@ static void stream_compat_format(struct kunit *test)
 	t_compat(&c);
 	gpumig_compat_format(&c, buf, sizeof(buf));
 	KUNIT_EXPECT_STREQ(test, buf,
-			   "stream=1.1 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1\n");
+			   "stream=1.1 reads=1.3 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1\n");
 	/* Another block: the minor that carries it, and the block named. */
 	c.block_shift = 21;
 	c.stream_minor = 2;
 	gpumig_compat_format(&c, buf, sizeof(buf));
 	KUNIT_EXPECT_STREQ(test, buf,
-			   "stream=1.2 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1 block_size=2097152\n");
+			   "stream=1.2 reads=1.3 backend=240 type=simgpu-test vram=1048576 queues=4 features=0x5 page_size=4096 state_version=1 block_size=2097152\n");
 }
 
 /*

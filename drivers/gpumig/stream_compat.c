@@ -85,8 +85,9 @@ EXPORT_SYMBOL_IF_KUNIT(gpumig_compat_check);
  * @len: size of @buf
  *
  * This is the form sysfs shows to schedulers: stream= is the version the
- * device writes, and block_size= appears only for a block other than
- * 64 KiB, so a device of 0.1's geometry prints 0.1's line.
+ * device writes, reads= the newest this engine reads as a destination
+ * (0.1's line has no reads=: it reads 1.0 and 1.1), and block_size=
+ * appears only for a block other than 64 KiB.
  *
  * Return: characters written, as scnprintf().
  */
@@ -95,8 +96,9 @@ int gpumig_compat_format(const struct gpumig_compat *c, char *buf, size_t len)
 	int n;
 
 	n = scnprintf(buf, len,
-		      "stream=%u.%u backend=%u type=%.32s vram=%llu queues=%u features=0x%llx page_size=%u state_version=%u",
-		      GPUMIG_STREAM_MAJOR, c->stream_minor, c->backend,
+		      "stream=%u.%u reads=%u.%u backend=%u type=%.32s vram=%llu queues=%u features=0x%llx page_size=%u state_version=%u",
+		      GPUMIG_STREAM_MAJOR, c->stream_minor, GPUMIG_STREAM_MAJOR,
+		      GPUMIG_STREAM_MINOR, c->backend,
 		      c->type_name, c->vram_size, c->nr_queues, c->features,
 		      c->page_size, c->arch_version);
 	if (c->block_shift != GPUMIG_BLOCK_SHIFT_DEFAULT)

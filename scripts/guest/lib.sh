@@ -142,6 +142,25 @@ compat_check() {
 			grep -q '"compatible": true'
 }
 
+# compat_versions DEV: check-compat on the stream versions, with DEV's
+# descriptor as it is (reads=1.3) and as release 0.1 prints it (no reads=):
+# to 0.1 compatible only with the source capped at 1.1 (--json says it as
+# stream_max), from 0.1 compatible, a stream 1.2 refused by 0.1.
+compat_versions() {
+	local c="$tooldir/gpumigctl" d old s12
+	d=$(cat "$(gpumig_sysdir "$1")/migration/compat")
+	echo "$d" | grep -q '^stream=1\.1 reads=1\.3 ' || { echo "descriptor: $d"; return 1; }
+	old=$(echo "$d" | sed 's/ reads=[0-9.]*//')
+	s12=$(echo "$d" | sed 's/^stream=1\.1/stream=1.2/')
+	"$c" check-compat "$d" "$old" |
+		grep -qx "compatible with the source's migration/stream_max at 1.1 (the destination reads up to 1.1)" &&
+		"$c" --json check-compat "$d" "$old" | grep -q '"compatible": true, .*"stream_max": "1.1"' &&
+		"$c" check-compat "$old" "$d" | grep -qx compatible &&
+		{ "$c" check-compat "$s12" "$old"; [ $? -eq 1 ]; } &&
+		"$c" check-compat "$s12" "$old" |
+		grep -qx "incompatible: the source writes stream 1.2, the destination reads up to 1.1"
+}
+
 gpumig_sysdir() {
 	if [ -e "/sys/bus/mdev/devices/$1" ]; then
 		echo "/sys/bus/mdev/devices/$1"

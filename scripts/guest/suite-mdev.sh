@@ -146,6 +146,8 @@ simgpu_suite() {
 			trace_events "$src" "$dst" "${uuids[0]}"
 		check "gpumigctl check-compat: same type compatible, another type refused as the kernel does" \
 			compat_check "$src" "$dst" "${uuids[0]}" "type mismatch: source simgpu-256M, destination simgpu-64M"
+		check "gpumigctl check-compat across releases: to 0.1 with stream_max 1.1, from 0.1, 1.2 refused by 0.1" \
+			compat_versions "$src"
 		check "gpumigctl watch: samples of the metrics, as JSON" watch_check "$src"
 		check "gpumigctl watch --domain: libvirt 11.3's job figures for RAM, and RAM and device together" \
 			watch_domain_check "$src"

@@ -27,6 +27,30 @@ static bool field(const char *line, const char *key, int base, unsigned long lon
 	return false;
 }
 
+/*
+ * "@key=MAJOR.MINOR" in @line: the minor, or @absent when the key is not
+ * there; -1 when it is there but not of that form.
+ */
+static long minor_of(const char *line, const char *key, long absent)
+{
+	size_t n = strlen(key);
+	const char *p, *dot;
+	char *end;
+	long v;
+
+	for (p = line; (p = strstr(p, key)); p += n) {
+		if ((p != line && p[-1] != ' ') || p[n] != '=')
+			continue;
+		dot = strchr(p + n + 1, '.');
+		if (!dot || dot - p > 16)
+			return -1;
+		errno = 0;
+		v = strtol(dot + 1, &end, 10);
+		return errno || end == dot + 1 || v < 0 || v > 0xffff ? -1 : v;
+	}
+	return absent;
+}
+
 /* A descriptor line back into the struct: 0, or -1 if a field is missing. */
 static int parse(const char *line, struct gpumig_compat *c, unsigned int *major)
 {
@@ -62,10 +86,13 @@ static int parse(const char *line, struct gpumig_compat *c, unsigned int *major)
 	return 0;
 }
 
-int gpumigctl_compat_check(const char *src, const char *dst, char *msg, size_t len)
+int gpumigctl_compat_check(const char *src, const char *dst, char *msg, size_t len,
+			   char *cap, size_t caplen)
 {
 	struct gpumig_compat s, d;
 	unsigned int smaj = 0, dmaj = 0;
+	long swrites, sreads, dreads;
+	int ret;
 
 	if (parse(src, &s, &smaj)) {
 		snprintf(msg, len, "the source's descriptor cannot be read: %s", src);
@@ -80,5 +107,30 @@ int gpumigctl_compat_check(const char *src, const char *dst, char *msg, size_t l
 			 smaj, dmaj);
 		return -EPROTONOSUPPORT;
 	}
-	return gpumig_compat_check(&s, &d, msg, len);
+	ret = gpumig_compat_check(&s, &d, msg, len);
+	if (ret)
+		return ret;
+	/*
+	 * The minors: what the source writes now, and what each side reads
+	 * (no reads=: a release before 0.2, which reads 1.0 and 1.1).
+	 */
+	swrites = minor_of(src, "stream", 0);
+	sreads = minor_of(src, "reads", 1);
+	dreads = minor_of(dst, "reads", 1);
+	if (swrites < 0 || sreads < 0 || dreads < 0) {
+		snprintf(msg, len, "a stream version in the descriptors cannot be read");
+		return -EINVAL;
+	}
+	if (caplen)
+		cap[0] = 0;
+	if (swrites > dreads) {
+		snprintf(msg, len,
+			 "the source writes stream %u.%ld, the destination reads up to %u.%ld",
+			 smaj, swrites, dmaj, dreads);
+		return -EPROTONOSUPPORT;
+	}
+	/* An older destination: cap what the source may go on to write. */
+	if (dreads < sreads)
+		snprintf(cap, caplen, "%u.%ld", smaj, dreads);
+	return 0;
 }

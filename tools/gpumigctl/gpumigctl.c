@@ -61,7 +61,9 @@ static void print_help(FILE *f)
 	      "                        device together at the job's bandwidth\n"
 	      "  check-compat SRC DST  may DST accept SRC's migration stream?  Each is a\n"
 	      "                        device or a descriptor line as migration/compat\n"
-	      "                        prints it; the kernel's own rule decides\n"
+	      "                        prints it; the kernel's own rule decides, and\n"
+	      "                        the stream versions: for a destination of an\n"
+	      "                        older release, the source's stream_max to set\n"
 	      "\n"
 	      "DEVICE is an mdev UUID or a PCI address (0000:01:00.1).\n", f);
 }
@@ -616,12 +618,12 @@ static int read_compat(const char *arg, char *buf, size_t len)
 /* Exit 0 when compatible, 1 when not (the reason printed), 2 on bad input. */
 static int cmd_check_compat(const char *src, const char *dst)
 {
-	char s[512], d[512], msg[256] = "";
+	char s[512], d[512], msg[256] = "", cap[16] = "";
 	int ret;
 
 	if (read_compat(src, s, sizeof(s)) || read_compat(dst, d, sizeof(d)))
 		return 2;
-	ret = gpumigctl_compat_check(s, d, msg, sizeof(msg));
+	ret = gpumigctl_compat_check(s, d, msg, sizeof(msg), cap, sizeof(cap));
 	if (ret == -EINVAL) {
 		fprintf(stderr, "gpumigctl: %s\n", msg);
 		return 2;
@@ -629,9 +631,14 @@ static int cmd_check_compat(const char *src, const char *dst)
 	if (json) {
 		printf("{\"compatible\": %s, \"reason\": ", ret ? "false" : "true");
 		json_str(msg);
+		if (!ret && cap[0])
+			printf(", \"stream_max\": \"%s\"", cap);
 		printf("}\n");
 	} else if (ret) {
 		printf("incompatible: %s\n", msg);
+	} else if (cap[0]) {
+		printf("compatible with the source's migration/stream_max at %s (the destination reads up to %s)\n",
+		       cap, cap);
 	} else {
 		printf("compatible\n");
 	}
