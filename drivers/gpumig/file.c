@@ -14,6 +14,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/lockdep.h>
+#include <linux/pci.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
@@ -79,6 +80,20 @@ int gpumig_file_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
+/*
+ * The file lock of a PCI function's files and of other front ends' (mdev)
+ * files are two lock classes.  A PCI function's reset takes its file lock
+ * under vfio-pci-core's memory lock, which its aperture's faults take
+ * under the mm's lock; an mdev backend takes its device lock under the
+ * file lock and does its DMA (the mm's lock) under that.  Each chain is
+ * sound for the devices in it, and no path takes one device's file lock
+ * under another's; but with one class, an mdev and a VF in one VMM (one
+ * container, one mm) join the two chains into a cycle no device can
+ * close, which lockdep reported (mdev migf -> core -> type1 -> mmap ->
+ * VF memory_lock -> VF migf).
+ */
+static struct lock_class_key gpumig_file_lock_pci, gpumig_file_lock_other;
+
 /* A file of @m with a scratch buffer of @tmp_size bytes. */
 struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m, size_t tmp_size)
 {
@@ -88,6 +103,8 @@ struct gpumig_mig_file *gpumig_file_alloc(struct gpumig_mig *m, size_t tmp_size)
 	if (!migf)
 		return NULL;
 	mutex_init(&migf->lock);
+	lockdep_set_class(&migf->lock, dev_is_pci(m->vdev->dev) ? &gpumig_file_lock_pci :
+				       &gpumig_file_lock_other);
 	mutex_init(&migf->io_lock);
 	init_waitqueue_head(&migf->wq);
 	INIT_DELAYED_WORK(&migf->recheck, gpumig_file_recheck);
