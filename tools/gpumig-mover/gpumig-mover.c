@@ -283,6 +283,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 	uint8_t *rec = malloc(reclen);
 	unsigned long long delivered = 0, again = 0, asked = 0;
 	double last = now_s();
+	bool acks_lost = false;
 	struct mv_msg m;
 	pid_t pid;
 
@@ -310,7 +311,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 			die(3, "no block arrived for %.0f s: abandoned, the rest is lost",
 			    abandon_after);
 		}
-		while (read(fd, &ev, sizeof(ev)) == sizeof(ev)) {
+		while (!acks_lost && read(fd, &ev, sizeof(ev)) == sizeof(ev)) {
 			if (send_msg(to, MV_WANT, ev.block))
 				break;
 			asked++;
@@ -339,12 +340,24 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 			continue;
 		}
 		last = now_s();
-		if (send_msg(to, MV_ACK, ((struct gpumig_pc_block *)rec)->block))
-			break;
+		/*
+		 * The source end may already have seen the session end and
+		 * sent MV_END (on one host both ends watch one session): an
+		 * acknowledgment it no longer reads is no failure.  Read on;
+		 * an end of the link without MV_END still is one.
+		 */
+		if (send_msg(to, MV_ACK, ((struct gpumig_pc_block *)rec)->block) && !acks_lost) {
+			acks_lost = true;
+			fprintf(stderr, "%s: the source end stopped reading after %llu blocks\n",
+				prog, delivered);
+		}
 	}
 	close(to);
 	waitpid(pid, &status, 0);
-	die(1, "the source end went after %llu blocks; start the mover again", delivered);
+	/* How it went, for whoever looks into it: its exit status or signal. */
+	die(1, "the source end went after %llu blocks (%s %d, last message type %u); start the mover again",
+	    delivered, WIFSIGNALED(status) ? "signal" : "exit status",
+	    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), m.type);
 	return 1;
 }
 
