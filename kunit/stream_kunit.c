@@ -719,7 +719,7 @@ enum hostile_kind {
 	H_ZERO_LEN, H_WORK, H_PART_INDEX, H_PART_FLAGS, H_PART_SHORT, H_PART_HUGE,
 	H_VENDOR_FLAGS, H_VENDOR_HUGE, H_BLOCK_OLD_MINOR, H_BLOCK_BAD, H_RESERVED,
 	H_PC_FLAGS, H_PC_NO_TOKEN, H_PC_LEN, H_OWED_SHORT, H_OWED_LEN, H_OWED_BITS,
-	H_OWED_EMPTY,
+	H_OWED_EMPTY, H_NEWER_MINOR,
 	H_COUNT
 };
 
@@ -767,6 +767,8 @@ static const struct hostile_case hostile_cases[H_COUNT] = {
 			 "owed-blocks section of" },
 	[H_OWED_BITS] = { "owed blocks: bits past the count", -EINVAL, "past its" },
 	[H_OWED_EMPTY] = { "owed blocks: none covered", -EINVAL, "for 0 blocks" },
+	[H_NEWER_MINOR] = { "a newer minor than this reader's", -EPROTONOSUPPORT,
+			    "newer than this destination reads" },
 };
 
 static void hostile_desc(const struct hostile_case *c, char *desc)
@@ -847,7 +849,7 @@ static void stream_hostile(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, buf);
 	if (k != H_NO_HEADER && k != H_MAJOR && k != H_BLOCK_OLD_MINOR && k != H_BLOCK_BAD &&
-	    k != H_RESERVED)
+	    k != H_RESERVED && k != H_NEWER_MINOR)
 		n += t_valid_header(buf, GPUMIG_STREAM_MAJOR, 0);
 
 	switch (k) {
@@ -955,6 +957,9 @@ static void stream_hostile(struct kunit *test)
 		break;
 	case H_RESERVED:
 		n += t_header_geo(buf, GPUMIG_STREAM_MAJOR, 2, 0, 0, 1);
+		break;
+	case H_NEWER_MINOR:
+		n += t_header_geo(buf, GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR + 1, 0, 0, 0);
 		break;
 	case H_PC_FLAGS:
 	case H_PC_NO_TOKEN:

@@ -95,6 +95,7 @@ void gpumig_mig_fail(struct gpumig_mig *m, int err, const char *why)
 		m->ops->dma_log_stop(m->priv);
 	trace_gpumig_state(m->vdev->dev, m->state, VFIO_DEVICE_STATE_ERROR, err);
 	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_ERROR);
+	gpumig_notify(m, GPUMIG_NOTIFY_STATE);
 	m->quiesced = false;
 	m->p2p_stopped = false;
 	/* VRAM still owed to it went with the rest of its memory. */
@@ -174,6 +175,8 @@ int gpumig_mig_open(struct gpumig_mig *m)
 		ret = -EBUSY;
 	} else {
 		/* a new session, ERROR or not */
+		if (m->state != VFIO_DEVICE_STATE_RUNNING)
+			gpumig_notify(m, GPUMIG_NOTIFY_STATE);
 		WRITE_ONCE(m->state, VFIO_DEVICE_STATE_RUNNING);
 		gpumig_set_why(m, "%s", "");	/* the last tenant's is not this one's */
 		gpumig_set_source(m, "");
@@ -235,12 +238,15 @@ int gpumig_mig_close(struct gpumig_mig *m)
 	}
 	if (ret) {
 		WRITE_ONCE(m->quarantined, true);
+		gpumig_notify(m, GPUMIG_NOTIFY_QUARANTINE);
 		gpumig_quarantine_set(m->vdev->dev, why);
 		gpumig_set_why(m, "quarantined: %s", why);
 		trace_gpumig_quarantine(m->vdev->dev, why);
 		dev_err(m->vdev->dev, "quarantined: %s%s\n", why,
 			m->migrated_away ? " (after migrating away)" : "");
 	}
+	if (m->state != VFIO_DEVICE_STATE_RUNNING)
+		gpumig_notify(m, GPUMIG_NOTIFY_STATE);
 	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_RUNNING);
 	m->quiesced = false;
 	m->p2p_stopped = false;	/* scrubbed: reset, or quarantined and never run */
@@ -274,6 +280,7 @@ int gpumig_mig_unquarantine(struct gpumig_mig *m)
 			gpumig_quarantine_clear(m->vdev->dev);
 			gpumig_set_why(m, "%s", "");
 			WRITE_ONCE(m->quarantined, false);
+			gpumig_notify(m, GPUMIG_NOTIFY_QUARANTINE);
 			dev_notice(m->vdev->dev, "quarantine lifted by the operator\n");
 		}
 	}
@@ -285,7 +292,8 @@ EXPORT_SYMBOL_GPL(gpumig_mig_unquarantine);
 
 /**
  * gpumig_sysfs_confirm() - an operator's yes to an action attribute
- * @buf: what was written ("1", "y", "on"...)
+ * @buf: what was written: exactly "1", "y", "Y", "yes" or "on", a newline
+ *	after it at most (kstrtobool() would take "1x" or "yes-please")
  *
  * For front ends' write-only attributes such as migration/unquarantine.
  *
@@ -293,12 +301,13 @@ EXPORT_SYMBOL_GPL(gpumig_mig_unquarantine);
  */
 int gpumig_sysfs_confirm(const char *buf)
 {
-	bool yes;
-	int ret = kstrtobool(buf, &yes);
+	static const char *const yes[] = { "1", "y", "Y", "yes", "on" };
+	unsigned int i;
 
-	if (ret)
-		return ret;
-	return yes ? 0 : -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(yes); i++)
+		if (sysfs_streq(buf, yes[i]))
+			return 0;
+	return -EINVAL;
 }
 EXPORT_SYMBOL_GPL(gpumig_sysfs_confirm);
 
@@ -486,6 +495,7 @@ struct gpumig_mig *gpumig_mig_create(struct vfio_device *vdev,
 	spin_lock_init(&m->poll_lock);
 	spin_lock_init(&m->pc_lock);
 	m->pc_timeout_s = GPUMIG_PC_TIMEOUT_S;
+	gpumig_notify_init(m);
 	gpumig_pc_source_adopt(m);
 	gpumig_converge_init(m);
 	/* A quarantine from before this binding still holds. */
@@ -516,6 +526,7 @@ void gpumig_mig_destroy(struct gpumig_mig *m)
 	gpumig_pc_device_gone(m);
 	gpumig_state_mutex_unlock(m);
 	gpumig_converge_exit(m);
+	gpumig_notify_exit(m);
 	mutex_destroy(&m->view_lock);
 	mutex_destroy(&m->state_mutex);
 	kfree(m);

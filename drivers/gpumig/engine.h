@@ -315,6 +315,9 @@ struct gpumig_view {
  *	@pc_lock too)
  * @pc_lock: guards @pc_dst for gpumig_mig_postcopy_demand(); never held
  *	across a sleep
+ * @notify_work: wakes poll() on the migration/ files @notify names
+ *	(gpumig_notify(), metrics.c)
+ * @notify: GPUMIG_NOTIFY_* bits not yet sent (atomic bitops)
  */
 struct gpumig_mig {
 	struct vfio_device *vdev;
@@ -358,6 +361,17 @@ struct gpumig_mig {
 	struct gpumig_pc *pc_src;
 	struct gpumig_pc *pc_dst;
 	spinlock_t pc_lock;		/* see above */
+
+	struct work_struct notify_work;
+	unsigned long notify;
+};
+
+/* What changed, for gpumig_notify(): the migration/ files woken. */
+enum gpumig_notify_what {
+	GPUMIG_NOTIFY_STATE,		/* state (and status) */
+	GPUMIG_NOTIFY_ERROR,		/* last_error: a refusal, a failure */
+	GPUMIG_NOTIFY_QUARANTINE,	/* migratable: quarantined or lifted */
+	GPUMIG_NR_NOTIFY
 };
 
 /* state.c */
@@ -373,6 +387,9 @@ void gpumig_set_source(struct gpumig_mig *m, const char *producer);
 void gpumig_get_source(struct gpumig_mig *m, char *buf, size_t len);
 
 /* metrics.c */
+void gpumig_notify_init(struct gpumig_mig *m);
+void gpumig_notify(struct gpumig_mig *m, enum gpumig_notify_what what);
+void gpumig_notify_exit(struct gpumig_mig *m);
 void gpumig_view_changed(struct gpumig_mig *m);
 void gpumig_view_get(struct gpumig_mig *m, struct gpumig_view *v);
 

@@ -23,6 +23,70 @@
 
 #define GPUMIG_VIEW_PERIOD_MS	20
 
+/* The migration/ file each GPUMIG_NOTIFY_* wakes (status wakes with all). */
+static const char *const gpumig_notify_files[GPUMIG_NR_NOTIFY] = {
+	[GPUMIG_NOTIFY_STATE] = "state",
+	[GPUMIG_NOTIFY_ERROR] = "last_error",
+	[GPUMIG_NOTIFY_QUARANTINE] = "migratable",
+};
+
+static void gpumig_notify_work(struct work_struct *work)
+{
+	struct gpumig_mig *m = container_of(work, struct gpumig_mig, notify_work);
+	struct kobject *kobj = &m->vdev->dev->kobj;
+	bool any = false;
+	unsigned int i;
+
+	for (i = 0; i < GPUMIG_NR_NOTIFY; i++) {
+		if (test_and_clear_bit(i, &m->notify)) {
+			sysfs_notify(kobj, "migration", gpumig_notify_files[i]);
+			any = true;
+		}
+	}
+	if (any)
+		sysfs_notify(kobj, "migration", "status");
+}
+
+/**
+ * gpumig_notify_init() - set up the wake-ups of poll() on migration/ files
+ * @m: device
+ */
+void gpumig_notify_init(struct gpumig_mig *m)
+{
+	INIT_WORK(&m->notify_work, gpumig_notify_work);
+}
+
+/**
+ * gpumig_notify() - wake whoever polls the file that shows @what
+ * @m: device
+ * @what: what changed
+ *
+ * A monitor sleeps in poll() on migration/state, last_error or migratable
+ * (or status, which wakes with each) instead of reading it in a loop; as
+ * sysfs.rst says, it reads the file again after the wake-up (POLLPRI |
+ * POLLERR) and from offset 0.  sysfs_notify() looks the file up under
+ * kernfs's own lock, so it runs from a work item: callers hold the state
+ * mutex, or a spinlock.
+ *
+ * Context: any.
+ */
+void gpumig_notify(struct gpumig_mig *m, enum gpumig_notify_what what)
+{
+	if (!m->vdev || !m->vdev->dev)	/* KUnit's devices have no sysfs */
+		return;
+	set_bit(what, &m->notify);
+	schedule_work(&m->notify_work);
+}
+
+/**
+ * gpumig_notify_exit() - no wake-up runs after this
+ * @m: device, its front end's files still there or already gone
+ */
+void gpumig_notify_exit(struct gpumig_mig *m)
+{
+	cancel_work_sync(&m->notify_work);
+}
+
 /**
  * gpumig_view_changed() - what the view shows may have moved
  * @m: device
@@ -104,7 +168,9 @@ EXPORT_SYMBOL_GPL(gpumig_mig_status);
  * @buf: sysfs buffer
  *
  * "quarantined: <why>" for a quarantined device, else "migratable" and
- * key=value pairs; every front end shows the same line.
+ * key=value pairs; every front end shows the same line.  A summary for
+ * people: each value has its own file (GPUMIG_DEFINE_MIGRATION_ATTRS()),
+ * which is what programs read.
  *
  * Return: bytes written.
  */
@@ -116,8 +182,9 @@ ssize_t gpumig_mig_status_show(struct gpumig_mig *m, char *buf)
 	gpumig_mig_status(m, &st);
 	if (st.quarantined)
 		return sysfs_emit(buf, "%s\n", st.why);
-	n = sysfs_emit(buf, "migratable state=%u dirty_tracking=%s pending_bytes=%llu",
-		       st.state, st.dirty_tracking ? "device" : "none", st.pending_bytes);
+	n = sysfs_emit(buf, "migratable state=%s dirty_tracking=%s remaining_bytes=%llu",
+		       gpumig_state_name(st.state), st.dirty_tracking ? "device" : "none",
+		       st.pending_bytes);
 	n += sysfs_emit_at(buf, n, " precopy_rounds=%llu precopy_bytes=%llu",
 			   st.precopy_rounds, st.precopy_bytes);
 	n += sysfs_emit_at(buf, n, " stopcopy_bytes=%llu resumed_bytes=%llu dma_log_reports=%llu",
@@ -216,6 +283,14 @@ ssize_t gpumig_metric_attr_show(struct device *dev, struct device_attribute *att
 	case GPUMIG_METRIC_MIGRATABLE:
 		v = !READ_ONCE(m->quarantined);
 		break;
+	case GPUMIG_METRIC_DIRTY_TRACKING:
+		return sysfs_emit(buf, "%s\n", m->log_ops ? "device" : "none");
+	case GPUMIG_METRIC_DMA_LOG_REPORTS:
+		v = atomic64_read(&s->log_reports);
+		break;
+	case GPUMIG_METRIC_SOURCE:
+		gpumig_get_source(m, why, sizeof(why));
+		return sysfs_emit(buf, "%s\n", why);
 	default:
 		return -EINVAL;
 	}

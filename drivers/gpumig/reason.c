@@ -8,6 +8,7 @@
  * Copyright (C) 2026 The gpumig authors
  */
 #include <linux/spinlock.h>
+#include <linux/sprintf.h>
 #include <linux/string.h>
 
 #include "engine.h"
@@ -18,19 +19,29 @@
  * @fmt: message format; an empty message clears it
  *
  * Any context that may sleep; the reason has its own lock because the
- * state machine and a resuming file both write it.
+ * state machine and a resuming file both write it.  Control characters
+ * (a hostile stream's type name, say) become '?'.  A poll() on
+ * migration/last_error wakes when the reason changed.
  */
 void gpumig_set_why(struct gpumig_mig *m, const char *fmt, ...)
 {
-	char why[GPUMIG_MSG_LEN];
+	char why[GPUMIG_MSG_LEN], *c;
 	va_list args;
+	bool changed;
 
 	va_start(args, fmt);
 	vsnprintf(why, sizeof(why), fmt, args);
 	va_end(args);
+	/* One line of text, whatever a stream's bytes put in it. */
+	for (c = why; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	spin_lock(&m->why_lock);
+	changed = strcmp(m->why, why);
 	strscpy(m->why, why, sizeof(m->why));
 	spin_unlock(&m->why_lock);
+	if (changed)
+		gpumig_notify(m, GPUMIG_NOTIFY_ERROR);
 }
 
 /**

@@ -306,9 +306,14 @@ static void gpumig_rx_note(void *priv, const char *text, u32 len)
 	}
 	if (len <= k || memcmp(text, GPUMIG_NOTE_PRODUCER, k))
 		return;
-	for (i = k; i < len; i++)
-		if (!isalnum(text[i]) && !strchr("._+-/~", text[i]))
+	for (i = k; i < len; i++) {
+		char c = text[i];
+
+		/* ASCII only: the kernel's isalnum() takes Latin-1 letters */
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || (c && strchr("._+-/~", c))))
 			return;
+	}
 	memcpy(v, text + k, len - k);
 	v[len - k] = '\0';
 	gpumig_set_source(migf->m, v);

@@ -71,6 +71,7 @@ void gpumig_reset_locked(struct gpumig_mig *m)
 	m->p2p_stopped = false;
 	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_RUNNING);
 	gpumig_view_changed(m);
+	gpumig_notify(m, GPUMIG_NOTIFY_STATE);
 }
 
 /**
@@ -333,11 +334,12 @@ static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state
 struct file *gpumig_mig_set_state(struct gpumig_mig *m,
 				  enum vfio_device_mig_state new_state)
 {
-	enum vfio_device_mig_state next;
+	enum vfio_device_mig_state next, was;
 	struct file *res = NULL;
 	int ret;
 
 	gpumig_state_mutex_lock(m);
+	was = m->state;
 	/* ERROR has no arc out but a reset (the VFIO core WARNs if asked). */
 	if (m->state == VFIO_DEVICE_STATE_ERROR && new_state != m->state)
 		res = ERR_PTR(-EINVAL);
@@ -359,6 +361,8 @@ struct file *gpumig_mig_set_state(struct gpumig_mig *m,
 		}
 	}
 	gpumig_view_changed(m);
+	if (m->state != was)
+		gpumig_notify(m, GPUMIG_NOTIFY_STATE);
 	gpumig_state_mutex_unlock(m);
 	return res;
 }

@@ -291,6 +291,15 @@ static int gpumig_parse_header(struct gpumig_parser *p)
 		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
 			"stream version %u.%u is not supported (this destination reads %u.x)",
 			major, minor, GPUMIG_STREAM_MAJOR);
+	/*
+	 * A newer minor may carry sections this reader does not know: refuse
+	 * it here, during pre-copy, rather than at the first of them.
+	 */
+	if (minor > GPUMIG_STREAM_MINOR)
+		return gpumig_parser_set_error(p, -EPROTONOSUPPORT,
+			"stream version %u.%u is newer than this destination reads (%u.%u): cap the source's migration/stream_max at %u.%u",
+			major, minor, GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR,
+			GPUMIG_STREAM_MAJOR, GPUMIG_STREAM_MINOR);
 	/* Before 1.2 the block's field was reserved. */
 	if (h.flags || h.compat.reserved || (minor < 2 && h.compat.block_shift))
 		return gpumig_parser_set_error(p, -EINVAL,

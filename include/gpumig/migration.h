@@ -448,6 +448,9 @@ enum gpumig_metric {
 	GPUMIG_METRIC_INVALIDATE_US,
 	GPUMIG_METRIC_LAST_ERROR,
 	GPUMIG_METRIC_MIGRATABLE,
+	GPUMIG_METRIC_DIRTY_TRACKING,
+	GPUMIG_METRIC_DMA_LOG_REPORTS,
+	GPUMIG_METRIC_SOURCE,
 	GPUMIG_NR_METRICS
 };
 
@@ -573,6 +576,9 @@ ssize_t gpumig_group_attr_store(struct device *dev, struct device_attribute *att
 		GPUMIG_METRIC(_p##_metrics, invalidate_us),				\
 		GPUMIG_METRIC(_p##_metrics, last_error),					\
 		GPUMIG_METRIC(_p##_metrics, migratable),					\
+		GPUMIG_METRIC(_p##_metrics, dirty_tracking),				\
+		GPUMIG_METRIC(_p##_metrics, dma_log_reports),				\
+		GPUMIG_METRIC(_p##_metrics, source),					\
 		},								\
 		.stream_max = { .attr = __ATTR(stream_max, 0644, gpumig_stream_max_show,	\
 					       gpumig_stream_max_store),		\
@@ -607,6 +613,8 @@ ssize_t gpumig_group_attr_store(struct device *dev, struct device_attribute *att
 		&_p##_metrics.m[6].attr.attr, &_p##_metrics.m[7].attr.attr,	\
 		&_p##_metrics.m[8].attr.attr, &_p##_metrics.m[9].attr.attr,	\
 		&_p##_metrics.m[10].attr.attr, &_p##_metrics.m[11].attr.attr,	\
+		&_p##_metrics.m[12].attr.attr, &_p##_metrics.m[13].attr.attr,	\
+		&_p##_metrics.m[14].attr.attr,					\
 		&_p##_metrics.stream_max.attr.attr,				\
 		&_p##_metrics.conv[0].attr.attr, &_p##_metrics.conv[1].attr.attr,	\
 		&_p##_metrics.conv[2].attr.attr, &_p##_metrics.conv[3].attr.attr,	\

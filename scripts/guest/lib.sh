@@ -169,10 +169,63 @@ gpumig_sysdir() {
 	fi
 }
 
-# watch_check DEV: two samples, each a JSON line with the device's state.
+# watch_check DEV: gpumigctl's JSON, read by a JSON parser: two watch
+# samples (options after the command), each one object with the schema,
+# a UTC timestamp and typed figures; list and status give DEV's object,
+# the same with --json anywhere; unquarantine of a device that is not
+# quarantined says so and exits 1; a device that is not there likewise.
 watch_check() {
-	[ "$("$tooldir/gpumigctl" --json watch "$1" --interval 100 --count 2 |
-		grep -c "\"device\": \"$1\", \"state\": \"RUNNING\", \"remaining_bytes\": 0")" -eq 2 ]
+	local c="$tooldir/gpumigctl"
+	"$c" watch "$1" --json --interval 100 --count 2 >"$out/watch-$1.json" &&
+		"$c" --json list >"$out/list.json" && "$c" status "$1" --json >"$out/status-$1.json" ||
+		return 1
+	{ "$c" unquarantine "$1" 2>"$out/unq-$1.err"; [ $? -eq 1 ]; } &&
+		grep -qx "gpumigctl: $1: not quarantined: nothing to lift" "$out/unq-$1.err" &&
+		{ "$c" status 0000:7f:1f.7 2>"$out/nodev.err"; [ $? -eq 1 ]; } &&
+		grep -q "no such device" "$out/nodev.err" || return 1
+	python3 - "$out" "$1" <<'PY'
+import json, re, sys
+d, dev = sys.argv[1], sys.argv[2]
+w = [json.loads(l) for l in open(f"{d}/watch-{dev}.json")]
+assert len(w) == 2, w
+for x in w:
+    assert x["schema"] == 1 and x["device"] == dev and x["state"] == "RUNNING", x
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", x["timestamp"]), x
+    assert x["remaining_bytes"] == 0 and isinstance(x["stopcopy_estimate_bytes"], int), x
+    assert x["converges_at_link"] is True and x["seconds_left"] == 0, x
+    assert x["converging"] in ("yes", "no", "unknown"), x
+    assert isinstance(x["throttle_pct"], int), x
+lst = [json.loads(l) for l in open(f"{d}/list.json")]
+me = [x for x in lst if x["device"] == dev]
+st = json.loads(open(f"{d}/status-{dev}.json").read())
+assert len(me) == 1 and me[0] == st, (me, st)
+assert st["schema"] == 1 and st["migratable"] is True and st["quarantined"] is False, st
+assert st["state"] == "RUNNING" and st["dirty_tracking"] in ("device", "none"), st
+assert st["reason"] is None and st["last_error"] is None, st
+for k in ("remaining_bytes", "precopy_rounds", "resumed_bytes", "dma_log_reports"):
+    assert isinstance(st[k], int), (k, st)
+c = st["compat"]
+assert isinstance(c["vram"], int) and isinstance(c["features"], int), c
+assert isinstance(c["type"], str) and c["stream"] == "1.1" and c["descriptor"].startswith("stream="), c
+assert re.fullmatch(r"1\.\d", st["stream_max"]), st
+PY
+}
+
+# watch_gone: watch of an mdev that is removed meanwhile ends, exit 1,
+# and says the device is gone.
+watch_gone() {
+	local u pid rc
+	u=$(cat /proc/sys/kernel/random/uuid)
+	echo "$u" >/sys/class/mdev_bus/simgpu/mdev_supported_types/simgpu-64M/create || return 1
+	"$tooldir/gpumigctl" --json watch "$u" --interval 100 >"$out/watch-gone.json" 2>"$out/watch-gone.err" &
+	pid=$!
+	sleep 1
+	echo 1 >"/sys/bus/mdev/devices/$u/remove"
+	for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+	kill $pid 2>/dev/null && { echo "watch still runs"; return 1; }
+	wait $pid
+	rc=$?
+	[ $rc -eq 1 ] && grep -qx "gpumigctl: $u: the device is gone" "$out/watch-gone.err"
 }
 
 # watch_domain_check DEV: gpumigctl watch --domain against what libvirt
@@ -214,7 +267,7 @@ rem, est = busy["remaining_bytes"], busy["stopcopy_estimate_bytes"]
 red = max(busy["redirty_rate_bytes_per_sec"], 0)
 assert near(busy["seconds_left_with_ram"], (12.5 * MiB + rem) / (bw - 256 * 4096 - red)), busy
 assert near(busy["downtime_seconds_with_ram"], est / bw + 0.12), busy
-assert done["ram_remaining_bytes"] == 0 and done["ram_expected_downtime_seconds"] == -1, done
+assert done["ram_remaining_bytes"] == 0 and done["ram_expected_downtime_seconds"] is None, done
 assert near(done["downtime_seconds_with_ram"], done["stopcopy_estimate_bytes"] / bw), done
 PY
 }
@@ -364,6 +417,7 @@ vf_unbind() {
 	echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind"
 }
 
-mig_status() {
-	cat "/sys/bus/pci/devices/$1/migration/status"
+# mig_file ADDR NAME: one file of a VF's migration/ directory.
+mig_file() {
+	cat "/sys/bus/pci/devices/$1/migration/$2"
 }

@@ -39,11 +39,27 @@ class Dev:
     def sysdir(self):
         return "/sys/bus/%s/devices/%s" % ("pci" if self.pci else "mdev", self.name)
 
+    # The migration/ files read as one sample: one value a file
+    # (Documentation/ABI/testing/sysfs-gpumig-migration).
+    STATUS_FILES = ("state", "dirty_tracking", "remaining_bytes", "precopy_rounds",
+                    "precopy_bytes", "stopcopy_bytes", "resumed_bytes", "dma_log_reports",
+                    "quiesce_us", "invalidate_us", "migratable", "last_error", "source")
+
     def status_line(self):
+        """The human summary, for logs."""
         return sysfs(self.sysdir() + "/migration/status")
 
     def status(self):
-        return dict(kv.split("=", 1) for kv in self.status_line().split() if "=" in kv)
+        """The migration/ files by name (values as strings; a file the
+        device does not have is left out)."""
+        st = {}
+        for f in self.STATUS_FILES:
+            try:
+                with open("%s/migration/%s" % (self.sysdir(), f)) as fh:
+                    st[f] = fh.read().rstrip("\n")
+            except OSError:
+                pass
+        return st
 
     def knob(self, name, value):
         sysfs("/sys/kernel/debug/%s/%s/%s" % ("simgpu-pf" if self.pci else "simgpu",

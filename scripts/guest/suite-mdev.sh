@@ -27,7 +27,7 @@ trace_events() {
 	echo > $t/trace
 	echo 1 > $t/tracing_on	# the kernel's default, for whoever traces next
 	local -a logging=()
-	grep -q dirty_tracking=device /sys/bus/mdev/devices/$src/migration/status && logging=(
+	[ "$(cat /sys/bus/mdev/devices/$src/migration/dirty_tracking)" = device ] && logging=(
 		"gpumig_dma_log_start: $src ranges=1 page_size=4096 ret=0"
 		"gpumig_dma_log_report: $src iova=0x[0-9a-f]+ length=0x[0-9a-f]+ dirty_bytes=[1-9][0-9]* ret=0"
 		"gpumig_dma_log_stop: $src")
@@ -148,7 +148,8 @@ simgpu_suite() {
 			compat_check "$src" "$dst" "${uuids[0]}" "type mismatch: source simgpu-256M, destination simgpu-64M"
 		check "gpumigctl check-compat across releases: to 0.1 with stream_max 1.1, from 0.1, 1.2 refused by 0.1" \
 			compat_versions "$src"
-		check "gpumigctl watch: samples of the metrics, as JSON" watch_check "$src"
+		check "gpumigctl's JSON (watch, list, status), options anywhere, its messages" watch_check "$src"
+		check "gpumigctl watch ends, exit 1, when the device goes" watch_gone
 		check "gpumigctl watch --domain: libvirt 11.3's job figures for RAM, and RAM and device together" \
 			watch_domain_check "$src"
 		# The benchmarks' own exactness checks; their figures go to the log.

@@ -36,7 +36,8 @@ vfs_check() {
 # A VF on gpumig-vfio-pci says it migrates and describes its profile.
 gvp_bind() {
 	vf_bind "$1" "$GVP" &&
-		mig_status "$1" | grep -q "^migratable state=2 dirty_tracking=$3 " &&
+		[ "$(mig_file "$1" migratable)" = 1 ] && [ "$(mig_file "$1" state)" = RUNNING ] &&
+		[ "$(mig_file "$1" dirty_tracking)" = "$3" ] &&
 		grep -q "backend=2 type=simgpu-vf-$2 " "/sys/bus/pci/devices/$1/migration/compat" &&
 		[ "$(cat "/sys/bus/pci/devices/$1/simgpu/profile")" = "$2" ]
 }
@@ -94,6 +95,13 @@ stream_cap_vf() {
 	return $rc
 }
 
+# vf_quarantined VF PATTERN: the VF is quarantined (migratable 0) and its
+# last_error gives the reason PATTERN (a grep pattern) begins with.
+vf_quarantined() {
+	[ "$(mig_file "$1" migratable)" = 0 ] &&
+		mig_file "$1" last_error | grep -q "^quarantined: $2"
+}
+
 # A function whose reset methods are all disabled is not reset at release:
 # the VF is quarantined, says so, refuses a tenant, and is usable again
 # once its reset works and an operator lifted the quarantine.
@@ -102,11 +110,11 @@ flr_quarantine() {
 
 	echo "" >"$rm" || return 1
 	"$tooldir/simgpu-client" -s info -n flr_off "$vf" >/dev/null 2>&1
-	mig_status "$vf" | grep -q "^quarantined: the function was not reset" || return 1
+	vf_quarantined "$vf" "the function was not reset" || return 1
 	! "$tooldir/simgpu-client" -s info -n flr_refused "$vf" >/dev/null 2>&1 || return 1
 	echo default >"$rm" &&
 		"$tooldir/gpumigctl" unquarantine "$vf" &&
-		mig_status "$vf" | grep -q "^migratable" &&
+		[ "$(mig_file "$vf" migratable)" = 1 ] &&
 		"$tooldir/simgpu-client" -s info -n flr_back "$vf" >/dev/null 2>&1
 }
 
@@ -120,21 +128,21 @@ quarantine_rebind() {
 
 	echo "" >"$rm" || return 1
 	"$tooldir/simgpu-client" -s info -n q_rebind_flr_off "$vf" >/dev/null 2>&1
-	mig_status "$vf" | grep -q "^quarantined: the function was not reset" || return 1
+	vf_quarantined "$vf" "the function was not reset" || return 1
 	vf_unbind "$vf" && vf_bind "$vf" "$GVP" || return 1
-	if ! mig_status "$vf" | grep -q "^quarantined: the function was not reset"; then
-		echo "rebound, the VF says: $(mig_status "$vf")"
+	if ! vf_quarantined "$vf" "the function was not reset"; then
+		echo "rebound, the VF says: $(mig_file "$vf" last_error)"
 		return 1
 	fi
 	! "$tooldir/simgpu-client" -s info -n q_rebind_refused "$vf" >/dev/null 2>&1 || return 1
 	echo 1 >"/sys/bus/pci/devices/$pf/reset" || return 1
-	if ! mig_status "$vf" | grep -q "^quarantined: the function was not reset.*; then its PF was reset: the VF.s state and VRAM were lost"; then
-		echo "after the PF's reset, the VF says: $(mig_status "$vf")"
+	if ! vf_quarantined "$vf" "the function was not reset.*; then its PF was reset: the VF.s state and VRAM were lost"; then
+		echo "after the PF's reset, the VF says: $(mig_file "$vf" last_error)"
 		return 1
 	fi
 	echo default >"$rm" &&
 		"$tooldir/gpumigctl" unquarantine "$vf" &&
-		mig_status "$vf" | grep -q "^migratable" &&
+		[ "$(mig_file "$vf" migratable)" = 1 ] &&
 		"$tooldir/simgpu-client" -s info -n q_rebind_back "$vf" >/dev/null 2>&1
 }
 
@@ -174,7 +182,7 @@ pf_rebind() {
 pf_plain() {
 	local pf=$1 cmd log=$out/qemu-assign-pf.txt
 
-	mig_status "$pf" | grep -qx "not migratable: physical function" &&
+	[ "$(mig_file "$pf" status)" = "not migratable: physical function" ] &&
 		[ ! -e "/sys/bus/pci/devices/$pf/migration/compat" ] || return 1
 	printf 'info pci\nquit\n' | timeout 180 qemu-system-x86_64 -machine q35 -accel tcg \
 		-m 128 -S -nodefaults -display none -monitor stdio \
@@ -188,7 +196,7 @@ pf_plain() {
 	[ $? -eq 1 ] || return 1
 	cmd=$(od -An -tx2 -j4 -N2 "/sys/bus/pci/devices/$pf/config" | tr -d ' ')
 	[ $((0x$cmd & 4)) -eq 0 ] &&
-		mig_status "$pf" | grep -qx "not migratable: physical function"
+		[ "$(mig_file "$pf" status)" = "not migratable: physical function" ]
 }
 
 # SR-IOV disabled while a VF is being bound to gpumig-vfio-pci: the PF's
@@ -372,7 +380,7 @@ pci_suite() {
 		"[ \$('$tooldir/gpumigctl' list | grep -c '^0000:.*$GVP') -eq 5 ]"
 	check "gpumigctl check-compat on VFs: same profile compatible, 64M refused for a 256M source" \
 		compat_check "$vf1" "$vf3" "$vf0" "type mismatch: source simgpu-vf-256M, destination simgpu-vf-64M"
-	check "gpumigctl watch on a VF" watch_check "$vf1"
+	check "gpumigctl's JSON on a VF (watch, list, status), options anywhere, its messages" watch_check "$vf1"
 	check "gpumigctl nova-config: live_migratable for VFs only, never the PF" \
 		nova_check "$out/nova.conf" "$vf0" "$vf1" "$vf2" "$vf3"
 

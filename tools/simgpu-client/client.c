@@ -130,6 +130,7 @@ static const struct scenario {
 	{ "p2p", t_p2p, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "poll", t_poll, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "metrics", t_metrics, RUN_DEFAULT | NEEDS_MIGRATION },
+	{ "notify", t_notify, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "converge_sysfs", t_converge_sysfs, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "converge", t_converge, NEEDS_DST | NEEDS_MIGRATION },	/* a hot workload */
 	{ "converge_off", t_converge_off, NEEDS_MIGRATION },

@@ -94,6 +94,7 @@ int t_poll(struct gpu *g);
 
 /* mig_metrics.c */
 int t_metrics(struct gpu *g);
+int t_notify(struct gpu *g);
 
 /* mig_pingpong.c */
 int t_pingpong(struct gpu *g);

@@ -39,19 +39,18 @@ int t_dma_logging(struct gpu *g)
 	size_t i, set = 0;
 	int ret;
 
-	CHECK(read_attr(g->name, "migration/status", status, sizeof(status)) ==
-	      0,
-	      "status");
+	CHECK(mig_text(g->name, "dirty_tracking", status, sizeof(status)) == 0,
+	      "no migration/dirty_tracking");
 	gpu_setup(g, 16);
 	sysbuf(g, VA_SYS, 3 * 4096, &buf_iova);
 	sysbuf(g, VA_SYS + (1 << 20), 4096, &fence_iova);
 	ret = dma_log_start(g, GUEST_IOVA, guest_size);
-	if (strstr(status, "dirty_tracking=none")) {
+	if (!strcmp(status, "none")) {
 		CHECK(ret < 0,
 		      "DMA logging accepted although the module says none");
 		return 0;
 	}
-	CHECK(strstr(status, "dirty_tracking=device"), "status: %s", status);
+	CHECK(!strcmp(status, "device"), "migration/dirty_tracking: %s", status);
 	CHECK(ret == 0, "DMA_LOGGING_START: %s", strerror(-ret));
 	gpu_submit(g, 0, SIMGPU_OP_FILL, 0, VA_SYS + 100 * 4, 2 * 4096, 7, 0);
 	gpu_submit(g, 0, SIMGPU_OP_FENCE, 0, VA_SYS + (1 << 20), 1, 0, 0);
@@ -188,7 +187,7 @@ int t_dma_log_cut(struct gpu *g)
 	int mode = device_tracking(g);
 	uint64_t bm[BM_WORDS_MAX], buf_iova, p;
 
-	CHECK(mode >= 0, "cannot read migration/status");
+	CHECK(mode >= 0, "cannot read migration/dirty_tracking");
 	gpu_setup(g, 16);
 	sysbuf(g, VA_SYS, 4 * 4096, &buf_iova);
 	if (!mode)
@@ -232,7 +231,7 @@ int t_dma_log_race(struct gpu *g)
 	int mode = device_tracking(g), reports = 0;
 	size_t p, a;
 
-	CHECK(mode >= 0, "cannot read migration/status");
+	CHECK(mode >= 0, "cannot read migration/dirty_tracking");
 	gpu_setup(g, 4096);
 	sysbuf(g, VA_SYS, RACE_PAGES * 4096, &buf_iova);
 	if (!mode)
@@ -430,7 +429,7 @@ int t_dma_log_lifecycle(struct gpu *g)
 	const uint32_t pages = 64;
 	uint64_t bm[BM_WORDS_MAX], iova;
 
-	CHECK(mode >= 0, "cannot read migration/status");
+	CHECK(mode >= 0, "cannot read migration/dirty_tracking");
 	gpu_setup(g, 64);
 	sysbuf(g, VA_SYS, pages * 4096, &iova);
 	if (!mode)
@@ -465,7 +464,7 @@ int t_dma_log_span(struct gpu *g)
 	int mode = device_tracking(g), status = 0, waited;
 	pid_t pid;
 
-	CHECK(mode >= 0, "cannot read migration/status");
+	CHECK(mode >= 0, "cannot read migration/dirty_tracking");
 	gpu_setup(g, 16);
 	sysbuf(g, VA_SYS, 4 * 4096, &buf_iova);
 	if (!mode)
@@ -595,7 +594,7 @@ int t_bench_dirty(struct gpu *g)
 	int mode = device_tracking(g);
 	size_t i;
 
-	CHECK(mode >= 0, "cannot read migration/status");
+	CHECK(mode >= 0, "cannot read migration/dirty_tracking");
 	CHECK(bm, "out of memory");
 	gpu_setup(g, 1024);
 	sysbuf(g, VA_SYS, 10000 * 4096, NULL);

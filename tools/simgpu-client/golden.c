@@ -238,6 +238,7 @@ static int offer_edited(struct gpu *g, const struct blob *gold,
 }
 
 static void newer_minor(struct gpumig_wire_header *wh) { wh->minor++; }
+static void unread_minor(struct gpumig_wire_header *wh) { wh->minor = GPUMIG_STREAM_MINOR + 1; }
 static void newer_major(struct gpumig_wire_header *wh) { wh->major++; }
 static void newer_state(struct gpumig_wire_header *wh) { wh->compat.arch_version++; }
 
@@ -318,7 +319,7 @@ static int golden_load(struct gpu *g, bool edited)
 {
 	const char *path = golden_path();
 	struct blob gold = { 0 }, again = { 0 };
-	char st[512] = "", want[GPUMIG_NOTE_MAX + 16];
+	char st[512] = "";
 	struct image a, b;
 	int werr, ret;
 	size_t i;
@@ -349,10 +350,9 @@ static int golden_load(struct gpu *g, bool edited)
 	 * The destination names the producer the stream's note named (the
 	 * restore was the last stream it resumed), and none without a note.
 	 */
-	snprintf(want, sizeof(want), " source=%s", a.producer);
-	read_attr(g->name, "migration/status", st, sizeof(st));
-	if (!ret && (a.producer[0] ? !strstr(st, want) : !!strstr(st, " source=")))
-		ret = fail("the golden stream's producer is \"%s\", the device's status says: %s",
+	mig_source(g->name, st, sizeof(st));
+	if (!ret && strcmp(st, a.producer))
+		ret = fail("the golden stream's producer is \"%s\", the device's migration/source says \"%s\"",
 			   a.producer, st);
 	free(a.vram);
 	free(b.vram);
@@ -371,6 +371,16 @@ static int golden_load(struct gpu *g, bool edited)
 		ret = fail("a stream of a newer minor version was refused (%d)", ret);
 		goto out;
 	}
+	/* A minor newer than this reader reads: refused at the header. */
+	ret = offer_edited(g, &gold, unread_minor, &werr);
+	if (!ret) {
+		ret = fail("a stream of minor %d, newer than this reader's, was accepted",
+			   GPUMIG_STREAM_MINOR + 1);
+		goto out;
+	}
+	ret = refused_with(g, "minor newer than this reader's", "newer than this destination reads");
+	if (ret)
+		goto out;
 	/* A newer major, or a newer state layout: refused, with a message. */
 	ret = offer_edited(g, &gold, newer_major, &werr);
 	if (!ret) {

@@ -249,7 +249,7 @@ int t_kill_resume(struct gpu *g)
 	usleep(20 * 1000);
 	kill(pid, SIGKILL);
 	CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st), "writer not killed");
-	got = status_value(d.name, "resumed_bytes");
+	got = mig_value(d.name, "resumed_bytes");
 	printf("    # kill_resume: killed after %lld of %zu bytes\n", got, b.len);
 	CHECK(got > 0 && got < (long long)b.len,
 	      "a killed writer's write ran on: %lld of %zu bytes consumed", got, b.len);

@@ -131,10 +131,10 @@ static int migrate_stopcopy(struct gpu *src, int fd, const struct blob *pre,
 static int migrate_counters(struct gpu *src, const struct blob *pre,
 			    const struct blob *stop, int rounds)
 {
-	long long r = status_value(src->name, "precopy_rounds");
-	long long pb = status_value(src->name, "precopy_bytes");
-	long long sb = status_value(src->name, "stopcopy_bytes");
-	long long rb = status_value(dst_name, "resumed_bytes");
+	long long r = mig_value(src->name, "precopy_rounds");
+	long long pb = mig_value(src->name, "precopy_bytes");
+	long long sb = mig_value(src->name, "stopcopy_bytes");
+	long long rb = mig_value(dst_name, "resumed_bytes");
 	char st[512] = "";
 
 	CHECK(r >= 1 && r <= rounds && pb == (long long)pre->len &&
@@ -145,9 +145,9 @@ static int migrate_counters(struct gpu *src, const struct blob *pre,
 	      "destination counted %lld bytes, %zu written", rb,
 	      pre->len + stop->len);
 	/* The stream named its producer, this release; the destination says so. */
-	read_attr(dst_name, "migration/status", st, sizeof(st));
-	CHECK(strstr(st, " source=gpumig/" GPUMIG_VERSION),
-	      "the destination does not name the stream's producer gpumig/%s: %s",
+	mig_source(dst_name, st, sizeof(st));
+	CHECK(!strcmp(st, "gpumig/" GPUMIG_VERSION),
+	      "the destination does not name the stream's producer gpumig/%s: \"%s\"",
 	      GPUMIG_VERSION, st);
 	return 0;
 }
@@ -233,10 +233,9 @@ int t_incompatible(struct gpu *src)
 	      "dst RESUMING");
 	ret = mig_write(rfd, pre.p, pre.len, 1 << 20);
 	CHECK(ret == -EOPNOTSUPP, "incompatible stream accepted (%d)", ret);
-	CHECK(read_attr(dst_name, "migration/status", status, sizeof(status)) ==
-		      0 &&
+	CHECK(mig_text(dst_name, "last_error", status, sizeof(status)) == 0 &&
 	      strstr(status, "mismatch"),
-	      "status does not name the mismatch: %s", status);
+	      "last_error does not name the mismatch: %s", status);
 	CHECK(mig_set(&dst, VFIO_DEVICE_STATE_RUNNING, NULL) < 0,
 	      "destination ran a refused stream");
 	data_fd_close(rfd);

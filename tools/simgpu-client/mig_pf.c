@@ -183,10 +183,10 @@ int t_pf_gone(struct gpu *g)
 	free(b.p);
 	CHECK(ret == -ENODEV, "pre-copy read after the PF went away: %d, not -ENODEV", ret);
 	/* The VF's attributes may be gone already: it is being removed. */
-	if (read_attr(g->name, "migration/status", status, sizeof(status)) == 0) {
+	if (mig_text(g->name, "last_error", status, sizeof(status)) == 0) {
 		CHECK(strstr(status, "migration aborted: the PF's driver was removed"),
-		      "status does not say why: %s", status);
-		printf("    # pf_gone: %s", status);
+		      "last_error does not say why: %s", status);
+		printf("    # pf_gone: %s\n", status);
 	}
 	CHECK(mig_set(g, VFIO_DEVICE_STATE_RUNNING, NULL) == 0, "cancel back to RUNNING");
 	CHECK(mig_set(g, VFIO_DEVICE_STATE_PRE_COPY, NULL) == -ENODEV,

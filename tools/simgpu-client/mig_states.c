@@ -131,6 +131,7 @@ int t_close_mid_migration(struct gpu *g)
 int t_quarantine(struct gpu *g)
 {
 	char uuid[64], status[256];
+	struct mig_watch w;
 	struct gpu again;
 
 	snprintf(uuid, sizeof(uuid), "%s", g->name);
@@ -140,13 +141,20 @@ int t_quarantine(struct gpu *g)
 		   0); /* a cached translation */
 	CHECK(gpu_wait_idle(g, 0, TMO) == 0, "fence");
 	knob_set(g, "ack_drop", "1");
+	/* A monitor asleep in poll() on migratable wakes, then on the lift. */
+	TRY(mig_watch_begin(&w, uuid, "migratable"));
 	gpu_close(g);
-	CHECK(read_attr(uuid, "migration/status", status, sizeof(status)) ==
-		      0 &&
-	      strstr(status, "quarantined"),
-	      "not quarantined: %s", status);
+	TRY(mig_watch_end(&w));
+	CHECK(!strcmp(w.after, "0"), "migration/migratable woke with \"%s\"", w.after);
+	CHECK(mig_text(uuid, "last_error", status, sizeof(status)) == 0 &&
+	      !strncmp(status, "quarantined: ", 13),
+	      "quarantined, and migration/last_error says: %s", status);
 	CHECK(gpu_open(&again, uuid) != 0, "a quarantined instance was reused");
+	TRY(mig_watch_begin(&w, uuid, "migratable"));
 	CHECK(unquarantine(uuid) == 0, "unquarantine: %s", strerror(errno));
+	TRY(mig_watch_end(&w));
+	CHECK(!strcmp(w.after, "1"), "migration/migratable woke with \"%s\" after the lift",
+	      w.after);
 	CHECK(gpu_open(g, uuid) == 0, "reopen after the quarantine was lifted");
 	knob_set(g, "ack_drop", "0");
 	return 0;

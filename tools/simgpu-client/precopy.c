@@ -322,7 +322,7 @@ int t_dirty_precopy(struct gpu *src)
 	pc->naive = malloc(guest_size);
 	pc->before_final = malloc(guest_size);
 	if (pc->mode < 0)
-		ret = fail("cannot read migration/status");
+		ret = fail("cannot read migration/dirty_tracking");
 	else if (!pc->shadow || !pc->naive || !pc->before_final)
 		ret = fail("out of memory");
 	else

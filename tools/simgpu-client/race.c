@@ -259,6 +259,7 @@ static void *race_status(void *p)
 		"migration/status", "migration/state", "migration/remaining_bytes",
 		"migration/stopcopy_estimate_bytes", "migration/dirty_rate_bytes_per_sec",
 		"migration/precopy_rounds", "migration/last_error", "migration/migratable",
+		"migration/dirty_tracking", "migration/dma_log_reports", "migration/source",
 	};
 	struct race *r = p;
 	char v[512];
@@ -478,7 +479,7 @@ int t_race(struct gpu *a)
 	uint64_t end;
 
 	logging = device_tracking(a);
-	CHECK(logging >= 0, "cannot read migration/status");
+	CHECK(logging >= 0, "cannot read migration/dirty_tracking");
 	gpu_setup(a, 64);
 	sysbuf(a, VA_SYS, 2 << 20, NULL);
 	gpu_map_range(a, VA_VRAM, 0, 1 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);

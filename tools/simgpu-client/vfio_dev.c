@@ -215,8 +215,8 @@ int unquarantine_all(void)
 	int i, ret = -1;
 
 	for (i = 0; i < nr_seen; i++) {
-		if (read_attr(seen[i], "migration/status", status, sizeof(status)) ||
-		    !strstr(status, "quarantined"))
+		if (read_attr(seen[i], "migration/migratable", status, sizeof(status)) ||
+		    strcmp(status, "0\n"))
 			continue;
 		if (!unquarantine(seen[i]))
 			ret = 0;

@@ -189,20 +189,51 @@ int dma_log_stop(struct gpu *g)
 
 /* ---- gpumig's migration/ sysfs ------------------------------------------ */
 
-/* A number from a device's migration/status line ("key=value ..."). */
-long long status_value(const char *name, const char *key)
+/*
+ * One file of a device's migration/ directory, by name, without its
+ * newline: 0, or -1 when the device has no such file.
+ */
+int mig_text(const char *name, const char *key, char *buf, size_t len)
 {
-	char st[512], pat[64];
-	long long v = -1;
+	char path[64];
+
+	snprintf(path, sizeof(path), "migration/%s", key);
+	if (read_attr(name, path, buf, len))
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/* A number from one file of a device's migration/ directory, or -1. */
+long long mig_value(const char *name, const char *key)
+{
+	char v[64], *end;
+	long long n;
+
+	if (mig_text(name, key, v, sizeof(v)) || !v[0])
+		return -1;
+	n = strtoll(v, &end, 10);
+	return *end ? -1 : n;
+}
+
+/*
+ * The producer the last stream resumed on @name named ("gpumig/0.2"), ""
+ * for none: migration/source, or on a release without that file (0.1) the
+ * source= of its migration/status summary.
+ */
+void mig_source(const char *name, char *buf, size_t len)
+{
+	char st[512];
 	const char *p;
 
-	snprintf(pat, sizeof(pat), " %s=", key);
+	if (!mig_text(name, "source", buf, len))
+		return;
+	buf[0] = 0;
 	if (read_attr(name, "migration/status", st, sizeof(st)))
-		return -1;
-	p = strstr(st, pat);
-	if (!p || sscanf(p + strlen(pat), "%lld", &v) != 1)
-		return -1;
-	return v;
+		return;
+	p = strstr(st, " source=");
+	if (p)
+		snprintf(buf, len, "%.*s", (int)strcspn(p + 8, "\n "), p + 8);
 }
 
 /* One metric file of migration/: its number, or -1. */
@@ -216,16 +247,20 @@ long long metric(struct gpu *g, const char *name)
 	return atoll(v);
 }
 
-/* 1 when the module offers DMA logging, 0 when it does not, -1 unknown. */
+/*
+ * 1 when the module offers DMA logging, 0 when it does not, -1 unknown:
+ * migration/dirty_tracking, or on a release without it (0.1) the
+ * dirty_tracking= of its migration/status summary.
+ */
 int device_tracking(struct gpu *g)
 {
-	char status[256];
+	char v[256];
 
-	if (read_attr(g->name, "migration/status", status, sizeof(status)))
-		return -1;
-	if (strstr(status, "dirty_tracking=device"))
-		return 1;
-	if (strstr(status, "dirty_tracking=none"))
-		return 0;
-	return -1;
+	if (mig_text(g->name, "dirty_tracking", v, sizeof(v))) {
+		if (read_attr(g->name, "migration/status", v, sizeof(v)))
+			return -1;
+		return strstr(v, "dirty_tracking=device") ? 1 :
+		       strstr(v, "dirty_tracking=none") ? 0 : -1;
+	}
+	return !strcmp(v, "device") ? 1 : !strcmp(v, "none") ? 0 : -1;
 }

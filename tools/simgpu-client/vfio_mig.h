@@ -10,6 +10,7 @@
 #ifndef _SIMGPU_VFIO_MIG_H
 #define _SIMGPU_VFIO_MIG_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/vfio.h>
@@ -45,8 +46,24 @@ int dma_log_stop(struct gpu *g);
 int dma_log_report(struct gpu *g, uint64_t iova, uint64_t len, uint64_t *bitmap);
 
 /* gpumig's migration/ sysfs files of a device: what they say, or -1. */
-long long status_value(const char *name, const char *key);
+int mig_text(const char *name, const char *key, char *buf, size_t len);
+long long mig_value(const char *name, const char *key);
+void mig_source(const char *name, char *buf, size_t len);
 long long metric(struct gpu *g, const char *name);
 int device_tracking(struct gpu *g);
+
+/* A poll() on one migration/ file, in a thread (mig_notify.c). */
+struct mig_watch {
+	char key[32];
+	int fd;
+	pthread_t t;
+	int sleeping;
+	uint64_t start_ms, woke_ms;
+	short revents;
+	char before[512], after[512];
+};
+
+int mig_watch_begin(struct mig_watch *w, const char *name, const char *key);
+int mig_watch_end(struct mig_watch *w);
 
 #endif

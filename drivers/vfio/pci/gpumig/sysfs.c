@@ -77,7 +77,7 @@ static umode_t gvp_mig_visible(struct kobject *kobj, struct attribute *a, int n)
 
 	/* A function that does not migrate has status and unquarantine. */
 	if (!g->mig && (a == &dev_attr_compat.attr || da->show == gpumig_metric_attr_show ||
-			da->show == gpumig_group_attr_show))
+			da->show == gpumig_group_attr_show || da->show == gpumig_stream_max_show))
 		return 0;
 	return a->mode;
 }
