@@ -393,10 +393,11 @@ distro_vm() {
 	releases_build "$RES/distro"
 	t0=$(date +%s)
 	if deb=$("$GPUMIG_TOP/scripts/deb.sh" 2>"$RES/deb.log"); then
-		record "Debian package gpumig-dkms built with dh-dkms" pass $(($(date +%s) - t0))
+		record "Debian packages gpumig-dkms (dh-dkms) and gpumig-tools built; lintian: no error" pass $(($(date +%s) - t0))
 		echo "$deb" >"$RES/distro/pkg-deb"
+		cp "$BUILD/deb/lintian.txt" "$RES/lintian.txt" 2>/dev/null
 	else
-		record "Debian package gpumig-dkms built with dh-dkms" FAIL $(($(date +%s) - t0)) "see build/results/deb.log"
+		record "Debian packages gpumig-dkms (dh-dkms) and gpumig-tools built; lintian: no error" FAIL $(($(date +%s) - t0)) "see build/results/deb.log"
 	fi
 	t0=$(date +%s)
 	if root=$("$GPUMIG_TOP/scripts/bookworm-root.sh" 2>"$RES/bookworm-root.log"); then
@@ -411,12 +412,13 @@ distro_vm() {
 	pkgimg=""
 	if [ -s "$RES/distro/pkg-deb" ] && [ -s "$RES/distro/pkg-root" ]; then
 		t0=$(date +%s)
-		if pkgimg=$("$GPUMIG_TOP/scripts/pkg-root.sh" "$root" "$deb" "$BUILD/pkg-root.img" \
+		# shellcheck disable=SC2086 # two paths, one a line
+		if pkgimg=$("$GPUMIG_TOP/scripts/pkg-root.sh" "$root" "$BUILD/pkg-root.img" $deb \
 				2>"$RES/pkg-root.log"); then
-			record "gpumig-dkms installed with apt into that root, natively (DKMS builds the modules)" pass $(($(date +%s) - t0))
+			record "gpumig-dkms and gpumig-tools installed with apt into that root, natively (DKMS builds the modules)" pass $(($(date +%s) - t0))
 			cp "$pkgimg.install.log" "$RES/distro/pkg-install-native.log"
 		else
-			record "gpumig-dkms installed with apt into that root, natively (DKMS builds the modules)" FAIL $(($(date +%s) - t0)) "see build/results/pkg-root.log"
+			record "gpumig-dkms and gpumig-tools installed with apt into that root, natively (DKMS builds the modules)" FAIL $(($(date +%s) - t0)) "see build/results/pkg-root.log"
 			pkgimg=""
 		fi
 	fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Install the gpumig-dkms package natively into a throw-away overlay of
+# Install the gpumig-dkms and gpumig-tools packages natively into a throw-away overlay of
 # the bookworm root (scripts/bookworm-root.sh) with apt, as an operator's
 # host would (dh-dkms's postinst: DKMS builds the four modules for
 # Debian's kernel with that kernel's headers and installs them), and write
@@ -14,11 +14,13 @@
 # $GPUMIG_CACHE/ccache-pkg (Debian's DEBIAN_KERNEL_USE_CCACHE switch);
 # the image goes to OUT (it changes with the package).
 #
-#   scripts/pkg-root.sh ROOT DEB OUT.img
+#   scripts/pkg-root.sh ROOT OUT.img DEB...
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-root=$1 deb=$2 img=$3
+root=$1 img=$2
+shift 2
+debs=("$@")
 cc=$GPUMIG_CACHE/ccache-pkg
 mkdir -p "$cc"
 [ "$(id -u)" -eq 0 ] || die "pkg-root.sh needs root (overlay mounts, chroot)"
@@ -35,11 +37,11 @@ for d in /proc /sys /dev; do
 done
 mkdir -p "$tmp/m/ccache" "$tmp/m/deb"
 mount --bind "$cc" "$tmp/m/ccache"
-cp "$deb" "$tmp/m/deb/"
+cp "${debs[@]}" "$tmp/m/deb/"
 t0=$(date +%s)
 DEBIAN_FRONTEND=noninteractive DEBIAN_KERNEL_USE_CCACHE=1 CCACHE_DIR=/ccache \
-	chroot "$tmp/m" apt-get install -y -q "/deb/$(basename "$deb")" >"$img.install.log" 2>&1 ||
-	{ tail -n 30 "$img.install.log" >&2; die "installing $(basename "$deb") in the root failed"; }
+	chroot "$tmp/m" sh -c 'apt-get install -y -q /deb/*.deb' >"$img.install.log" 2>&1 ||
+	{ tail -n 30 "$img.install.log" >&2; die "installing ${debs[*]} in the root failed"; }
 echo "package: apt install took $(($(date +%s) - t0)) s (natively)" >>"$img.install.log"
 CCACHE_DIR=/ccache chroot "$tmp/m" ccache --show-stats >&2 || true
 rm -rf "$tmp/m/deb"

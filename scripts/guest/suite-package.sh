@@ -1,19 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# The package suite: gpumig-dkms on a Debian host, as an operator meets it.
+# The package suite: gpumig-dkms and gpumig-tools on a Debian host, as an
+# operator meets them.
 # Sourced by run.sh (which says what each mode runs).
 
 # The VM runs on the project's QEMU with simgpu-pci: the PCI suite too, in
 # the same boot.
-# package_suite: the gpumig-dkms package (scripts/deb.sh) on a Debian
-# host (scripts/bookworm-root.sh: Debian's kernel image and headers, DKMS,
-# udev, mdevctl), the way an operator meets it: apt installed it (DKMS
-# built the modules for this kernel; natively on the host, in the root
-# this VM gets as a disk, scripts/pkg-root.sh), mdevctl defines two
-# auto-start instances, the boot-time steps run (systemd-modules-load,
-# then udevd's coldplug; and again with udevd already running), the
-# instances come back and migrate, gpumig-bugreport describes them, and
-# removal in the documented order leaves nothing behind.  The root is an
+# package_suite: the packages gpumig-dkms and gpumig-tools (scripts/deb.sh)
+# on a Debian host (scripts/bookworm-root.sh: Debian's kernel image and
+# headers, DKMS, udev, mdevctl), the way an operator meets them: apt
+# installed them (DKMS built the modules for this kernel; natively on the
+# host, in the root this VM gets as a disk, scripts/pkg-root.sh), a boot
+# loads no simgpu until the operator writes the documented switch, mdevctl
+# defines two auto-start instances, the boot-time steps run
+# (systemd-modules-load, then udevd's coldplug; and again with udevd
+# already running), the instances come back and migrate, gpumigctl lists
+# them, gpumig-bugreport describes them, and removal in the documented
+# order leaves nothing behind.  The root is an
 # overlay on tmpfs; the VM's own udevd is stopped first (the host root's
 # rules are not the package's), so this runs last.
 PKG=/run/gpumig-pkg
@@ -34,7 +37,7 @@ pkg_root() {
 		mount -t overlay overlay \
 			-o "lowerdir=$lower,upperdir=$m/upper,workdir=$m/work" $m/merged || return 1
 	mount -t tmpfs tmpfs $m/merged/run && mount -t tmpfs tmpfs $m/merged/tmp || return 1
-	for d in /dev /proc /sys "$out" "$tooldir" "$(dirname "$(cat "$out/pkg-deb")")"; do
+	for d in /dev /proc /sys "$out" "$tooldir" "$(dirname "$(head -n 1 "$out/pkg-deb")")"; do
 		mkdir -p "$m/merged$d" && mount --rbind "$d" "$m/merged$d" || return 1
 	done
 }
@@ -48,12 +51,14 @@ in_root() { chroot $PKG/merged env SYSTEMD_IGNORE_CHROOT=1 "$@"; }
 pkg_installed() {
 	local k t0
 	k=$(uname -r) t0=$(date +%s)
-	if in_root dpkg-query -W -f='${Status}' gpumig-dkms 2>/dev/null | grep -qx "install ok installed"; then
+	if in_root dpkg-query -W -f='${Status}' gpumig-dkms gpumig-tools 2>/dev/null |
+		grep -c "install ok installed" | grep -qx 2; then
 		echo "package: installed with apt natively before boot (pkg-install-native.log)" \
 			>"$out/pkg-install.log"
 	else
+		# shellcheck disable=SC2046 # the two paths, one a line
 		DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q \
-			"$(cat "$out/pkg-deb")" >"$out/pkg-install.log" 2>&1 ||
+			$(cat "$out/pkg-deb") >"$out/pkg-install.log" 2>&1 ||
 			{ cat "$out/pkg-install.log"; return 1; }
 		echo "package: apt install took $(($(date +%s) - t0)) s" | tee -a "$out/pkg-install.log"
 	fi
@@ -61,7 +66,38 @@ pkg_installed() {
 		for m in gpumig simgpu simgpu-pf gpumig-vfio-pci; do
 			in_root modinfo -k "$k" -n $m | grep -q "^/lib/modules/$k/updates/dkms/$m.ko" || return 1
 		done &&
-		in_root dpkg -L gpumig-dkms >"$out/pkg-files.txt"
+		in_root dpkg -L gpumig-dkms gpumig-tools >"$out/pkg-files.txt" &&
+		for f in /usr/sbin/gpumigctl /usr/sbin/gpumig-mover /usr/sbin/gpumig-bugreport \
+			/usr/share/man/man8/gpumigctl.8.gz /usr/share/man/man8/gpumig-mover.8.gz \
+			/usr/share/man/man8/gpumig-bugreport.8.gz; do
+			grep -qx "$f" "$out/pkg-files.txt" || { echo "not installed: $f"; return 1; }
+		done
+}
+
+# No simgpu at boot until the operator asks (modules-load.d's switch);
+# then it loads.  udev's coldplug may load simgpu-pf for simgpu-pci
+# hardware (and gpumig with it), never simgpu.
+pkg_switch() {
+	in_root /lib/systemd/systemd-modules-load || return 1
+	! grep -q '^simgpu ' /proc/modules || { echo "simgpu loaded with no switch"; return 1; }
+	! grep -v '^#' $PKG/merged/usr/lib/modules-load.d/gpumig.conf | grep -q . || return 1
+	grep -q '^#     echo simgpu > /etc/modules-load.d/gpumig.conf$' \
+		$PKG/merged/usr/lib/modules-load.d/gpumig.conf || return 1
+	echo simgpu >$PKG/merged/etc/modules-load.d/gpumig.conf
+}
+
+# gpumigctl as installed: both instances in its JSON list (parsed).
+pkg_gpumigctl() {
+	in_root gpumigctl --json list >"$out/pkg-list.json" &&
+		in_root gpumigctl --version | grep -qx "gpumigctl $(in_root dpkg-query -W -f='${Version}' gpumig-tools)" &&
+		python3 - "$out/pkg-list.json" "$PKG_SRC" "$PKG_DST" <<'PY'
+import json, sys
+devs = {d["device"]: d for d in map(json.loads, open(sys.argv[1]))}
+for u in sys.argv[2:]:
+    d = devs[u]
+    assert d["schema"] == 1 and d["kind"] == "mdev" and d["migratable"] is True, d
+    assert d["compat"]["type"] == "simgpu-256M" and d["state"] == "RUNNING", d
+PY
 }
 
 # pkg_boot ORDER: the boot-time steps.  "coldplug": modules-load.d first,
@@ -112,6 +148,7 @@ pkg_bugreport() {
 		in_root gpumig-bugreport -o /tmp/report.txt >/dev/null &&
 		cp $PKG/merged/tmp/report.txt "$f" || return 1
 	grep -q "gpumig/$v, $(uname -r), .*: installed" "$f" &&
+		grep -qx "gpumigctl $v" "$f" &&
 		grep -qx "/sys/module/simgpu/version: $v" "$f" &&
 		grep -qx "/sys/module/gpumig/version: $v" "$f" &&
 		grep -q "^-- $PKG_SRC " "$f" && grep -q "^-- $PKG_DST " "$f" &&
@@ -123,15 +160,16 @@ pkg_bugreport() {
 }
 
 # Removal in the order operating.rst gives: stop the instances (and
-# undefine them: they are the operator's, not the package's), unload,
-# purge; then nothing of the package is left on the root.
+# undefine them: they are the operator's, not the package's), remove the
+# boot switch (the operator's too), unload, purge both packages; then
+# nothing of them is left on the root.
 pkg_removed() {
 	local left t0
 	in_root mdevctl stop --uuid "$PKG_SRC" && in_root mdevctl stop --uuid "$PKG_DST" &&
 		in_root mdevctl undefine --uuid "$PKG_SRC" && in_root mdevctl undefine --uuid "$PKG_DST" &&
-		pkg_unload || return 1
+		rm $PKG/merged/etc/modules-load.d/gpumig.conf && pkg_unload || return 1
 	t0=$(date +%s)
-	DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y -q gpumig-dkms \
+	DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y -q gpumig-dkms gpumig-tools \
 		>"$out/pkg-purge.log" 2>&1 || { cat "$out/pkg-purge.log"; return 1; }
 	echo "package: apt purge took $(($(date +%s) - t0)) s" | tee -a "$out/pkg-purge.log"
 	! grep -q 'still loaded' "$out/pkg-purge.log" || return 1
@@ -142,7 +180,7 @@ pkg_removed() {
 	while read -r f; do
 		[ -d "$PKG/merged$f" ] || [ ! -e "$PKG/merged$f" ] || { echo "left behind: $f"; return 1; }
 	done <"$out/pkg-files.txt"
-	! in_root dpkg -s gpumig-dkms >/dev/null 2>&1 &&
+	! in_root dpkg -s gpumig-dkms >/dev/null 2>&1 && ! in_root dpkg -s gpumig-tools >/dev/null 2>&1 &&
 		! grep -qE '^(gpumig|simgpu) ' /proc/modules
 }
 
@@ -153,12 +191,12 @@ package_suite() {
 	udevadm control --exit 2>/dev/null
 	check "package: a writable Debian root with $(uname -r)'s image and headers" pkg_root ||
 		return
-	check "package: gpumig-dkms installed with apt; DKMS's 4 modules for $(uname -r) in place" \
+	check "package: gpumig-dkms and gpumig-tools installed with apt; DKMS's 4 modules for $(uname -r), the commands and their man pages in place" \
 		pkg_installed || return
-	check "package: modules-load.d loads simgpu, modprobe.d's options are all commented" sh -c \
-		"grep -qx simgpu $PKG/merged/usr/lib/modules-load.d/gpumig.conf &&
-		 ! grep -v '^#' $PKG/merged/etc/modprobe.d/gpumig.conf | grep -q .  &&
+	check "package: modprobe.d's options are all commented" sh -c \
+		"! grep -v '^#' $PKG/merged/etc/modprobe.d/gpumig.conf | grep -q .  &&
 		 grep -q '^#options simgpu vram_budget_mb=' $PKG/merged/etc/modprobe.d/gpumig.conf"
+	check "package: no simgpu at boot until the operator writes modules-load.d's switch" pkg_switch
 	check "package: mdevctl defines two auto-start simgpu-256M instances" sh -c \
 		"chroot $PKG/merged mdevctl define --uuid $PKG_SRC --parent simgpu --type simgpu-256M --auto &&
 		 chroot $PKG/merged mdevctl define --uuid $PKG_DST --parent simgpu --type simgpu-256M --auto"
@@ -166,7 +204,8 @@ package_suite() {
 		pkg_boot coldplug
 	timeout 300 "$tooldir/simgpu-client" -s migrate,dirty_precopy -n package_migration \
 		-d "$PKG_DST" "$PKG_SRC" >"$out/client-package.ktap" 2>>"$out/guest.log"
-	check "package: gpumig-bugreport lists versions, DKMS, both instances' metrics, the log" \
+	check "package: gpumigctl as installed lists both instances (JSON, parsed)" pkg_gpumigctl
+	check "package: gpumig-bugreport lists versions, DKMS, gpumigctl, both instances' metrics, the log" \
 		pkg_bugreport
 	check "package: reboot with udevd running (MDEV_STATE=registered): both instances started" \
 		pkg_reboot
