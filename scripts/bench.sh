@@ -19,7 +19,7 @@
 #
 # BENCH_REPS (default 7): runs of each VRAM benchmark type, interleaved;
 # BENCH_CONVERGE_REPS (default 3): rounds of auto-converge's idle and hot
-# runs of each type; BENCH_POSTCOPY_REPS (default 3): rounds of
+# runs of each type; BENCH_POSTCOPY_REPS (default 5): rounds of
 # post-copy's runs of each type;
 # BENCH_SEVERAL_REPS (default 5): rounds of the several-devices runs;
 # BENCH_CPUS (default 2): the VRAM benchmark VM's vCPUs.
