@@ -714,10 +714,18 @@ static int gpumig_pc_deliver(struct gpumig_pc *s, const struct gpumig_pc_block *
 		return -ENOENT;
 	if (crc32_le(~0U, data, len) != le32_to_cpu(b->crc))
 		return -EBADMSG;
-	if (!test_bit(blk, s->owed))
+	/*
+	 * Everything arrived: a late copy is a resend.  Ended any other way
+	 * (abandoned, timed out, the device closed or gone), the block can
+	 * go nowhere, and a mover must hear that rather than "delivered
+	 * before" for the blocks the end took off the owed list.
+	 */
+	if (s->state == GPUMIG_PC_STATE_DONE)
 		return -EALREADY;
 	if (s->state != GPUMIG_PC_STATE_ACTIVE || !s->m)
 		return -ENODEV;
+	if (!test_bit(blk, s->owed))
+		return -EALREADY;
 	ret = s->m->ops->vram_deliver(s->m->priv, blk, data, len);
 	if (ret)
 		return ret;

@@ -15,7 +15,7 @@
  * PCI address or a sysfs directory) is a post-copy destination with
  * blocks owed, then acts as destination with COMMAND, where "{}" stands
  * for the session token: what a hook does that starts before the stream
- * was restored (tools/libvirt/qemu-hook).  It exits 4 when no post-copy
+ * was restored (tools/libvirt/gpumig-mover-hook).  It exits 4 when no post-copy
  * came.
  *
  * The destination end runs COMMAND, which starts the source end with its
@@ -189,6 +189,8 @@ static int run_source(const uint8_t *token, double rate)
 
 	if (!rec)
 		die(1, "out of memory");
+	/* A destination end that went is a write error (exit 1), not a signal. */
+	signal(SIGPIPE, SIG_IGN);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	if (send_msg(1, MV_HELLO, a.block_size))
 		die(1, "link: %s", strerror(errno));
@@ -332,6 +334,12 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 			delivered++;
 		} else if (errno == EALREADY) {
 			again++;
+		} else if (errno == ENODEV || errno == ENXIO) {
+			/* Over on this host: timed out, abandoned, the device gone. */
+			close(to);
+			waitpid(pid, &status, 0);
+			die(3, "the post-copy ended on this host after %llu blocks (timed out, abandoned or the device went): the rest is lost",
+			    delivered);
 		} else {
 			/* A block that does not check out is not acknowledged. */
 			fprintf(stderr, "%s: block %llu refused: %s\n", prog,

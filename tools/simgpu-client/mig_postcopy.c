@@ -681,9 +681,45 @@ int t_postcopy_mover(struct gpu *src)
 	CHECK(pc_state(src, "done") == 0 && pc_state(&dst, "done") == 0,
 	      "post-copy not done on both sides after the mover");
 	TRY(pc_verify(&dst, data, PC_DATA));
-	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted, done\n",
-	       v);
 	gpu_close(&dst);
+
+	/*
+	 * A post-copy that ends on the destination's host while the mover
+	 * runs (its device closed): the mover stops, exit 3, instead of
+	 * waiting for acknowledgments that never come.  The source starts
+	 * afresh, as a new tenant's VM would (the first one stopped it).
+	 */
+	{
+		char name[sizeof(src->name)];
+
+		memcpy(name, src->name, sizeof(name));
+		CHECK(gpu_reset(src) == 0, "source VFIO_DEVICE_RESET: %s", strerror(errno));
+		gpu_close(src);
+		CHECK(gpu_open(src, name) == 0, "reopen the source");
+	}
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	mig_attr(src, "postcopy_token", hex, sizeof(hex));
+	pid = pc_spawn_mover(mover, hex, "262144");
+	CHECK(pid > 0, "fork");
+	usleep(1000000);
+	gpu_close(&dst);
+	ret = pc_wait(pid, 20000);
+	CHECK(ret == 3, "the mover exited %d when the destination's post-copy ended, not 3", ret);
+	{
+		struct gpumig_pc_attach sa;
+		uint8_t token[GPUMIG_PC_TOKEN_LEN];
+		int sfd;
+
+		CHECK(pc_token(src, token) == 0, "no session token on the source");
+		sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+		CHECK(sfd >= 0, "the source's hold cannot be attached to (%d)", sfd);
+		CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
+		close(sfd);
+	}
+	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted, done; a destination that went: exit 3\n",
+	       v);
 	return 0;
 }
 

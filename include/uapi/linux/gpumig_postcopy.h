@@ -21,8 +21,9 @@
  * waited on it runs again: that is the acknowledgment.  It fails, writing
  * nothing, with EINVAL (bad magic, flags or length), EACCES (another
  * session's token), ERANGE (outside VRAM), ENOENT (a block never owed),
- * EBADMSG (its CRC does not match) or EALREADY (delivered before: a
- * restarted mover resends; not a failure).  read() returns struct
+ * EBADMSG (its CRC does not match), EALREADY (delivered before: a
+ * restarted mover resends; not a failure) or ENODEV (the post-copy ended
+ * on this host without it: abandoned, timed out, the device closed).  read() returns struct
  * gpumig_pc_event records: the blocks the device waits on, in the order
  * it first waited; 0 once nothing is owed any more.  poll() says when.
  *
