@@ -117,5 +117,7 @@ client_build() {
 		make -C "$GPUMIG_TOP/tools/gpumigctl" O="$BUILD/tools" \
 			UAPI="$BUILD/uapi/include" CFLAGS="-O2 -g -Werror" &&
 		make -C "$GPUMIG_TOP/tools/gpumig-mover" O="$BUILD/tools" CFLAGS="-O2 -g -Werror" &&
+		make -C "$GPUMIG_TOP/tools/vfio-migtest" O="$BUILD/tools" \
+			UAPI="$BUILD/uapi/include" CFLAGS="-O2 -g -Werror" &&
 		make -C "$GPUMIG_TOP/tools/guest" O="$BUILD/tools" EXTRA_CFLAGS=-Werror
 }

@@ -211,6 +211,39 @@ assert re.fullmatch(r"1\.\d", st["stream_max"]), st
 PY
 }
 
+# migtest NAME ARGS...: vfio-migtest (the vendor-neutral conformance
+# suite, tools/vfio-migtest) through the group, and through the iommufd
+# cdev where the kernel has one (/dev/iommu: the debug kernel); KTAP into
+# OUT/NAME.ktap and OUT/NAME_cdev.ktap.
+migtest() {
+	local name=$1
+	shift
+	timeout 600 "$tooldir/vfio-migtest" -N "$name" "$@" >"$out/$name.ktap" 2>>"$out/guest.log"
+	echo "vm: vfio-migtest $name exited $?"
+	[ -e /dev/iommu ] || return 0
+	timeout 600 "$tooldir/vfio-migtest" -c -N "${name}_cdev" "$@" >"$out/${name}_cdev.ktap" \
+		2>>"$out/guest.log"
+	echo "vm: vfio-migtest ${name}_cdev exited $?"
+}
+
+# migtest_mtty: the same on two instances of the kernel's mtty sample
+# (the debug kernel builds it), its known failures listed with mtty's
+# reasons (tools/vfio-migtest/known-failures/mtty).
+migtest_mtty() {
+	local ko=$kdir/samples/vfio-mdev/mtty.ko m1 m2 t=/sys/class/mdev_bus/mtty/mdev_supported_types/mtty-2
+	[ -n "$kdir" ] && [ -f "$ko" ] || return 0
+	check "load the kernel's mtty sample" insmod "$ko" || return 0
+	m1=$(cat /proc/sys/kernel/random/uuid)
+	m2=$(cat /proc/sys/kernel/random/uuid)
+	if check "two mtty-2 instances" sh -c "echo $m1 > $t/create && echo $m2 > $t/create"; then
+		migtest migtest_mtty -k "$(dirname "$0")/../../tools/vfio-migtest/known-failures/mtty" \
+			-d "$m2" "$m1"
+		echo 1 >"/sys/bus/mdev/devices/$m1/remove"
+		echo 1 >"/sys/bus/mdev/devices/$m2/remove"
+	fi
+	check "unload mtty" rmmod mtty
+}
+
 # watch_gone: watch of an mdev that is removed meanwhile ends, exit 1,
 # and says the device is gone.
 watch_gone() {

@@ -144,12 +144,16 @@ simgpu_suite() {
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"
 		check "trace events of a migration, a refused stream, a quarantine, DMA logging" \
 			trace_events "$src" "$dst" "${uuids[0]}"
+		# The vendor-neutral uAPI conformance suite (tools/vfio-migtest),
+		# through the group and, where the kernel has it, the iommufd cdev.
+		migtest migtest_mdev -d "$dst" "$src"
 		check "gpumigctl check-compat: same type compatible, another type refused as the kernel does" \
 			compat_check "$src" "$dst" "${uuids[0]}" "type mismatch: source simgpu-256M, destination simgpu-64M"
 		check "gpumigctl check-compat across releases: to 0.1 with stream_max 1.1, from 0.1, 1.2 refused by 0.1" \
 			compat_versions "$src"
 		check "gpumigctl's JSON (watch, list, status), options anywhere, its messages" watch_check "$src"
 		check "gpumigctl watch ends, exit 1, when the device goes" watch_gone
+		migtest_mtty
 		check "gpumigctl watch --domain: libvirt 11.3's job figures for RAM, and RAM and device together" \
 			watch_domain_check "$src"
 		# The benchmarks' own exactness checks; their figures go to the log.

@@ -68,8 +68,9 @@ pkg_installed() {
 		done &&
 		in_root dpkg -L gpumig-dkms gpumig-tools >"$out/pkg-files.txt" &&
 		for f in /usr/sbin/gpumigctl /usr/sbin/gpumig-mover /usr/sbin/gpumig-bugreport \
-			/usr/share/man/man8/gpumigctl.8.gz /usr/share/man/man8/gpumig-mover.8.gz \
-			/usr/share/man/man8/gpumig-bugreport.8.gz; do
+			/usr/sbin/vfio-migtest /usr/share/man/man8/gpumigctl.8.gz \
+			/usr/share/man/man8/gpumig-mover.8.gz /usr/share/man/man8/gpumig-bugreport.8.gz \
+			/usr/share/man/man8/vfio-migtest.8.gz; do
 			grep -qx "$f" "$out/pkg-files.txt" || { echo "not installed: $f"; return 1; }
 		done
 }

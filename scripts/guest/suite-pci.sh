@@ -310,6 +310,9 @@ pci_suite() {
 	timeout 900 "$tooldir/simgpu-client" -n simgpu_vf_vfio_pci "$vf0" \
 		>"$out/client-vf-vfio-pci.ktap" 2>>"$out/guest.log"
 	echo "vm: client on VF 0 (vfio-pci) exited $?"
+	check "vfio-migtest on a VF on plain vfio-pci: says it does not migrate" sh -c \
+		"'$tooldir/vfio-migtest' -N migtest_vf_vfio_pci $vf0 >'$out/migtest-vf-vfio-pci.txt' &&
+		 grep -q '^    ok 1 no_migration # SKIP' '$out/migtest-vf-vfio-pci.txt'"
 	check "SR-IOV cannot be disabled while a VF is bound" \
 		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null && [ -e /sys/bus/pci/devices/$vf0 ]"
 	vf_unbind "$vf0"
@@ -338,6 +341,8 @@ pci_suite() {
 	echo "vm: client migration scenarios on VFs exited $?"
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
+	# The vendor-neutral uAPI conformance suite (tools/vfio-migtest).
+	migtest migtest_gvp -d "$vf3" "$vf1"
 	# Other geometries on real VFs (simgpu-pf's test_geometry), 64M each.
 	check "geometry: the state in 3 parts and a vendor section (stream 1.2): migrates, settings follow" \
 		geometry_vf "$vf0" "$vf2" "parts=3,vendor" "^stream=1.2 .*state_version=1\$"

@@ -366,6 +366,24 @@ static bool opt_number(const char *opt, const char *v, bool real, double min, do
 	return true;
 }
 
+enum cmd_id { CMD_LIST, CMD_STATUS, CMD_UNQUARANTINE, CMD_PROBE, CMD_NOVA, CMD_CHECK_COMPAT,
+	      CMD_WATCH };
+
+/* The commands, and how many operands each takes. */
+static const struct {
+	const char *name;
+	enum cmd_id id;
+	int nargs;
+} commands[] = {
+	{ "list", CMD_LIST, 0 },
+	{ "status", CMD_STATUS, 1 },
+	{ "unquarantine", CMD_UNQUARANTINE, 1 },
+	{ "probe", CMD_PROBE, 1 },
+	{ "nova-config", CMD_NOVA, 0 },
+	{ "check-compat", CMD_CHECK_COMPAT, 2 },
+	{ "watch", CMD_WATCH, 1 },
+};
+
 enum {
 	OPT_JSON = 256, OPT_VERSION, OPT_PROBE, OPT_ALIAS, OPT_INTERVAL, OPT_COUNT, OPT_LINK,
 	OPT_DOMAIN
@@ -386,6 +404,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *alias_file = NULL, *dom = NULL, *cmd;
+	char **arg;
 	double interval = 1000, count = 0, link = 10000;
 	bool probe = false, watch_opt = false, nova_opt = false;
 	int c, nargs;
@@ -441,29 +460,35 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[optind];
 	nargs = argc - optind - 1;
-	if (watch_opt && strcmp(cmd, "watch"))
+	for (c = 0; c < (int)ARRAY_SIZE(commands); c++)
+		if (!strcmp(cmd, commands[c].name))
+			break;
+	if (c == (int)ARRAY_SIZE(commands))
+		return usage("unknown command \"%s\"", cmd);
+	if (watch_opt && commands[c].id != CMD_WATCH)
 		return usage("--interval, --count, --link and --domain are watch's options, not %s's",
 			     cmd);
-	if (nova_opt && strcmp(cmd, "nova-config"))
+	if (nova_opt && commands[c].id != CMD_NOVA)
 		return usage("--probe and --modules-alias are nova-config's options, not %s's",
 			     cmd);
-	if (!strcmp(cmd, "list") && nargs == 0)
+	if (nargs != commands[c].nargs)
+		return usage("%s: wrong number of arguments", cmd);
+	arg = argv + optind + 1;
+	switch (commands[c].id) {
+	case CMD_LIST:
 		return cmd_list();
-	if (!strcmp(cmd, "status") && nargs == 1)
-		return cmd_status(argv[optind + 1]);
-	if (!strcmp(cmd, "unquarantine") && nargs == 1)
-		return cmd_unquarantine(argv[optind + 1]);
-	if (!strcmp(cmd, "probe") && nargs == 1)
-		return cmd_probe(argv[optind + 1]);
-	if (!strcmp(cmd, "nova-config") && nargs == 0)
+	case CMD_STATUS:
+		return cmd_status(arg[0]);
+	case CMD_UNQUARANTINE:
+		return cmd_unquarantine(arg[0]);
+	case CMD_PROBE:
+		return cmd_probe(arg[0]);
+	case CMD_NOVA:
 		return cmd_nova(probe, alias_file);
-	if (!strcmp(cmd, "check-compat") && nargs == 2)
-		return cmd_check_compat(argv[optind + 1], argv[optind + 2]);
-	if (!strcmp(cmd, "watch") && nargs == 1)
-		return cmd_watch(argv[optind + 1], (long)interval, (long)count, link, dom);
-	if (strcmp(cmd, "list") && strcmp(cmd, "status") && strcmp(cmd, "unquarantine") &&
-	    strcmp(cmd, "probe") && strcmp(cmd, "nova-config") && strcmp(cmd, "check-compat") &&
-	    strcmp(cmd, "watch"))
-		return usage("unknown command \"%s\"", cmd);
-	return usage("%s: wrong number of arguments", cmd);
+	case CMD_CHECK_COMPAT:
+		return cmd_check_compat(arg[0], arg[1]);
+	case CMD_WATCH:
+		return cmd_watch(arg[0], (long)interval, (long)count, link, dom);
+	}
+	return EXIT_USAGE;
 }

@@ -1,0 +1,1207 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vfio-migtest: a conformance test of a device's VFIO live-migration uAPI
+ * (the kernel's include/uapi/linux/vfio.h, migration v2), from the uAPI
+ * alone: it knows nothing of the device, its stream or its driver.  Any
+ * VFIO migration driver's author can run it on their device.  Output is
+ * KTAP, one case per check; the exit status is 0 only when every check
+ * passed (or was skipped for a reason it names).  See vfio-migtest.8.
+ *
+ *   vfio-migtest [-c] [-d DST] [-k KNOWN] [-n CORRUPT] [-s SEED] [-N SUITE] DEVICE
+ *
+ * -c opens the devices through the iommufd cdev (/dev/vfio/devices/vfioN)
+ * instead of their group and a type1 container.
+ *
+ * DEVICE and DST are PCI addresses (0000:01:00.2) or mdev UUIDs, each in
+ * an IOMMU group of its own, unused, bound to a VFIO driver.  Streams are
+ * written back into DST (by default DEVICE itself).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <linux/vfio.h>
+#ifdef VFIO_DEVICE_BIND_IOMMUFD
+#include <linux/iommufd.h>
+#endif
+
+/*
+ * Built against libc headers older than 6.2 (Debian 12's are 6.1): the
+ * uAPI's PRE_COPY and MIG_DATA_SIZE, as include/uapi/linux/vfio.h has them.
+ */
+#ifndef VFIO_MIG_GET_PRECOPY_INFO
+#define VFIO_MIGRATION_PRE_COPY		4
+#define VFIO_DEVICE_STATE_PRE_COPY	6
+#define VFIO_DEVICE_STATE_PRE_COPY_P2P	7
+struct vfio_precopy_info {
+	__u32 argsz;
+	__u32 flags;
+	__aligned_u64 initial_bytes;
+	__aligned_u64 dirty_bytes;
+};
+
+#define VFIO_MIG_GET_PRECOPY_INFO _IO(VFIO_TYPE, VFIO_BASE + 21)
+#endif
+#ifndef VFIO_DEVICE_FEATURE_MIG_DATA_SIZE
+struct vfio_device_feature_mig_data_size {
+	__aligned_u64 stop_copy_length;
+};
+
+#define VFIO_DEVICE_FEATURE_MIG_DATA_SIZE 9
+#endif
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define NR_STATES 8	/* ERROR .. PRE_COPY_P2P */
+#define STREAM_MAX 0x80000000ULL	/* the largest stream read: 2 GiB */
+
+static const char *const state_names[NR_STATES] = {
+	[VFIO_DEVICE_STATE_ERROR] = "ERROR",
+	[VFIO_DEVICE_STATE_STOP] = "STOP",
+	[VFIO_DEVICE_STATE_RUNNING] = "RUNNING",
+	[VFIO_DEVICE_STATE_STOP_COPY] = "STOP_COPY",
+	[VFIO_DEVICE_STATE_RESUMING] = "RESUMING",
+	[VFIO_DEVICE_STATE_RUNNING_P2P] = "RUNNING_P2P",
+	[VFIO_DEVICE_STATE_PRE_COPY] = "PRE_COPY",
+	[VFIO_DEVICE_STATE_PRE_COPY_P2P] = "PRE_COPY_P2P",
+};
+
+/* ---- KTAP ----------------------------------------------------------- */
+
+static int nr_case, nr_fail;
+static char why[512];
+
+static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("    # ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* Say why a check fails: returns -1, for "return failed(...)". */
+static int failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int failed(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/*
+ * Known failures (-k FILE): a line "CASE reason" each.  Such a case that
+ * fails is reported skipped with its reason; one that passes fails, so a
+ * change in the device's behaviour shows.
+ */
+#define MAX_KNOWN 64
+static struct {
+	char name[64];
+	char reason[256];
+} known[MAX_KNOWN];
+static int nr_known;
+
+static int known_load(const char *path)
+{
+	char line[400];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f) && nr_known < MAX_KNOWN) {
+		char *r;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!line[0] || line[0] == '#')
+			continue;
+		r = line + strcspn(line, " \t");
+		if (*r)
+			*r++ = 0;
+		r += strspn(r, " \t");
+		snprintf(known[nr_known].name, sizeof(known[0].name), "%.63s", line);
+		snprintf(known[nr_known].reason, sizeof(known[0].reason), "%.255s", r);
+		nr_known++;
+	}
+	fclose(f);
+	return 0;
+}
+
+static const char *known_reason(const char *name)
+{
+	int i;
+
+	for (i = 0; i < nr_known; i++)
+		if (!strcmp(known[i].name, name))
+			return known[i].reason;
+	return NULL;
+}
+
+/* One case: 0 ok, -1 not ok (why), 1 skipped (why). */
+static void report(const char *name, int ret)
+{
+	const char *k = known_reason(name);
+
+	nr_case++;
+	if (k && ret < 0) {
+		printf("    # %s: %s\n    ok %d %s # SKIP known failure: %s\n", name, why, nr_case,
+		       name, k);
+	} else if (k && ret == 0) {
+		nr_fail++;
+		printf("    # %s: listed as a known failure (%s) but passed: the device changed\n"
+		       "    not ok %d %s\n", name, k, nr_case, name);
+	} else if (ret > 0) {
+		printf("    ok %d %s # SKIP %s\n", nr_case, name, why);
+	} else if (ret < 0) {
+		nr_fail++;
+		printf("    # %s: %s\n    not ok %d %s\n", name, why, nr_case, name);
+	} else {
+		printf("    ok %d %s\n", nr_case, name);
+	}
+	fflush(stdout);
+	why[0] = 0;
+}
+
+static int skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+/* ---- the device, through its group (type1 container) ---------------- */
+
+struct dev {
+	const char *name;
+	int container, group, fd;
+	bool cdev;		/* the iommufd cdev, not the group */
+	int iommufd;
+	uint32_t ioas;
+	char cdev_path[PATH_MAX];
+	uint64_t flags;		/* VFIO_MIGRATION_* */
+	bool can_reset;
+};
+
+static int group_of(const char *name, char *path, size_t len)
+{
+	static const char *const buses[] = { "/sys/bus/pci/devices", "/sys/bus/mdev/devices" };
+	char link[PATH_MAX], grp[PATH_MAX];
+	unsigned int i;
+	ssize_t n;
+
+	for (i = 0; i < ARRAY_SIZE(buses); i++) {
+		snprintf(link, sizeof(link), "%s/%s/iommu_group", buses[i], name);
+		n = readlink(link, grp, sizeof(grp) - 1);
+		if (n > 0) {
+			grp[n] = 0;
+			snprintf(path, len, "/dev/vfio/%s", strrchr(grp, '/') + 1);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static bool use_cdev;	/* -c */
+
+#ifdef VFIO_DEVICE_BIND_IOMMUFD
+/* /dev/vfio/devices/vfioN of @name: 0, or -1. */
+static int cdev_of(const char *name, char *path, size_t len)
+{
+	static const char *const buses[] = { "/sys/bus/pci/devices", "/sys/bus/mdev/devices" };
+	char dir[PATH_MAX];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(buses); i++) {
+		struct dirent *e;
+		DIR *dd;
+
+		snprintf(dir, sizeof(dir), "%s/%s/vfio-dev", buses[i], name);
+		dd = opendir(dir);
+		if (!dd)
+			continue;
+		while ((e = readdir(dd)))
+			if (!strncmp(e->d_name, "vfio", 4)) {
+				snprintf(path, len, "/dev/vfio/devices/%s", e->d_name);
+				closedir(dd);
+				return 0;
+			}
+		closedir(dd);
+	}
+	return -1;
+}
+#endif
+
+/* Open the cdev, bind it to the iommufd and attach it to the IOAS. */
+static int cdev_attach(struct dev *d)
+{
+#ifdef VFIO_DEVICE_BIND_IOMMUFD
+	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind), .iommufd = d->iommufd };
+	struct vfio_device_attach_iommufd_pt at = { .argsz = sizeof(at), .pt_id = d->ioas };
+
+	d->fd = open(d->cdev_path, O_RDWR);
+	if (d->fd < 0)
+		return failed("%s: %s", d->cdev_path, strerror(errno));
+	if (ioctl(d->fd, VFIO_DEVICE_BIND_IOMMUFD, &bind))
+		return failed("%s: VFIO_DEVICE_BIND_IOMMUFD: %s", d->name, strerror(errno));
+	if (ioctl(d->fd, VFIO_DEVICE_ATTACH_IOMMUFD_PT, &at))
+		return failed("%s: VFIO_DEVICE_ATTACH_IOMMUFD_PT: %s", d->name, strerror(errno));
+	return 0;
+#else
+	(void)d;
+	return failed("built without the iommufd uAPI (headers older than 6.6)");
+#endif
+}
+
+/* The device through its cdev on an iommufd with one IOAS. */
+static int dev_open_cdev(struct dev *d)
+{
+#ifdef VFIO_DEVICE_BIND_IOMMUFD
+	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
+
+	if (cdev_of(d->name, d->cdev_path, sizeof(d->cdev_path)))
+		return failed("%s: no VFIO device cdev (CONFIG_VFIO_DEVICE_CDEV)", d->name);
+	d->iommufd = open("/dev/iommu", O_RDWR);
+	if (d->iommufd < 0)
+		return failed("/dev/iommu: %s", strerror(errno));
+	if (ioctl(d->iommufd, IOMMU_IOAS_ALLOC, &alloc))
+		return failed("IOMMU_IOAS_ALLOC: %s", strerror(errno));
+	d->ioas = alloc.out_ioas_id;
+	d->cdev = true;
+	return cdev_attach(d);
+#else
+	(void)d;
+	return failed("built without the iommufd uAPI (headers older than 6.6)");
+#endif
+}
+
+static int dev_open(struct dev *d, const char *name)
+{
+	struct vfio_group_status gs = { .argsz = sizeof(gs) };
+	struct vfio_device_info info = { .argsz = sizeof(info) };
+	char path[PATH_MAX];
+
+	memset(d, 0, sizeof(*d));
+	d->name = name;
+	d->fd = -1;
+	d->group = -1;
+	d->container = -1;
+	d->iommufd = -1;
+	if (use_cdev) {
+		if (dev_open_cdev(d))
+			return -1;
+		goto info;
+	}
+	if (group_of(name, path, sizeof(path)))
+		return failed("%s: no IOMMU group (not a PCI function or mdev in sysfs)", name);
+	d->container = open("/dev/vfio/vfio", O_RDWR);
+	d->group = open(path, O_RDWR);
+	if (d->container < 0 || d->group < 0)
+		return failed("%s: %s", path, strerror(errno));
+	if (ioctl(d->group, VFIO_GROUP_GET_STATUS, &gs) || !(gs.flags & VFIO_GROUP_FLAGS_VIABLE))
+		return failed("%s: group not viable (another device of it is bound elsewhere)",
+			      path);
+	if (ioctl(d->group, VFIO_GROUP_SET_CONTAINER, &d->container) ||
+	    ioctl(d->container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU))
+		return failed("%s: no type1 IOMMU container: %s", path, strerror(errno));
+	d->fd = ioctl(d->group, VFIO_GROUP_GET_DEVICE_FD, name);
+	if (d->fd < 0)
+		return failed("%s: cannot open the device: %s", name, strerror(errno));
+info:
+	if (!ioctl(d->fd, VFIO_DEVICE_GET_INFO, &info))
+		d->can_reset = info.flags & VFIO_DEVICE_FLAGS_RESET;
+	return 0;
+}
+
+static int get_state(int fd, uint32_t *state);
+static int set_state(int fd, uint32_t state, int *data_fd);
+
+/* Close the device fd and open it again, nothing more. */
+static int dev_reopen_raw(struct dev *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+	if (d->cdev)
+		return cdev_attach(d);
+	d->fd = ioctl(d->group, VFIO_GROUP_GET_DEVICE_FD, d->name);
+	return d->fd < 0 ? failed("reopening %s: %s", d->name, strerror(errno)) : 0;
+}
+
+/*
+ * A fresh device fd for the next check: the uAPI says a newly opened
+ * device is RUNNING.  One that is not (close_in_STATE reports it) is
+ * reset first (VFIO_DEVICE_RESET, tried even where GET_INFO does not
+ * offer it), or walked back to RUNNING, but never out of RESUMING: its
+ * files went with the close, and mtty oopses on RESUMING -> STOP then.
+ */
+static uint32_t stale_state = VFIO_DEVICE_STATE_RUNNING;	/* the first seen */
+
+static int dev_reopen(struct dev *d)
+{
+	uint32_t s = VFIO_DEVICE_STATE_RUNNING;
+
+	if (dev_reopen_raw(d))
+		return -1;
+	if (get_state(d->fd, &s) || s == VFIO_DEVICE_STATE_RUNNING)
+		return 0;
+	if (stale_state == VFIO_DEVICE_STATE_RUNNING)
+		stale_state = s;
+	ioctl(d->fd, VFIO_DEVICE_RESET);
+	if (!get_state(d->fd, &s) && s != VFIO_DEVICE_STATE_RUNNING &&
+	    s != VFIO_DEVICE_STATE_RESUMING && s != VFIO_DEVICE_STATE_ERROR)
+		set_state(d->fd, VFIO_DEVICE_STATE_RUNNING, NULL);
+	if (get_state(d->fd, &s) || s != VFIO_DEVICE_STATE_RUNNING)
+		return failed("%s: reopened in %s, and neither a reset nor the arcs bring it to RUNNING",
+			      d->name, s < NR_STATES ? state_names[s] : "?");
+	return 0;
+}
+
+static void dev_close(struct dev *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	if (d->group >= 0)
+		close(d->group);
+	if (d->container >= 0)
+		close(d->container);
+	if (d->iommufd >= 0)
+		close(d->iommufd);
+}
+
+/* VFIO_DEVICE_FEATURE_MIGRATION: 0 and the flags, or -errno. */
+static int mig_flags(int fd, uint64_t *flags)
+{
+	struct {
+		struct vfio_device_feature f;
+		struct vfio_device_feature_migration m;
+	} a = { .f = { .argsz = sizeof(a),
+		       .flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIGRATION } };
+
+	if (ioctl(fd, VFIO_DEVICE_FEATURE, &a))
+		return -errno;
+	*flags = a.m.flags;
+	return 0;
+}
+
+/* Set the state: 0 (@data_fd the new fd or -1), or -errno. */
+static int set_state(int fd, uint32_t state, int *data_fd)
+{
+	struct {
+		struct vfio_device_feature f;
+		struct vfio_device_feature_mig_state s;
+	} a = { .f = { .argsz = sizeof(a),
+		       .flags = VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE },
+		.s = { .device_state = state, .data_fd = -1 } };
+
+	if (data_fd)
+		*data_fd = -1;
+	if (ioctl(fd, VFIO_DEVICE_FEATURE, &a))
+		return -errno;
+	if (data_fd)
+		*data_fd = a.s.data_fd;
+	else if (a.s.data_fd >= 0)
+		close(a.s.data_fd);
+	return 0;
+}
+
+static int get_state(int fd, uint32_t *state)
+{
+	struct {
+		struct vfio_device_feature f;
+		struct vfio_device_feature_mig_state s;
+	} a = { .f = { .argsz = sizeof(a),
+		       .flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE } };
+
+	if (ioctl(fd, VFIO_DEVICE_FEATURE, &a))
+		return -errno;
+	*state = a.s.device_state;
+	return 0;
+}
+
+static int data_size(int fd, uint64_t *size)
+{
+	struct {
+		struct vfio_device_feature f;
+		struct vfio_device_feature_mig_data_size s;
+	} a = { .f = { .argsz = sizeof(a),
+		       .flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIG_DATA_SIZE } };
+
+	if (ioctl(fd, VFIO_DEVICE_FEATURE, &a))
+		return -errno;
+	*size = a.s.stop_copy_length;
+	return 0;
+}
+
+static bool supported(const struct dev *d, uint32_t s)
+{
+	switch (s) {
+	case VFIO_DEVICE_STATE_STOP:
+	case VFIO_DEVICE_STATE_RUNNING:
+	case VFIO_DEVICE_STATE_STOP_COPY:
+	case VFIO_DEVICE_STATE_RESUMING:
+		return d->flags & VFIO_MIGRATION_STOP_COPY;
+	case VFIO_DEVICE_STATE_RUNNING_P2P:
+		return d->flags & VFIO_MIGRATION_P2P;
+	case VFIO_DEVICE_STATE_PRE_COPY:
+		return d->flags & VFIO_MIGRATION_PRE_COPY;
+	case VFIO_DEVICE_STATE_PRE_COPY_P2P:
+		return (d->flags & VFIO_MIGRATION_PRE_COPY) && (d->flags & VFIO_MIGRATION_P2P);
+	}
+	return false;
+}
+
+/* ---- streams -------------------------------------------------------- */
+
+struct blob {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static int blob_add(struct blob *b, const void *p, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1 << 20;
+		uint8_t *q;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		if (cap > STREAM_MAX)
+			return -EFBIG;
+		q = realloc(b->p, cap);
+		if (!q)
+			return -ENOMEM;
+		b->p = q;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/*
+ * Read @fd in pieces of @piece bytes (the first @small bytes one at a
+ * time when @small) until end of data (0) or ENOMSG (-ENOMSG); -errno on
+ * another error.
+ */
+static int read_all(int fd, struct blob *b, size_t piece, size_t small)
+{
+	uint8_t buf[1 << 20];
+	ssize_t n;
+	int ret;
+
+	for (;;) {
+		size_t want = b->len < small ? 1 : piece;
+
+		n = read(fd, buf, want);
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			return errno == EINTR ? 0 : -errno;
+		ret = blob_add(b, buf, n);
+		if (ret)
+			return ret;
+	}
+}
+
+/* Write @len bytes in pieces of @piece: 0, or -errno of the first refusal. */
+static int write_all(int fd, const uint8_t *p, size_t len, size_t piece)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		size_t want = len - off < piece ? len - off : piece;
+
+		n = write(fd, p + off, want);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		off += n;
+	}
+	return 0;
+}
+
+/* The STOP_COPY stream of a fresh device, read in @piece (first @small bytewise). */
+static int capture(struct dev *d, struct blob *b, size_t piece, size_t small)
+{
+	int fd, ret;
+
+	b->len = 0;
+	ret = dev_reopen(d);
+	if (ret)
+		return ret;
+	ret = set_state(d->fd, VFIO_DEVICE_STATE_STOP_COPY, &fd);
+	if (ret || fd < 0)
+		return failed("RUNNING -> STOP_COPY: %s", ret ? strerror(-ret) : "no data fd");
+	ret = read_all(fd, b, piece, small);
+	close(fd);
+	if (ret)
+		return failed("reading STOP_COPY's fd: %s", strerror(-ret));
+	if (!b->len)
+		return failed("STOP_COPY produced no data");
+	return set_state(d->fd, VFIO_DEVICE_STATE_STOP, NULL) ?
+	       failed("STOP_COPY -> STOP: %s", strerror(errno)) : 0;
+}
+
+/*
+ * Offer @len bytes to a fresh @dst in RESUMING, the first @head bytes one
+ * at a time, the rest in @piece: 0 when RESUMING -> STOP accepted it, 1
+ * when it was refused (by a write or by the arc), -1 when the test could
+ * not run.
+ */
+static int offer_split(struct dev *dst, const uint8_t *p, size_t len, size_t head,
+		       size_t piece)
+{
+	int fd, ret;
+
+	if (head > len)
+		head = len;
+	if (dev_reopen(dst) || set_state(dst->fd, VFIO_DEVICE_STATE_STOP, NULL) ||
+	    set_state(dst->fd, VFIO_DEVICE_STATE_RESUMING, &fd) || fd < 0)
+		return failed("%s: cannot enter RESUMING: %s", dst->name, strerror(errno));
+	ret = write_all(fd, p, head, 1);
+	if (!ret)
+		ret = write_all(fd, p + head, len - head, piece);
+	if (!ret)
+		ret = set_state(dst->fd, VFIO_DEVICE_STATE_STOP, NULL);
+	close(fd);
+	return ret ? 1 : 0;
+}
+
+static int offer(struct dev *dst, const uint8_t *p, size_t len, size_t piece)
+{
+	return offer_split(dst, p, len, 0, piece);
+}
+
+/* ---- the checks ------------------------------------------------------ */
+
+static struct blob golden;	/* a stream of the device that it took back */
+static struct dev src, dstdev;
+static struct dev *dst = &src;	/* where streams are written back */
+static bool two;	/* dst is another device */
+
+static int t_feature(void)
+{
+	int ret = mig_flags(src.fd, &src.flags);
+
+	if (ret)
+		return failed("VFIO_DEVICE_FEATURE_MIGRATION: %s", strerror(-ret));
+	diag("migration flags 0x%llx:%s%s%s", (unsigned long long)src.flags,
+	     src.flags & VFIO_MIGRATION_STOP_COPY ? " STOP_COPY" : "",
+	     src.flags & VFIO_MIGRATION_P2P ? " P2P" : "",
+	     src.flags & VFIO_MIGRATION_PRE_COPY ? " PRE_COPY" : "");
+	if (!(src.flags & VFIO_MIGRATION_STOP_COPY))
+		return failed("VFIO_MIGRATION_STOP_COPY is mandatory and missing");
+	if (src.flags & ~(uint64_t)(VFIO_MIGRATION_STOP_COPY | VFIO_MIGRATION_P2P |
+				    VFIO_MIGRATION_PRE_COPY))
+		return failed("flags the uAPI does not define: 0x%llx",
+			      (unsigned long long)src.flags);
+	return 0;
+}
+
+static int t_initial_running(void)
+{
+	uint32_t s;
+	int ret = dev_reopen(&src) ?: get_state(src.fd, &s);
+
+	if (ret)
+		return failed("get state: %s", strerror(-ret));
+	return s == VFIO_DEVICE_STATE_RUNNING ? 0 : failed("a fresh device is in state %u", s);
+}
+
+/*
+ * The uAPI's state machine as the VFIO core walks it
+ * (vfio_mig_get_next_state() in drivers/vfio/vfio_main.c, and its comment
+ * in include/uapi/linux/vfio.h): from a state, the next one on the way to
+ * a target, unsupported states skipped.  ERROR: no way.
+ */
+#define S_STOP VFIO_DEVICE_STATE_STOP
+#define S_RUN VFIO_DEVICE_STATE_RUNNING
+#define S_PRE VFIO_DEVICE_STATE_PRE_COPY
+#define S_PREP VFIO_DEVICE_STATE_PRE_COPY_P2P
+#define S_SC VFIO_DEVICE_STATE_STOP_COPY
+#define S_RES VFIO_DEVICE_STATE_RESUMING
+#define S_RP2P VFIO_DEVICE_STATE_RUNNING_P2P
+#define S_ERR VFIO_DEVICE_STATE_ERROR
+
+static const uint8_t fsm[NR_STATES][NR_STATES] = {
+	[S_STOP] = { [S_STOP] = S_STOP, [S_RUN] = S_RP2P, [S_PRE] = S_RP2P, [S_PREP] = S_RP2P,
+		     [S_SC] = S_SC, [S_RES] = S_RES, [S_RP2P] = S_RP2P, [S_ERR] = S_ERR },
+	[S_RUN] = { [S_STOP] = S_RP2P, [S_RUN] = S_RUN, [S_PRE] = S_PRE, [S_PREP] = S_RP2P,
+		    [S_SC] = S_RP2P, [S_RES] = S_RP2P, [S_RP2P] = S_RP2P, [S_ERR] = S_ERR },
+	[S_PRE] = { [S_STOP] = S_RUN, [S_RUN] = S_RUN, [S_PRE] = S_PRE, [S_PREP] = S_PREP,
+		    [S_SC] = S_PREP, [S_RES] = S_RUN, [S_RP2P] = S_RUN, [S_ERR] = S_ERR },
+	[S_PREP] = { [S_STOP] = S_RP2P, [S_RUN] = S_RP2P, [S_PRE] = S_PRE, [S_PREP] = S_PREP,
+		     [S_SC] = S_SC, [S_RES] = S_RP2P, [S_RP2P] = S_RP2P, [S_ERR] = S_ERR },
+	[S_SC] = { [S_STOP] = S_STOP, [S_RUN] = S_STOP, [S_PRE] = S_ERR, [S_PREP] = S_ERR,
+		   [S_SC] = S_SC, [S_RES] = S_STOP, [S_RP2P] = S_STOP, [S_ERR] = S_ERR },
+	[S_RES] = { [S_STOP] = S_STOP, [S_RUN] = S_STOP, [S_PRE] = S_STOP, [S_PREP] = S_STOP,
+		    [S_SC] = S_STOP, [S_RES] = S_RES, [S_RP2P] = S_STOP, [S_ERR] = S_ERR },
+	[S_RP2P] = { [S_STOP] = S_STOP, [S_RUN] = S_RUN, [S_PRE] = S_RUN, [S_PREP] = S_PREP,
+		     [S_SC] = S_STOP, [S_RES] = S_STOP, [S_RP2P] = S_RP2P, [S_ERR] = S_ERR },
+	[S_ERR] = { [S_STOP] = S_ERR, [S_RUN] = S_ERR, [S_PRE] = S_ERR, [S_PREP] = S_ERR,
+		    [S_SC] = S_ERR, [S_RES] = S_ERR, [S_RP2P] = S_ERR, [S_ERR] = S_ERR },
+};
+
+/* The arcs that open a data fd: into a saving state from a running one, RESUMING. */
+static bool opens_fd(uint32_t a, uint32_t b)
+{
+	return (a == S_STOP && (b == S_SC || b == S_RES)) || (a == S_RUN && b == S_PRE) ||
+	       (a == S_RP2P && b == S_PREP);
+}
+
+/*
+ * The core's way from @from to @to on this device: 0 (and *@fd whether
+ * one of its arcs opens a data fd), or -1 when there is none (the core
+ * then says EINVAL).
+ */
+static int uapi_path(const struct dev *d, uint32_t from, uint32_t to, bool *fd)
+{
+	uint32_t cur = from, next;
+	int steps = 0;
+
+	*fd = false;
+	if (!supported(d, to) || !supported(d, from))
+		return -1;
+	while (cur != to) {
+		next = fsm[cur][to];
+		while (next != S_ERR && !supported(d, next))
+			next = fsm[next][to];
+		if (next == S_ERR || ++steps > NR_STATES)
+			return -1;
+		*fd |= opens_fd(cur, next);
+		cur = next;
+	}
+	return 0;
+}
+
+/* From a fresh device: to @from, then to @to; checked against the uAPI. */
+static int arc(uint32_t from, uint32_t to)
+{
+	uint32_t now = 0;
+	int fd1 = -1, fd2 = -1, ret;
+	bool got_fd, want_fd;
+
+	if (from == VFIO_DEVICE_STATE_RESUMING && to != from && !golden.p)
+		return skip("no stream of the device was accepted back to resume from");
+	if (dev_reopen(&src))
+		return -1;
+	ret = set_state(src.fd, from, &fd1);
+	if (ret) {
+		failed("RUNNING -> %s: %s", state_names[from], strerror(-ret));
+		goto out;
+	}
+	/* Leaving RESUMING loads what was written: a whole stream. */
+	if (from == VFIO_DEVICE_STATE_RESUMING && to != from) {
+		ret = write_all(fd1, golden.p, golden.len, 1 << 20);
+		if (ret) {
+			failed("writing the device's own stream in RESUMING: %s", strerror(-ret));
+			goto out;
+		}
+	}
+	ret = set_state(src.fd, to, &fd2);
+	if (uapi_path(&src, from, to, &want_fd)) {
+		if (ret != -EINVAL)
+			ret = failed("%s -> %s, which the uAPI has no way to on this device: %s, not EINVAL",
+				     state_names[from], state_names[to],
+				     ret ? strerror(-ret) : "accepted");
+		else
+			ret = 0;
+		goto out;
+	}
+	if (ret) {
+		failed("%s -> %s: %s", state_names[from], state_names[to], strerror(-ret));
+		goto out;
+	}
+	ret = get_state(src.fd, &now);
+	if (ret || now != to) {
+		ret = failed("%s -> %s: the state reads %s", state_names[from], state_names[to],
+			     ret ? strerror(-ret) : now < NR_STATES ? state_names[now] : "?");
+		goto out;
+	}
+	got_fd = fd2 >= 0;
+	if (want_fd != got_fd)
+		ret = failed("%s -> %s: %s data fd", state_names[from], state_names[to],
+			     fd2 >= 0 ? "an unexpected" : "no");
+out:
+	if (fd1 >= 0)
+		close(fd1);
+	if (fd2 >= 0)
+		close(fd2);
+	return ret;
+}
+
+static void t_arcs(void)
+{
+	char name[64];
+	uint32_t f, t;
+
+	for (f = VFIO_DEVICE_STATE_STOP; f < NR_STATES; f++) {
+		if (!supported(&src, f))
+			continue;
+		for (t = VFIO_DEVICE_STATE_STOP; t < NR_STATES; t++) {
+			snprintf(name, sizeof(name), "arc_%s_to_%s", state_names[f],
+				 state_names[t]);
+			report(name, arc(f, t));
+		}
+	}
+}
+
+/* ERROR and values outside the uAPI are refused as targets (EINVAL). */
+static int t_bad_targets(void)
+{
+	static const uint32_t bad[] = { VFIO_DEVICE_STATE_ERROR, NR_STATES, 0x7fffffff };
+	unsigned int i;
+	uint32_t s;
+	int ret;
+
+	if (dev_reopen(&src))
+		return -1;
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		ret = set_state(src.fd, bad[i], NULL);
+		if (ret != -EINVAL)
+			return failed("target %u: %s, not EINVAL", bad[i],
+				      ret ? strerror(-ret) : "accepted");
+	}
+	if (get_state(src.fd, &s) || s != VFIO_DEVICE_STATE_RUNNING)
+		return failed("a refused target left the device out of RUNNING");
+	return 0;
+}
+
+static int precopy_info(int fd, struct vfio_precopy_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	i->argsz = sizeof(*i);
+	return ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, i) ? -errno : 0;
+}
+
+/*
+ * PRE_COPY: PRECOPY_INFO answers in PRE_COPY and PRE_COPY_P2P and is
+ * refused (EINVAL) once the fd went on to STOP_COPY; its two figures
+ * never exceed what the fd then produces before ENOMSG; poll(), where
+ * the fd has it, is not readable exactly when a read returns ENOMSG.
+ */
+static int t_precopy(void)
+{
+	struct vfio_precopy_info i;
+	struct blob b = { 0 };
+	struct pollfd p;
+	int fd = -1, ret;
+	uint64_t said;
+
+	if (!(src.flags & VFIO_MIGRATION_PRE_COPY))
+		return skip("the device does not offer PRE_COPY");
+	if (dev_reopen(&src) || set_state(src.fd, VFIO_DEVICE_STATE_PRE_COPY, &fd) || fd < 0)
+		return failed("RUNNING -> PRE_COPY: %s", strerror(errno));
+	ret = precopy_info(fd, &i);
+	if (ret) {
+		ret = failed("PRECOPY_INFO in PRE_COPY: %s", strerror(-ret));
+		goto out;
+	}
+	said = i.initial_bytes + i.dirty_bytes;
+	ret = read_all(fd, &b, 65536, 0);
+	if (ret != -ENOMSG) {
+		ret = failed("pre-copy read ended with %s, not ENOMSG",
+			     ret ? strerror(-ret) : "end of data");
+		goto out;
+	}
+	diag("pre-copy: PRECOPY_INFO said %llu + %llu bytes, the fd gave %zu before ENOMSG",
+	     (unsigned long long)i.initial_bytes, (unsigned long long)i.dirty_bytes, b.len);
+	if (said > b.len) {
+		ret = failed("PRECOPY_INFO said %llu bytes, the fd gave %zu before ENOMSG",
+			     (unsigned long long)said, b.len);
+		goto out;
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+		uint8_t c;
+
+		/* readable: a read must not be ENOMSG (or the fd has no poll) */
+		if (read(fd, &c, 1) < 0 && errno == ENOMSG)
+			diag("poll() says readable where a read is ENOMSG: the fd has no poll()");
+	}
+	if (set_state(src.fd, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) == 0 &&
+	    (src.flags & VFIO_MIGRATION_P2P)) {
+		ret = precopy_info(fd, &i);
+		if (ret) {
+			ret = failed("PRECOPY_INFO in PRE_COPY_P2P: %s", strerror(-ret));
+			goto out;
+		}
+	}
+	if (set_state(src.fd, VFIO_DEVICE_STATE_STOP_COPY, NULL)) {
+		ret = failed("-> STOP_COPY: %s", strerror(errno));
+		goto out;
+	}
+	ret = precopy_info(fd, &i);
+	ret = ret == -EINVAL ? 0 : failed("PRECOPY_INFO in STOP_COPY: %s, not EINVAL",
+					  ret ? strerror(-ret) : "answered");
+out:
+	if (fd >= 0)
+		close(fd);
+	free(b.p);
+	return ret;
+}
+
+/* PRECOPY_INFO on a fd that is not a saving fd in PRE_COPY: refused. */
+static int t_precopy_info_elsewhere(void)
+{
+	struct vfio_precopy_info i;
+	int fd, ret;
+
+	if (dev_reopen(&src) || set_state(src.fd, VFIO_DEVICE_STATE_STOP, NULL) ||
+	    set_state(src.fd, VFIO_DEVICE_STATE_RESUMING, &fd) || fd < 0)
+		return failed("-> RESUMING: %s", strerror(errno));
+	ret = precopy_info(fd, &i);
+	close(fd);
+	if (ret != -EINVAL && ret != -ENOTTY)
+		return failed("PRECOPY_INFO on a resuming fd: %s, not EINVAL",
+			      ret ? strerror(-ret) : "answered");
+	return 0;
+}
+
+/* MIG_DATA_SIZE in STOP against what STOP_COPY then produced. */
+static int t_data_size(void)
+{
+	struct blob b = { 0 };
+	uint64_t est = 0;
+	int fd, ret;
+
+	if (dev_reopen(&src) || set_state(src.fd, VFIO_DEVICE_STATE_STOP, NULL))
+		return failed("-> STOP: %s", strerror(errno));
+	ret = data_size(src.fd, &est);
+	if (ret == -ENOTTY || ret == -EOPNOTSUPP)
+		return skip("the driver has no VFIO_DEVICE_FEATURE_MIG_DATA_SIZE");
+	if (ret)
+		return failed("MIG_DATA_SIZE in STOP: %s", strerror(-ret));
+	if (set_state(src.fd, VFIO_DEVICE_STATE_STOP_COPY, &fd) || fd < 0)
+		return failed("STOP -> STOP_COPY: %s", strerror(errno));
+	ret = read_all(fd, &b, 1 << 20, 0);
+	close(fd);
+	if (ret) {
+		free(b.p);
+		return failed("reading STOP_COPY's fd: %s", strerror(-ret));
+	}
+	diag("MIG_DATA_SIZE %llu bytes, STOP_COPY gave %zu (%.2fx)", (unsigned long long)est,
+	     b.len, b.len ? (double)est / b.len : 0);
+	free(b.p);
+	if (est < b.len)
+		return failed("MIG_DATA_SIZE said %llu bytes, STOP_COPY gave more: %zu",
+			      (unsigned long long)est, b.len);
+	if (b.len && est > 4 * b.len)
+		diag("warning: MIG_DATA_SIZE is %.1f times what STOP_COPY gave",
+		     (double)est / b.len);
+	return 0;
+}
+
+/*
+ * The stream read in one split and written back in another is accepted
+ * (RESUMING -> STOP succeeds).  Bytewise for the first 64 KiB only (a
+ * syscall a byte), then the split's size.
+ */
+static const size_t splits[][3] = {	/* read piece, bytewise head, write piece */
+	{ 1 << 20, 0, 1 << 20 },
+	{ 4096, 65536, 4093 },
+	{ 4093, 0, 1 << 20 },
+	{ 1 << 20, 65536, 1 },
+};
+
+static int t_split(unsigned int k)
+{
+	size_t rp = splits[k][0], wp = splits[k][2];
+	size_t whead = wp == 1 ? 65536 : 0;
+	struct blob b = { 0 };
+	int ret;
+
+	ret = capture(&src, &b, rp, splits[k][1]);
+	if (!ret)
+		ret = offer_split(dst, b.p, b.len, whead, wp == 1 ? 4093 : wp);
+	if (ret >= 0)
+		diag("a stream of %zu bytes read in pieces of %zu%s, written in %zu%s: %s", b.len,
+		     rp, splits[k][1] ? " (its first 64 KiB bytewise)" : "", wp == 1 ? 4093 : wp,
+		     whead ? " (its first 64 KiB bytewise)" : "", ret ? "refused" : "accepted");
+	if (!ret && !golden.p) {
+		golden = b;
+		return 0;
+	}
+	free(b.p);
+	if (ret > 0)
+		return failed("a whole stream was refused (a write or RESUMING -> STOP failed)");
+	return ret;
+}
+
+/* A truncated stream is refused (by a write or by RESUMING -> STOP). */
+static int t_truncated(void)
+{
+	static const double cut[] = { 0.5, 0.9, 0.999 };
+	unsigned int i;
+
+	if (!golden.p)
+		return skip("no stream was accepted whole");
+	for (i = 0; i < ARRAY_SIZE(cut); i++) {
+		size_t n = (size_t)(golden.len * cut[i]);
+		int ret = offer(dst, golden.p, n, 1 << 20);
+
+		if (ret < 0)
+			return -1;
+		if (!ret)
+			return failed("the first %zu of %zu bytes were accepted as a whole stream",
+				      n, golden.len);
+	}
+	return 0;
+}
+
+static unsigned int nr_corrupt = 20, seed = 1;
+static const char *suite = "vfio_migtest";
+
+/* The end of the suite, its plan said: the whole run's result. */
+static int finish(void)
+{
+	printf("%s 1 %s\n", nr_fail ? "not ok" : "ok", suite);
+	return nr_fail ? 1 : 0;
+}
+
+static uint32_t rnd(void)
+{
+	seed = seed * 1103515245 + 12345;
+	return seed >> 8;
+}
+
+/*
+ * Corrupted copies: random bytes flipped, or a piece cut out of the
+ * middle.  What a device accepts of them is its figure; without knowing
+ * the format, any accepted one may be a flip in padding, so this only
+ * fails when more than half are accepted and says the count either way.
+ */
+static int t_corrupted(void)
+{
+	unsigned int i, flips = 0, cuts = 0, n = nr_corrupt;
+	uint8_t *c;
+
+	if (!golden.p)
+		return skip("no stream was accepted whole");
+	c = malloc(golden.len);
+	if (!c)
+		return failed("out of memory");
+	for (i = 0; i < n; i++) {
+		size_t len = golden.len, at = rnd() % golden.len;
+		int ret, j;
+
+		memcpy(c, golden.p, golden.len);
+		if (i % 2) {
+			size_t cut = 1 + rnd() % (golden.len / 8 + 1);
+
+			if (at + cut > len)
+				cut = len - at;
+			memmove(c + at, c + at + cut, len - at - cut);
+			len -= cut;
+		} else {
+			for (j = 0; j < 1 + (int)(rnd() % 4); j++)
+				c[rnd() % len] ^= 1 + rnd() % 255;
+		}
+		ret = offer(dst, c, len, 1 << 20);
+		if (ret < 0) {
+			free(c);
+			return -1;
+		}
+		if (!ret)
+			*(i % 2 ? &cuts : &flips) += 1;
+	}
+	free(c);
+	diag("accepted %u of %u corrupted streams (%u with bytes flipped, %u with a piece cut)",
+	     flips + cuts, n, flips, cuts);
+	if ((flips + cuts) * 2 > n)
+		return failed("accepted %u of %u corrupted streams", flips + cuts, n);
+	return 0;
+}
+
+/*
+ * A reset (VFIO_DEVICE_RESET) in every state: the device is RUNNING
+ * after it, and a data fd of before it reads or writes an error, never
+ * hangs and never more data.
+ */
+static int reset_in(uint32_t s)
+{
+	uint32_t now = 0;
+	uint8_t buf[4096];
+	int fd = -1, ret = 0;
+
+	if (dev_reopen(&src) || set_state(src.fd, s, &fd))
+		return failed("-> %s: %s", state_names[s], strerror(errno));
+	if (ioctl(src.fd, VFIO_DEVICE_RESET)) {
+		ret = failed("VFIO_DEVICE_RESET in %s: %s", state_names[s], strerror(errno));
+		goto out;
+	}
+	if (get_state(src.fd, &now) || now != VFIO_DEVICE_STATE_RUNNING) {
+		ret = failed("after a reset in %s the state is %u, not RUNNING", state_names[s],
+			     now);
+		goto out;
+	}
+	if (fd >= 0) {
+		ssize_t n = s == VFIO_DEVICE_STATE_RESUMING ? write(fd, buf, sizeof(buf)) :
+			    read(fd, buf, sizeof(buf));
+
+		if (n > 0)
+			ret = failed("the data fd of %s still %s after the reset", state_names[s],
+				     s == VFIO_DEVICE_STATE_RESUMING ? "takes data" : "gives data");
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* Closing the device in every state: reopened, it is RUNNING again. */
+static int close_in(uint32_t s)
+{
+	uint32_t now = 0;
+	int fd = -1, ret;
+
+	if (dev_reopen(&src) || set_state(src.fd, s, &fd))
+		return failed("-> %s: %s", state_names[s], strerror(errno));
+	/* the device closed with its data fd still open, as a killed VMM leaves it */
+	ret = dev_reopen_raw(&src) ?: get_state(src.fd, &now);
+	if (fd >= 0)
+		close(fd);
+	if (ret)
+		return failed("reopened after a close in %s: %s", state_names[s], strerror(-ret));
+	return now == VFIO_DEVICE_STATE_RUNNING ? 0 :
+	       failed("reopened after a close in %s, the device is still in %s, not RUNNING",
+		      state_names[s], now < NR_STATES ? state_names[now] : "?");
+}
+
+static void t_every_state(void)
+{
+	char name[64];
+	uint32_t s;
+
+	for (s = VFIO_DEVICE_STATE_STOP; s < NR_STATES; s++) {
+		if (!supported(&src, s))
+			continue;
+		snprintf(name, sizeof(name), "reset_in_%s", state_names[s]);
+		report(name, src.can_reset ? reset_in(s) :
+		       skip("the device does not offer VFIO_DEVICE_RESET"));
+		snprintf(name, sizeof(name), "close_in_%s", state_names[s]);
+		report(name, close_in(s));
+	}
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "%s: %s [-c] [-d DST] [-k KNOWN] [-n CORRUPT] [-s SEED] [-N SUITE] DEVICE\n"
+		"  DEVICE, DST: a PCI address or an mdev UUID bound to a VFIO driver\n",
+		"usage", "vfio-migtest");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dname = NULL;
+	unsigned int k, nsup;
+	int c, ret;
+
+	while ((c = getopt(argc, argv, "cd:k:n:s:N:h")) != -1) {
+		switch (c) {
+		case 'c':
+			use_cdev = true;
+			break;
+		case 'd':
+			dname = optarg;
+			break;
+		case 'n':
+			nr_corrupt = strtoul(optarg, NULL, 10);
+			break;
+		case 's':
+			seed = strtoul(optarg, NULL, 10);
+			break;
+		case 'N':
+			suite = optarg;
+			break;
+		case 'k':
+			if (known_load(optarg)) {
+				fprintf(stderr, "vfio-migtest: %s: %s\n", optarg, strerror(errno));
+				return 2;
+			}
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc - 1)
+		usage();
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n", suite);
+	ret = dev_open(&src, argv[optind]);
+	if (ret) {
+		printf("    1..1\n");
+		report("open", ret);
+		return finish();
+	}
+	diag("device %s through %s%s", src.name, src.cdev ? src.cdev_path : "its group (type1)",
+	     src.can_reset ? ", resettable" : "");
+	ret = mig_flags(src.fd, &src.flags);
+	if (ret) {
+		printf("    1..1\n");
+		diag("%s does not offer VFIO migration (%s)", src.name, strerror(-ret));
+		report("no_migration", skip("the device does not migrate: nothing to test"));
+		dev_close(&src);
+		return finish();
+	}
+	two = dname && strcmp(dname, argv[optind]);
+	if (two) {
+		ret = dev_open(&dstdev, dname);
+		if (ret) {
+			printf("    1..1\n");
+			report("open_destination", ret);
+			return finish();
+		}
+		dst = &dstdev;
+	}
+	/* The plan: every case below, from the flags. */
+	for (k = VFIO_DEVICE_STATE_STOP, nsup = 0; k < NR_STATES; k++)
+		nsup += supported(&src, k);
+	printf("    1..%u\n", 2 + (unsigned int)ARRAY_SIZE(splits) + nsup * 7 + 6 + 2 * nsup + 1);
+	report("migration_feature", t_feature());
+	report("fresh_device_is_running", t_initial_running());
+	for (k = 0; k < ARRAY_SIZE(splits); k++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "stream_read_%zu_written_%zu", splits[k][0],
+			 splits[k][2]);
+		report(name, t_split(k));
+	}
+	t_arcs();
+	report("bad_targets_refused", t_bad_targets());
+	report("precopy", t_precopy());
+	report("precopy_info_not_on_resuming_fd", t_precopy_info_elsewhere());
+	report("mig_data_size", t_data_size());
+	report("truncated_streams_refused", t_truncated());
+	report("corrupted_streams", t_corrupted());
+	t_every_state();
+	report("reopened_device_is_running", stale_state == VFIO_DEVICE_STATE_RUNNING ? 0 :
+	       failed("a device closed in %s was still in it when opened again",
+		      state_names[stale_state]));
+	diag("%d of %d checks failed", nr_fail, nr_case);
+	free(golden.p);
+	if (two)
+		dev_close(&dstdev);
+	dev_close(&src);
+	return finish();
+}
