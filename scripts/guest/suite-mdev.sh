@@ -138,7 +138,7 @@ simgpu_suite() {
 		"echo $src > $parent/mdev_supported_types/simgpu-256M/create &&
 		 echo $dst > $parent/mdev_supported_types/simgpu-256M/create"; then
 		GPUMIG_MOVER=$tooldir/gpumig-mover SOAK_MIGRATIONS=20 timeout 1500 "$tooldir/simgpu-client" \
-			-s "migrate,postcopy,postcopy_abandon,postcopy_mover,postcopy_reset,postcopy_timeout,postcopy_remove,converge,converge_off,converge_reset,dirty_precopy,stop_fails,reset_precopy,hostile,$(mig_extra)race,quarantine,fault_sweep" \
+			-s "migrate,postcopy,postcopy_abandon,postcopy_mover,postcopy_reset,postcopy_timeout,postcopy_remove,converge,converge_off,converge_reset,dirty_precopy,stop_fails,hostile,$(mig_extra)race,quarantine,fault_sweep" \
 			-n simgpu_migration -d "$dst" "$src" >"$out/client-migration.ktap" 2>>"$out/guest.log"
 		timeout 300 "$tooldir/simgpu-client" -s incompatible -n simgpu_migration_compat \
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"
@@ -146,7 +146,7 @@ simgpu_suite() {
 			trace_events "$src" "$dst" "${uuids[0]}"
 		# The vendor-neutral uAPI conformance suite (tools/vfio-migtest),
 		# through the group and, where the kernel has it, the iommufd cdev.
-		migtest migtest_mdev -d "$dst" "$src"
+		migtest migtest_mdev -p "$tooldir/vfio-migtest-plugins/simgpu.so" -d "$dst" "$src"
 		check "gpumigctl check-compat: same type compatible, another type refused as the kernel does" \
 			compat_check "$src" "$dst" "${uuids[0]}" "type mismatch: source simgpu-256M, destination simgpu-64M"
 		check "gpumigctl check-compat across releases: to 0.1 with stream_max 1.1, from 0.1, 1.2 refused by 0.1" \

@@ -336,13 +336,13 @@ pci_suite() {
 		>"$out/client-gvp-256M.ktap" 2>>"$out/guest.log"
 	echo "vm: client on VF 1 ($GVP) exited $?"
 	GPUMIG_MOVER=$tooldir/gpumig-mover SOAK_MIGRATIONS=20 timeout 1800 "$tooldir/simgpu-client" \
-		-s "migrate,postcopy,postcopy_abandon,postcopy_mover,postcopy_reset,postcopy_timeout,postcopy_hold,converge,converge_off,converge_reset,dirty_precopy,aperture,stop_fails,reset_precopy,close_mid_migration,hostile,$(mig_extra)race,quarantine,fault_sweep" \
+		-s "migrate,postcopy,postcopy_abandon,postcopy_mover,postcopy_reset,postcopy_timeout,postcopy_hold,converge,converge_off,converge_reset,dirty_precopy,aperture,stop_fails,hostile,$(mig_extra)race,quarantine,fault_sweep" \
 		-n gvp_migration -d "$vf3" "$vf1" >"$out/client-gvp-migration.ktap" 2>>"$out/guest.log"
 	echo "vm: client migration scenarios on VFs exited $?"
 	timeout 300 "$tooldir/simgpu-client" -s incompatible -n gvp_migration_compat \
 		-d "$vf0" "$vf1" >"$out/client-gvp-compat.ktap" 2>>"$out/guest.log"
 	# The vendor-neutral uAPI conformance suite (tools/vfio-migtest).
-	migtest migtest_gvp -d "$vf3" "$vf1"
+	migtest migtest_gvp -p "$tooldir/vfio-migtest-plugins/simgpu.so" -d "$vf3" "$vf1"
 	# Other geometries on real VFs (simgpu-pf's test_geometry), 64M each.
 	check "geometry: the state in 3 parts and a vendor section (stream 1.2): migrates, settings follow" \
 		geometry_vf "$vf0" "$vf2" "parts=3,vendor" "^stream=1.2 .*state_version=1\$"

@@ -126,7 +126,6 @@ static const struct scenario {
 	{ "postcopy_save", t_postcopy_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
 	{ "incompatible", t_incompatible, NEEDS_DST | NEEDS_MIGRATION },
 	{ "stop_fails", t_stop_fails, RUN_DEFAULT | NEEDS_MIGRATION },
-	{ "reset_precopy", t_reset_precopy, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "p2p", t_p2p, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "poll", t_poll, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "metrics", t_metrics, RUN_DEFAULT | NEEDS_MIGRATION },
@@ -135,7 +134,6 @@ static const struct scenario {
 	{ "converge", t_converge, NEEDS_DST | NEEDS_MIGRATION },	/* a hot workload */
 	{ "converge_off", t_converge_off, NEEDS_MIGRATION },
 	{ "converge_reset", t_converge_reset, NEEDS_MIGRATION },
-	{ "close_mid_migration", t_close_mid_migration, RUN_DEFAULT | NEEDS_MIGRATION },
 	{ "hostile", t_hostile, NEEDS_DST | NEEDS_MIGRATION },
 	{ "kill_resume", t_kill_resume, NEEDS_DST | NEEDS_MIGRATION },
 	{ "pingpong", t_pingpong, NEEDS_DST | NEEDS_MIGRATION },

@@ -84,8 +84,6 @@ int t_postcopy_remove(struct gpu *g);
 
 /* mig_states.c */
 int t_stop_fails(struct gpu *g);
-int t_reset_precopy(struct gpu *g);
-int t_close_mid_migration(struct gpu *g);
 int t_quarantine(struct gpu *g);
 int t_p2p(struct gpu *g);
 

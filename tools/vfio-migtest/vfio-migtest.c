@@ -7,10 +7,11 @@
  * KTAP, one case per check; the exit status is 0 only when every check
  * passed (or was skipped for a reason it names).  See vfio-migtest.8.
  *
- *   vfio-migtest [-c] [-d DST] [-k KNOWN] [-n CORRUPT] [-s SEED] [-N SUITE] DEVICE
+ *   vfio-migtest [-c] [-d DST] [-k KNOWN] [-n CORRUPT] [-p PLUGIN] [-s SEED] [-N SUITE] DEVICE
  *
  * -c opens the devices through the iommufd cdev (/dev/vfio/devices/vfioN)
- * instead of their group and a type1 container.
+ * instead of their group and a type1 container.  -p loads a device plug-in
+ * (vfio-migtest-plugin.h) for the checks that need the device to act.
  *
  * DEVICE and DST are PCI addresses (0000:01:00.2) or mdev UUIDs, each in
  * an IOMMU group of its own, unused, bound to a VFIO driver.  Streams are
@@ -33,10 +34,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <linux/vfio.h>
 #ifdef VFIO_DEVICE_BIND_IOMMUFD
 #include <linux/iommufd.h>
 #endif
+
+#include "vfio-migtest-plugin.h"
 
 /*
  * Built against libc headers older than 6.2 (Debian 12's are 6.1): the
@@ -61,6 +65,13 @@ struct vfio_device_feature_mig_data_size {
 };
 
 #define VFIO_DEVICE_FEATURE_MIG_DATA_SIZE 9
+#endif
+/* 6.19's opt-in to VFIO_PRECOPY_INFO_REINIT (older headers lack it). */
+#ifndef VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2
+#define VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2 12
+#endif
+#ifndef VFIO_PRECOPY_INFO_REINIT
+#define VFIO_PRECOPY_INFO_REINIT 1U
 #endif
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -201,6 +212,8 @@ struct dev {
 	char cdev_path[PATH_MAX];
 	uint64_t flags;		/* VFIO_MIGRATION_* */
 	bool can_reset;
+	struct vfio_migtest_host host;	/* lent to the plug-in */
+	void *plugged;		/* the plug-in's state for it */
 };
 
 static int group_of(const char *name, char *path, size_t len)
@@ -336,9 +349,12 @@ info:
 static int get_state(int fd, uint32_t *state);
 static int set_state(int fd, uint32_t state, int *data_fd);
 
+static void plug_detach(struct dev *d);
+
 /* Close the device fd and open it again, nothing more. */
 static int dev_reopen_raw(struct dev *d)
 {
+	plug_detach(d);
 	if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
@@ -379,6 +395,7 @@ static int dev_reopen(struct dev *d)
 
 static void dev_close(struct dev *d)
 {
+	plug_detach(d);
 	if (d->fd >= 0)
 		close(d->fd);
 	if (d->group >= 0)
@@ -387,6 +404,110 @@ static void dev_close(struct dev *d)
 		close(d->container);
 	if (d->iommufd >= 0)
 		close(d->iommufd);
+}
+
+/* ---- the device plug-in (-p) ------------------------------------------ */
+
+static const struct vfio_migtest_plugin *plug;
+
+/* Map @len bytes at @vaddr for @d's DMA at @iova: 0 or -errno. */
+static int dma_map(struct dev *d, uint64_t iova, void *vaddr, uint64_t len)
+{
+	struct vfio_iommu_type1_dma_map m = {
+		.argsz = sizeof(m), .flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+		.vaddr = (uintptr_t)vaddr, .iova = iova, .size = len };
+
+#ifdef VFIO_DEVICE_BIND_IOMMUFD
+	if (d->cdev) {
+		struct iommu_ioas_map im = {
+			.size = sizeof(im), .ioas_id = d->ioas, .user_va = (uintptr_t)vaddr,
+			.length = len, .iova = iova,
+			.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
+				 IOMMU_IOAS_MAP_WRITEABLE };
+
+		return ioctl(d->iommufd, IOMMU_IOAS_MAP, &im) ? -errno : 0;
+	}
+#endif
+	return ioctl(d->container, VFIO_IOMMU_MAP_DMA, &m) ? -errno : 0;
+}
+
+static int dma_unmap(struct dev *d, uint64_t iova, uint64_t len)
+{
+	struct vfio_iommu_type1_dma_unmap u = { .argsz = sizeof(u), .iova = iova, .size = len };
+
+#ifdef VFIO_DEVICE_BIND_IOMMUFD
+	if (d->cdev) {
+		struct iommu_ioas_unmap iu = {
+			.size = sizeof(iu), .ioas_id = d->ioas, .iova = iova, .length = len };
+
+		return ioctl(d->iommufd, IOMMU_IOAS_UNMAP, &iu) ? -errno : 0;
+	}
+#endif
+	return ioctl(d->container, VFIO_IOMMU_UNMAP_DMA, &u) ? -errno : 0;
+}
+
+static int host_map(const struct vfio_migtest_host *h, uint64_t iova, void *vaddr, uint64_t len)
+{
+	if (iova < VFIO_MIGTEST_PLUGIN_IOVA ||
+	    iova + len > VFIO_MIGTEST_PLUGIN_IOVA + VFIO_MIGTEST_PLUGIN_IOVA_LEN)
+		return -ERANGE;
+	return dma_map(h->tool, iova, vaddr, len);
+}
+
+static int host_unmap(const struct vfio_migtest_host *h, uint64_t iova, uint64_t len)
+{
+	return dma_unmap(h->tool, iova, len);
+}
+
+/*
+ * Load the plug-in at @path (a name without a slash: PLUGINDIR/NAME.so):
+ * 0, or -1 with the reason on stderr.
+ */
+#ifndef PLUGINDIR
+#define PLUGINDIR "/usr/local/lib/vfio-migtest"
+#endif
+static int plug_load(const char *path)
+{
+	char buf[PATH_MAX];
+	void *h;
+
+	if (!strchr(path, '/')) {
+		snprintf(buf, sizeof(buf), "%s/%s.so", PLUGINDIR, path);
+		path = buf;
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "vfio-migtest: %s\n", dlerror());
+		return -1;
+	}
+	plug = dlsym(h, "vfio_migtest_plugin");
+	if (!plug || plug->abi != VFIO_MIGTEST_PLUGIN_ABI || !plug->attach || !plug->detach) {
+		fprintf(stderr, "vfio-migtest: %s: %s\n", path,
+			plug ? "not a plug-in of this interface (abi, attach, detach)" :
+			"no vfio_migtest_plugin");
+		plug = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* The plug-in takes @d (RUNNING): 0, or -1 (why). */
+static int plug_attach(struct dev *d)
+{
+	d->host = (struct vfio_migtest_host){
+		.name = d->name, .device_fd = d->fd, .map = host_map, .unmap = host_unmap,
+		.tool = d };
+	errno = 0;
+	d->plugged = plug->attach(&d->host);
+	return d->plugged ? 0 : failed("the %s plug-in did not take %s: %s", plug->name, d->name,
+				       errno ? strerror(errno) : "it did not say why");
+}
+
+static void plug_detach(struct dev *d)
+{
+	if (d->plugged)
+		plug->detach(d->plugged);
+	d->plugged = NULL;
 }
 
 /* VFIO_DEVICE_FEATURE_MIGRATION: 0 and the flags, or -errno. */
@@ -1082,8 +1203,17 @@ static int close_in(uint32_t s)
 		return failed("-> %s: %s", state_names[s], strerror(errno));
 	/* the device closed with its data fd still open, as a killed VMM leaves it */
 	ret = dev_reopen_raw(&src) ?: get_state(src.fd, &now);
-	if (fd >= 0)
+	if (fd >= 0) {
+		uint8_t buf[4096] = { 0 };
+		ssize_t n = s == VFIO_DEVICE_STATE_RESUMING ? write(fd, buf, sizeof(buf)) :
+			    read(fd, buf, sizeof(buf));
+
 		close(fd);
+		if (n > 0)
+			return failed("the data fd of %s still %s after the device closed",
+				      state_names[s],
+				      s == VFIO_DEVICE_STATE_RESUMING ? "takes data" : "gives data");
+	}
 	if (ret)
 		return failed("reopened after a close in %s: %s", state_names[s], strerror(-ret));
 	return now == VFIO_DEVICE_STATE_RUNNING ? 0 :
@@ -1400,9 +1530,626 @@ static void t_dma_logging(void)
 	log_stop(src.fd);
 }
 
+/* ---- second saving fd, poll(), PRECOPY_INFOv2 ------------------------------ */
+
+/*
+ * A second saving fd: a save after a save gives a complete stream of its
+ * own, which loads, and the first fd, its state left, gives no more data.
+ * The same for a second PRE_COPY after RUNNING.
+ */
+static int t_second_saving_fd(void)
+{
+	struct blob b = { 0 };
+	int fd1 = -1, fd2 = -1, ret;
+	uint8_t c;
+
+	if (dev_reopen(&src) || set_state(src.fd, S_SC, &fd1) || fd1 < 0)
+		return failed("RUNNING -> STOP_COPY: %s", strerror(errno));
+	ret = read_all(fd1, &b, 1 << 20, 0);
+	if (ret) {
+		ret = failed("the first STOP_COPY fd: %s", strerror(-ret));
+		goto out;
+	}
+	if (set_state(src.fd, S_STOP, NULL) || set_state(src.fd, S_SC, &fd2) || fd2 < 0) {
+		ret = failed("STOP_COPY -> STOP -> STOP_COPY: %s", strerror(errno));
+		goto out;
+	}
+	if (read(fd1, &c, 1) > 0) {
+		ret = failed("the first saving fd gave data after STOP and a second STOP_COPY");
+		goto out;
+	}
+	b.len = 0;
+	ret = read_all(fd2, &b, 1 << 20, 0);
+	if (ret || !b.len) {
+		ret = failed("the second STOP_COPY fd: %s", ret ? strerror(-ret) : "no data");
+		goto out;
+	}
+	close(fd2);
+	fd2 = -1;
+	if (set_state(src.fd, S_STOP, NULL)) {
+		ret = failed("STOP_COPY -> STOP: %s", strerror(errno));
+		goto out;
+	}
+	ret = offer(dst, b.p, b.len, 1 << 20);
+	if (ret) {
+		if (ret > 0)
+			ret = failed("the second save's stream (%zu bytes) was refused", b.len);
+		goto out;
+	}
+	close(fd1);
+	fd1 = -1;
+	if (!(src.flags & VFIO_MIGRATION_PRE_COPY))
+		goto out;
+	if (dev_reopen(&src) || set_state(src.fd, S_PRE, &fd1) || fd1 < 0 ||
+	    set_state(src.fd, S_RUN, NULL) || set_state(src.fd, S_PRE, &fd2) || fd2 < 0) {
+		ret = failed("RUNNING -> PRE_COPY -> RUNNING -> PRE_COPY: %s", strerror(errno));
+		goto out;
+	}
+	if (read(fd1, &c, 1) > 0) {
+		ret = failed("the first PRE_COPY fd gave data after RUNNING and a second PRE_COPY");
+		goto out;
+	}
+	if (read(fd2, &c, 1) != 1)
+		ret = failed("the second PRE_COPY fd gave no initial data: %s", strerror(errno));
+	set_state(src.fd, S_RUN, NULL);
+out:
+	if (fd1 >= 0)
+		close(fd1);
+	if (fd2 >= 0)
+		close(fd2);
+	free(b.p);
+	return ret;
+}
+
+/* poll() of @fd with no wait: its revents, or -errno. */
+static int poll_now(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n = poll(&p, 1, ms);
+
+	return n < 0 ? -errno : n ? p.revents : 0;
+}
+
+/*
+ * poll() of a saving fd, where the device offers it: on a device doing
+ * nothing, readable exactly when a read does not fail with ENOMSG, a wait
+ * at the temporary end times out, and in STOP_COPY always readable, at
+ * the end of the stream too.  The VFS's default for a file without poll
+ * (readable and writable, always) means the device offers none.
+ */
+static int t_saving_poll(void)
+{
+	struct blob b = { 0 };
+	int fd = -1, r, ret;
+	uint8_t c;
+	ssize_t n;
+
+	if (!(src.flags & VFIO_MIGRATION_PRE_COPY))
+		return skip("the device does not offer PRE_COPY");
+	if (dev_reopen(&src) || set_state(src.fd, S_PRE, &fd) || fd < 0)
+		return failed("RUNNING -> PRE_COPY: %s", strerror(errno));
+	{
+		struct pollfd p = { .fd = fd, .events = POLLIN | POLLOUT };
+
+		r = poll(&p, 1, 0) == 1 ? p.revents : 0;
+	}
+	if (r & POLLOUT) {
+		ret = skip("the saving fd has no poll() (it polls 0x%x, the VFS's default)", r);
+		goto out;
+	}
+	ret = read_all(fd, &b, 1 << 20, 0);
+	if (ret != -ENOMSG) {
+		ret = failed("pre-copy read ended with %s, not ENOMSG",
+			     ret ? strerror(-ret) : "end of data");
+		goto out;
+	}
+	r = poll_now(fd, 0);
+	n = read(fd, &c, 1);
+	if (r < 0) {
+		ret = failed("poll(): %s", strerror(-r));
+		goto out;
+	}
+	if ((r & POLLIN) && n < 0 && errno == ENOMSG) {
+		ret = failed("the saving fd polls readable (0x%x) where a read is ENOMSG", r);
+		goto out;
+	}
+	if (!(r & POLLIN) && n >= 0) {
+		ret = failed("the saving fd polls 0x%x, not readable, where a read gives %zd", r,
+			     n);
+		goto out;
+	}
+	/* a wait at the temporary end of an idle device times out */
+	r = poll_now(fd, 200);
+	if (r > 0 && (r & POLLIN) && read(fd, &c, 1) < 0 && errno == ENOMSG) {
+		ret = failed("poll() woke (0x%x) where a read is still ENOMSG", r);
+		goto out;
+	}
+	if (set_state(src.fd, S_SC, NULL)) {
+		ret = failed("-> STOP_COPY: %s", strerror(errno));
+		goto out;
+	}
+	r = poll_now(fd, 0);
+	if (r <= 0 || !(r & POLLIN)) {
+		ret = failed("in STOP_COPY the saving fd polls 0x%x, not readable", r);
+		goto out;
+	}
+	b.len = 0;
+	ret = read_all(fd, &b, 1 << 20, 0);
+	if (ret) {
+		ret = failed("STOP_COPY's read: %s", strerror(-ret));
+		goto out;
+	}
+	r = poll_now(fd, 0);
+	ret = r > 0 && (r & POLLIN) ? 0 :
+	      failed("at the end of the stream the saving fd polls 0x%x, not readable", r);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(b.p);
+	return ret;
+}
+
+static int feature(int fd, uint32_t flags)
+{
+	return log_feature(fd, flags, NULL, 0);
+}
+
+static bool v2_offered;
+
+/*
+ * VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2 (6.19): a SET only opt-in, after
+ * which PRECOPY_INFO's flags are an output: nothing but
+ * VFIO_PRECOPY_INFO_REINIT, whatever the VMM passed in.
+ */
+static int t_precopy_info_v2(void)
+{
+	struct vfio_precopy_info i;
+	int fd = -1, ret;
+
+	if (!(src.flags & VFIO_MIGRATION_PRE_COPY))
+		return skip("the device does not offer PRE_COPY");
+	if (dev_reopen(&src))
+		return -1;
+	ret = feature(src.fd, VFIO_DEVICE_FEATURE_PROBE | VFIO_DEVICE_FEATURE_SET |
+		      VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2);
+	/* an older core passes the feature to the driver: ENOTTY, or EINVAL without one */
+	if (ret == -ENOTTY || ret == -EINVAL)
+		return skip("the kernel has no VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2 (6.19 and later): %s",
+			    strerror(-ret));
+	if (ret)
+		return failed("PROBE of PRECOPY_INFOv2 for SET: %s", strerror(-ret));
+	v2_offered = true;
+	ret = feature(src.fd, VFIO_DEVICE_FEATURE_PROBE | VFIO_DEVICE_FEATURE_GET |
+		      VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2);
+	if (ret != -EINVAL)
+		return failed("PROBE of PRECOPY_INFOv2 for GET: %s, not EINVAL",
+			      ret ? strerror(-ret) : "offered");
+	ret = feature(src.fd, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2);
+	if (ret)
+		return failed("SET of PRECOPY_INFOv2: %s", strerror(-ret));
+	if (set_state(src.fd, S_PRE, &fd) || fd < 0)
+		return failed("RUNNING -> PRE_COPY: %s", strerror(errno));
+	memset(&i, 0, sizeof(i));
+	i.argsz = sizeof(i);
+	i.flags = ~0U;
+	if (ioctl(fd, VFIO_MIG_GET_PRECOPY_INFO, &i)) {
+		ret = failed("PRECOPY_INFO after the opt-in: %s", strerror(errno));
+	} else if (i.flags & ~VFIO_PRECOPY_INFO_REINIT) {
+		ret = failed("PRECOPY_INFO's flags after the opt-in are 0x%x: bits the uAPI does not define (passed in 0xffffffff)",
+			     i.flags);
+	} else {
+		if (i.flags)
+			diag("a fresh saving fd says REINIT");
+		ret = 0;
+	}
+	close(fd);
+	set_state(src.fd, S_RUN, NULL);
+	return ret;
+}
+
+/* ---- with the device plug-in ---------------------------------------------- */
+
+#define NO_PLUG(op) skip("no plug-in (-p) that can " op)
+
+static uint32_t plug_seed(unsigned int k)
+{
+	return seed * 7919 + k;
+}
+
+static int plug_err(const char *op, int ret)
+{
+	if (ret == -EOPNOTSUPP)
+		return skip("the %s plug-in cannot %s on this device", plug->name, op);
+	return failed("the %s plug-in's %s: %s", plug->name, op, strerror(-ret));
+}
+
+/*
+ * Save the running @d: through PRE_COPY to its temporary end when @pre
+ * (where the plug-in then loads @again into the running device, and the
+ * rest is read again), then STOP_COPY to the end; the device is in STOP.
+ */
+static int save_running(struct dev *d, struct blob *b, bool pre, uint32_t again)
+{
+	int fd = -1, ret;
+
+	b->len = 0;
+	if (set_state(d->fd, pre ? S_PRE : S_SC, &fd) || fd < 0)
+		return failed("RUNNING -> %s: %s", pre ? "PRE_COPY" : "STOP_COPY",
+			      strerror(errno));
+	if (pre) {
+		ret = read_all(fd, b, 1 << 20, 0);
+		if (ret != -ENOMSG) {
+			ret = failed("pre-copy read: %s", ret ? strerror(-ret) : "end of data");
+			goto out;
+		}
+		ret = plug->load(d->plugged, again);
+		if (ret) {
+			ret = plug_err("load state during PRE_COPY", ret);
+			goto out;
+		}
+		ret = read_all(fd, b, 1 << 20, 0);
+		if (ret != -ENOMSG && ret) {
+			ret = failed("pre-copy read after the change: %s", strerror(-ret));
+			goto out;
+		}
+		if (set_state(d->fd, S_SC, NULL)) {
+			ret = failed("PRE_COPY -> STOP_COPY: %s", strerror(errno));
+			goto out;
+		}
+	}
+	ret = read_all(fd, b, 1 << 20, 0);
+	if (ret) {
+		ret = failed("STOP_COPY's read: %s", strerror(-ret));
+		goto out;
+	}
+	ret = set_state(d->fd, S_STOP, NULL) ? failed("STOP_COPY -> STOP: %s", strerror(errno)) : 0;
+out:
+	close(fd);
+	return ret;
+}
+
+/*
+ * A data round trip: the destination, resumed from the stream, holds what
+ * the source held when it stopped (as the plug-in verifies it): state
+ * loaded before a stop-and-copy, or, with @pre, state changed while
+ * pre-copy ran.  When the destination is the source itself, the source is
+ * loaded with other state first, so only the stream can bring it back.
+ */
+static int t_plug_round_trip(bool pre)
+{
+	uint32_t s1 = plug_seed(1), s2 = plug_seed(2), want = pre ? s2 : s1;
+	struct blob b = { 0 };
+	char what[256] = "";
+	int ret;
+
+	if (!plug || !plug->load || !plug->verify)
+		return NO_PLUG("load and verify device state");
+	if (pre && !(src.flags & VFIO_MIGRATION_PRE_COPY))
+		return skip("the device does not offer PRE_COPY");
+	if (dev_reopen(&src) || plug_attach(&src))
+		return -1;
+	ret = plug->load(src.plugged, s1);
+	if (ret) {
+		ret = plug_err("load state", ret);
+		goto out;
+	}
+	ret = save_running(&src, &b, pre, s2);
+	if (ret)
+		goto out;
+	if (!two) {
+		if (set_state(src.fd, S_RUN, NULL)) {
+			ret = failed("STOP -> RUNNING: %s", strerror(errno));
+			goto out;
+		}
+		ret = plug->load(src.plugged, plug_seed(3));
+		if (ret) {
+			ret = plug_err("load state", ret);
+			goto out;
+		}
+	}
+	plug_detach(&src);
+	ret = offer(dst, b.p, b.len, 1 << 20);
+	if (ret) {
+		if (ret > 0)
+			ret = failed("the destination refused the stream (%zu bytes)", b.len);
+		goto out;
+	}
+	if (set_state(dst->fd, S_RUN, NULL) || plug_attach(dst)) {
+		ret = failed("%s: STOP -> RUNNING after resuming: %s", dst->name, strerror(errno));
+		goto out;
+	}
+	ret = plug->verify(dst->plugged, want, what, sizeof(what));
+	if (ret > 0)
+		ret = failed("the destination does not hold what the source held: %s", what);
+	else if (ret)
+		ret = plug_err("verify state", ret);
+	diag("round trip%s: %zu bytes of stream", pre ? " through pre-copy" : "", b.len);
+out:
+	plug_detach(&src);
+	plug_detach(dst);
+	free(b.p);
+	return ret;
+}
+
+/*
+ * VFIO_PRECOPY_INFO_REINIT: after the opt-in, a device its guest
+ * re-initialised in the middle of PRE_COPY says so once it has, with new
+ * initial bytes the fd then gives; the stream, re-initialisation and all,
+ * loads.
+ */
+static int t_plug_reinit(void)
+{
+	struct vfio_precopy_info i;
+	struct blob b = { 0 };
+	int fd = -1, ret;
+
+	if (!plug || !plug->reinit)
+		return NO_PLUG("re-initialise the device as its guest would");
+	if (!v2_offered)
+		return skip("no PRECOPY_INFOv2 opt-in (see precopy_info_v2)");
+	if (dev_reopen(&src) || plug_attach(&src))
+		return -1;
+	if (plug->load) {
+		ret = plug->load(src.plugged, plug_seed(4));
+		if (ret) {
+			ret = plug_err("load state", ret);
+			goto out;
+		}
+	}
+	ret = feature(src.fd, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2);
+	if (ret || set_state(src.fd, S_PRE, &fd) || fd < 0) {
+		ret = failed("the opt-in and RUNNING -> PRE_COPY: %s",
+			     strerror(ret ? -ret : errno));
+		goto out;
+	}
+	ret = read_all(fd, &b, 1 << 20, 0);
+	if (ret != -ENOMSG) {
+		ret = failed("pre-copy read: %s", ret ? strerror(-ret) : "end of data");
+		goto out;
+	}
+	ret = precopy_info(fd, &i);
+	if (ret || (i.flags & VFIO_PRECOPY_INFO_REINIT)) {
+		ret = failed("PRECOPY_INFO before the re-initialisation: %s",
+			     ret ? strerror(-ret) : "REINIT already");
+		goto out;
+	}
+	ret = plug->reinit(src.plugged);
+	if (ret) {
+		ret = plug_err("re-initialise the device", ret);
+		goto out;
+	}
+	ret = precopy_info(fd, &i);
+	/* its initial_bytes "may" be non-zero: a reset that changed no memory has none */
+	if (ret || !(i.flags & VFIO_PRECOPY_INFO_REINIT)) {
+		ret = failed("PRECOPY_INFO after the guest re-initialised the device: %s",
+			     ret ? strerror(-ret) : "no REINIT");
+		goto out;
+	}
+	diag("REINIT with %llu new initial bytes", (unsigned long long)i.initial_bytes);
+	{
+		size_t before = b.len;
+		uint64_t said = i.initial_bytes;
+
+		ret = read_all(fd, &b, 1 << 20, 0);
+		if (ret != -ENOMSG && ret) {
+			ret = failed("pre-copy read after REINIT: %s", strerror(-ret));
+			goto out;
+		}
+		if (b.len - before < said) {
+			ret = failed("REINIT said %llu initial bytes, the fd gave %zu",
+				     (unsigned long long)said, b.len - before);
+			goto out;
+		}
+	}
+	ret = precopy_info(fd, &i);
+	if (ret || i.initial_bytes) {
+		ret = failed("PRECOPY_INFO once the new initial data was read: %s",
+			     ret ? strerror(-ret) : "initial bytes left");
+		goto out;
+	}
+	if (set_state(src.fd, S_SC, NULL)) {
+		ret = failed("PRE_COPY -> STOP_COPY: %s", strerror(errno));
+		goto out;
+	}
+	ret = read_all(fd, &b, 1 << 20, 0);
+	close(fd);
+	fd = -1;
+	if (ret || set_state(src.fd, S_STOP, NULL)) {
+		ret = failed("STOP_COPY: %s", ret ? strerror(-ret) : strerror(errno));
+		goto out;
+	}
+	plug_detach(&src);
+	ret = offer(dst, b.p, b.len, 1 << 20);
+	if (ret > 0)
+		ret = failed("a stream with a re-initialisation in it (%zu bytes) was refused",
+			     b.len);
+out:
+	if (fd >= 0)
+		close(fd);
+	plug_detach(&src);
+	free(b.p);
+	return ret;
+}
+
+/*
+ * ERROR: a device that lost its state under the VMM (the plug-in makes it
+ * so) ends the stream in flight with an error, reads ERROR, refuses every
+ * arc, and a reset (or a close) brings it back RUNNING.
+ */
+static int t_plug_error(void)
+{
+	struct blob b = { 0 };
+	uint32_t now = 0, s = (src.flags & VFIO_MIGRATION_PRE_COPY) ? S_PRE : S_SC;
+	int fd = -1, ret;
+	uint8_t c;
+
+	if (!plug || !plug->lose)
+		return NO_PLUG("make the device lose its state");
+	if (dev_reopen(&src) || plug_attach(&src))
+		return -1;
+	if (set_state(src.fd, s, &fd) || fd < 0) {
+		ret = failed("RUNNING -> %s: %s", state_names[s], strerror(errno));
+		goto out;
+	}
+	if (read(fd, &c, 1) != 1) {
+		ret = failed("the saving fd's first byte: %s", strerror(errno));
+		goto out;
+	}
+	ret = plug->lose(src.plugged);
+	if (ret) {
+		ret = plug_err("make the device lose its state", ret);
+		goto out;
+	}
+	ret = read_all(fd, &b, 1 << 20, 0);
+	if (!ret || ret == -ENOMSG) {
+		ret = failed("the stream in flight ended with %s after the device lost its state, not an error",
+			     ret ? "ENOMSG" : "end of data");
+		goto out;
+	}
+	diag("the stream in flight ended with %s", strerror(-ret));
+	if (get_state(src.fd, &now) || now != S_ERR) {
+		ret = failed("after the device lost its state the migration state is %s, not ERROR",
+			     now < NR_STATES ? state_names[now] : "?");
+		goto out;
+	}
+	if (!set_state(src.fd, S_RUN, NULL) || !set_state(src.fd, S_STOP, NULL)) {
+		ret = failed("an arc out of ERROR was taken (only a reset leaves it)");
+		goto out;
+	}
+	if (src.can_reset) {
+		if (ioctl(src.fd, VFIO_DEVICE_RESET) || get_state(src.fd, &now) || now != S_RUN) {
+			ret = failed("VFIO_DEVICE_RESET in ERROR: %s, the state %s",
+				     strerror(errno), now < NR_STATES ? state_names[now] : "?");
+			goto out;
+		}
+	}
+	close(fd);
+	fd = -1;
+	ret = dev_reopen_raw(&src) ?: get_state(src.fd, &now);
+	if (!ret && now != S_RUN)
+		ret = failed("a device closed in ERROR is opened again in %s",
+			     now < NR_STATES ? state_names[now] : "?");
+out:
+	if (fd >= 0)
+		close(fd);
+	plug_detach(&src);
+	/* a destination of the same hardware (a VF of the same PF) is reset too */
+	if (two)
+		dev_reopen(dst);
+	free(b.p);
+	return ret;
+}
+
+/*
+ * DMA logging reports the pages the device really wrote: the plug-in's
+ * device writes guest pages of the logged range (mapped for it), and a
+ * REPORT has each of them; a REPORT into an unmapped bitmap, with bits to
+ * set, fails with EFAULT.
+ */
+static int t_plug_dirty(void)
+{
+	struct vfio_device_feature_dma_logging_range r = { .iova = LOG_IOVA, .length = LOG_LEN };
+	uint64_t page = 4096, at[4];
+	uint8_t *mem;
+	void *none = MAP_FAILED;
+	unsigned int k, set = 0;
+	size_t i;
+	int ret;
+
+	if (!log_offered)
+		return skip("the device offers no DMA logging");
+	if (!plug || !plug->dirty)
+		return NO_PLUG("make the device write guest memory");
+	mem = mmap(NULL, LOG_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return failed("mmap: %s", strerror(errno));
+	ret = dev_reopen(&src) ?: dma_map(&src, LOG_IOVA, mem, LOG_LEN);
+	if (ret) {
+		munmap(mem, LOG_LEN);
+		return failed("mapping the logged range: %s", strerror(-ret));
+	}
+	if (plug_attach(&src)) {
+		ret = -1;
+		goto out;
+	}
+	ret = log_start(src.fd, &r, 1, &page);
+	if (ret) {
+		ret = failed("START: %s", strerror(-ret));
+		goto out;
+	}
+	log_report(src.fd, LOG_IOVA, LOG_LEN, page, log_bitmap);	/* clears */
+	at[0] = LOG_IOVA + 5 * page;
+	at[1] = at[0] + page;
+	at[2] = at[0] + 2 * page;
+	at[3] = LOG_IOVA + LOG_LEN - page;
+	ret = plug->dirty(src.plugged, at[0], 3 * page);
+	if (!ret)
+		ret = plug->dirty(src.plugged, at[3], page);
+	if (ret) {
+		ret = plug_err("write guest memory", ret);
+		goto stop;
+	}
+	memset(log_bitmap, 0, sizeof(log_bitmap));
+	ret = log_report(src.fd, LOG_IOVA, LOG_LEN, page, log_bitmap);
+	if (ret) {
+		ret = failed("REPORT: %s", strerror(-ret));
+		goto stop;
+	}
+	for (k = 0; k < ARRAY_SIZE(at); k++) {
+		i = (at[k] - LOG_IOVA) / page;
+		if (!(log_bitmap[i / 64] & (1ULL << (i % 64)))) {
+			ret = failed("the page at 0x%llx, written by the device, is not reported",
+				     (unsigned long long)at[k]);
+			goto stop;
+		}
+	}
+	for (i = 0; i < LOG_LEN / page; i++)
+		set += !!(log_bitmap[i / 64] & (1ULL << (i % 64)));
+	diag("the device wrote 4 pages, the REPORT has %u", set);
+	ret = plug->dirty(src.plugged, at[1], page);
+	if (ret) {
+		ret = plug_err("write guest memory", ret);
+		goto stop;
+	}
+	none = mmap(NULL, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ret = none == MAP_FAILED ? -ENOMEM : log_report(src.fd, LOG_IOVA, LOG_LEN, page, none);
+	if (ret && ret != -EFAULT) {
+		ret = failed("REPORT of a dirty page into an unmapped bitmap: %s, not EFAULT",
+			     strerror(-ret));
+		goto stop;
+	}
+	/*
+	 * Answered: the VFIO core's iova_bitmap_set() (7.3) drops a bit it
+	 * cannot pin the user's page for, and the driver cannot tell.  Not
+	 * the device's failure; said, with whether the page is still dirty.
+	 */
+	if (!ret) {
+		memset(log_bitmap, 0, sizeof(log_bitmap));
+		ret = log_report(src.fd, LOG_IOVA, LOG_LEN, page, log_bitmap);
+		if (ret) {
+			ret = failed("REPORT: %s", strerror(-ret));
+			goto stop;
+		}
+		i = (at[1] - LOG_IOVA) / page;
+		diag("warning: a REPORT of a dirty page into an unmapped bitmap answered, not EFAULT; the page is %s",
+		     log_bitmap[i / 64] & (1ULL << (i % 64)) ? "reported again next" :
+		     "lost to the next REPORT (the kernel's iova_bitmap drops bits it cannot set)");
+	}
+	ret = 0;
+stop:
+	log_stop(src.fd);
+out:
+	if (none != MAP_FAILED)
+		munmap(none, 1 << 16);
+	plug_detach(&src);
+	dma_unmap(&src, LOG_IOVA, LOG_LEN);
+	munmap(mem, LOG_LEN);
+	return ret;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "%s: %s [-c] [-d DST] [-k KNOWN] [-n CORRUPT] [-s SEED] [-N SUITE] DEVICE\n"
+	fprintf(stderr, "%s: %s [-c] [-d DST] [-k KNOWN] [-n CORRUPT] [-p PLUGIN] [-s SEED] [-N SUITE] DEVICE\n"
 		"  DEVICE, DST: a PCI address or an mdev UUID bound to a VFIO driver\n",
 		"usage", "vfio-migtest");
 	exit(2);
@@ -1414,8 +2161,12 @@ int main(int argc, char **argv)
 	unsigned int k, nsup;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "cd:k:n:s:N:h")) != -1) {
+	while ((c = getopt(argc, argv, "cd:k:n:p:s:N:h")) != -1) {
 		switch (c) {
+		case 'p':
+			if (plug_load(optarg))
+				return 2;
+			break;
 		case 'c':
 			use_cdev = true;
 			break;
@@ -1473,8 +2224,8 @@ int main(int argc, char **argv)
 	/* The plan: every case below, from the flags. */
 	for (k = VFIO_DEVICE_STATE_STOP, nsup = 0; k < NR_STATES; k++)
 		nsup += supported(&src, k);
-	printf("    1..%u\n", 2 + (unsigned int)ARRAY_SIZE(splits) + nsup * 7 + 6 + 2 * nsup + 1 +
-	       NR_LOG_CASES);
+	printf("    1..%u\n", 2 + (unsigned int)ARRAY_SIZE(splits) + nsup * 7 + 6 + 3 +
+	       NR_LOG_CASES + 1 + 2 * nsup + 1 + 4);
 	report("migration_feature", t_feature());
 	report("fresh_device_is_running", t_initial_running());
 	for (k = 0; k < ARRAY_SIZE(splits); k++) {
@@ -1491,11 +2242,21 @@ int main(int argc, char **argv)
 	report("mig_data_size", t_data_size());
 	report("truncated_streams_refused", t_truncated());
 	report("corrupted_streams", t_corrupted());
+	report("second_saving_fd", t_second_saving_fd());
+	report("saving_fd_poll", t_saving_poll());
+	report("precopy_info_v2", t_precopy_info_v2());
 	t_dma_logging();
+	report("plugin_dma_log_dirty", t_plug_dirty());
 	t_every_state();
 	report("reopened_device_is_running", stale_state == VFIO_DEVICE_STATE_RUNNING ? 0 :
 	       failed("a device closed in %s was still in it when opened again",
 		      state_names[stale_state]));
+	if (plug)
+		diag("plug-in %s", plug->name);
+	report("plugin_round_trip", t_plug_round_trip(false));
+	report("plugin_round_trip_precopy", t_plug_round_trip(true));
+	report("plugin_reinit", t_plug_reinit());
+	report("plugin_error_state", t_plug_error());	/* last: it may reset hardware */
 	diag("%d of %d checks failed", nr_fail, nr_case);
 	free(golden.p);
 	if (two)
