@@ -70,9 +70,15 @@ pkg_installed() {
 		for f in /usr/sbin/gpumigctl /usr/sbin/gpumig-mover /usr/sbin/gpumig-bugreport \
 			/usr/sbin/vfio-migtest /usr/share/man/man8/gpumigctl.8.gz \
 			/usr/share/man/man8/gpumig-mover.8.gz /usr/share/man/man8/gpumig-bugreport.8.gz \
-			/usr/share/man/man8/vfio-migtest.8.gz; do
+			/usr/share/man/man8/vfio-migtest.8.gz \
+			"$(grep -x '/usr/lib/[^/]*/vfio-migtest/simgpu.so' "$out/pkg-files.txt")" \
+			/usr/share/doc/gpumig-tools/examples/vfio-migtest-plugin/vfio-migtest-plugin.h; do
 			grep -qx "$f" "$out/pkg-files.txt" || { echo "not installed: $f"; return 1; }
-		done
+		done &&
+		# the installed tool finds its plug-in by name (the device is none: exit 1, not 2)
+		{ in_root vfio-migtest -p simgpu -N pkg no-such-device >"$out/pkg-migtest.txt" 2>&1
+		  [ $? = 1 ] && grep -q "not ok 1 open" "$out/pkg-migtest.txt"; } ||
+		{ cat "$out/pkg-migtest.txt"; return 1; }
 }
 
 # No simgpu at boot until the operator asks (modules-load.d's switch);

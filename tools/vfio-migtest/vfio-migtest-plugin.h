@@ -14,11 +14,15 @@
  * but attach and detach may be NULL; the checks that need a missing one
  * are skipped and say so.
  *
- * The tool calls attach() on each device it opens (RUNNING, memory
- * decoding not yet enabled), and detach() before it closes it.  Between
- * the two the plug-in owns the device's registers and the IOVA range
- * [VFIO_MIGTEST_PLUGIN_IOVA, +VFIO_MIGTEST_PLUGIN_IOVA_LEN) for its own
- * guest memory; the tool's logged range (for dirty()) lies below it.
+ * Before a check that needs it, the tool calls attach() on a freshly
+ * opened device (RUNNING; memory decoding and bus mastering are the
+ * plug-in's to enable), and detach() before it closes or reopens it.
+ * Between the two the plug-in owns the device's registers and the IOVA
+ * range [VFIO_MIGTEST_PLUGIN_IOVA, +VFIO_MIGTEST_PLUGIN_IOVA_LEN) for its
+ * own guest memory; the tool's logged range (for dirty()) lies below it.
+ * A destination is attached afresh after it was resumed: a plug-in lays
+ * its guest memory out the same way every time, so what the restored
+ * registers point at is there, as a VMM's migrated guest memory would be.
  *
  * This header is the whole contract: a plug-in links nothing of the tool.
  * Building one:  cc -shared -fPIC -o mydev.so mydev.c

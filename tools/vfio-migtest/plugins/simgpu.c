@@ -34,7 +34,7 @@
 #include <linux/vfio.h>
 #include <linux/simgpu.h>
 
-#include "../vfio-migtest-plugin.h"
+#include "vfio-migtest-plugin.h"
 
 #define MEM_LEN		(4ULL << 20)	/* the plug-in's guest memory */
 #define IOVA		VFIO_MIGTEST_PLUGIN_IOVA
