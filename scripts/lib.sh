@@ -94,7 +94,7 @@ SIMGPU_PCI_QEMU_OPTS="-L /usr/share/seabios -L /usr/share/qemu -device intel-iom
 -device simgpu-pf,bus=rp2,total-vfs=1,aperture=64M,x-vfs-offered=0"
 
 BUILD=$GPUMIG_TOP/build
-SRC_FILES="Kbuild Makefile dkms.conf include drivers kunit"
+SRC_FILES="Kbuild Makefile dkms.conf include drivers kunit guest"
 
 # stage NAME: a private copy of the sources per kernel under build/NAME,
 # so builds never mix objects.
@@ -119,5 +119,6 @@ client_build() {
 		make -C "$GPUMIG_TOP/tools/gpumig-mover" O="$BUILD/tools" CFLAGS="-O2 -g -Werror" &&
 		make -C "$GPUMIG_TOP/tools/vfio-migtest" O="$BUILD/tools" \
 			UAPI="$BUILD/uapi/include" CFLAGS="-O2 -g -Werror" &&
+		make -C "$GPUMIG_TOP/guest/tools" O="$BUILD/tools" CFLAGS="-O2 -g -Werror" &&
 		make -C "$GPUMIG_TOP/tools/guest" O="$BUILD/tools" EXTRA_CFLAGS=-Werror
 }

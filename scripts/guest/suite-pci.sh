@@ -268,6 +268,61 @@ nova_check() {
 	fi
 }
 
+# sgg_node VF: the /dev node simgpu-guest gave the VF.
+sgg_node() {
+	echo "/dev/$(ls "/sys/bus/pci/devices/$1/misc" 2>/dev/null)"
+}
+
+# sgg_json FILE EXPR: EXPR (Python, over the summary d) holds for
+# simgpu-work's summary in FILE; the summary goes to the log either way.
+sgg_json() {
+	cat "$1" >>"$out/guest.log"
+	python3 -c "import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"
+}
+
+# simgpu-guest (guest/), the Linux guest driver, and its workload tool on
+# VFs 0 and 2, as a Linux guest sees them (a VF speaks the guest ABI):
+# two GPUs at once, clean; refused commands and the background writer; an
+# FLR of one mid-run; a PF reset (both lose their state); an unbind
+# mid-run.  Every result checked, every error reported, none wrong.  The
+# module claims every unclaimed VF, so it is loaded only here.
+guest_drv() {
+	local ko=$moddir/guest/simgpu-guest.ko w=$tooldir/simgpu-work g0 g2 t0=$(date +%s) j=$out/sgg
+	[ -f "$ko" ] && [ -x "$w" ] || { echo "no $ko or $w"; return 1; }
+	insmod "$ko" || return 1
+	g0=$(sgg_node "$vf0") g2=$(sgg_node "$vf2")
+	[ -c "$g0" ] && [ -c "$g2" ] || { echo "no node for $vf0 or $vf2"; rmmod simgpu_guest; return 1; }
+	(
+	set -e
+	timeout 120 "$w" -t 4 -s "$g0" "$g2" >"$j-clean.json"
+	sgg_json "$j-clean.json" "d['checked'] > 20 and d['wrong'] == 0 and d['errors'] == 0"
+	timeout 120 "$w" -t 4 -s -m vram,dma,kernel,bad,dirty "$g0" "$g2" >"$j-bad.json"
+	sgg_json "$j-bad.json" "d['wrong'] == 0 and all(x['refused'] > 0 and
+		all(e['name'] == 'BAD_ARGS' for e in x['errors']) for x in d['devices'])"
+	( sleep 2; echo 1 >"/sys/bus/pci/devices/$vf0/reset" ) &
+	timeout 120 "$w" -t 5 "$g0" "$g2" >"$j-flr.json"
+	wait
+	sgg_json "$j-flr.json" "d['wrong'] == 0 and d['devices'][0]['resets'] == 1 and
+		any(e['name'] == 'RESET' for e in d['devices'][0]['errors']) and
+		d['devices'][1]['resets'] == 0 and d['devices'][1]['errors'] == []"
+	( sleep 2; echo 1 >"/sys/bus/pci/devices/$pf/reset" ) &
+	timeout 120 "$w" -t 6 "$g0" "$g2" >"$j-pf.json"
+	wait
+	sgg_json "$j-pf.json" "d['wrong'] == 0 and all(x['resets'] >= 1 and
+		any(e['name'] == 'DEVICE_LOST' for e in x['errors']) for x in d['devices'][:2])"
+	timeout 120 "$w" -t 2 -s "$g0" "$g2" >"$j-after.json"
+	sgg_json "$j-after.json" "d['checked'] > 5 and d['wrong'] == 0"
+	( sleep 2; vf_unbind "$vf2" ) &
+	timeout 120 "$w" -t 4 "$g2" >"$j-unbind.json" || true
+	wait
+	sgg_json "$j-unbind.json" "d['wrong'] == 0 and d['devices'][0]['errored'] > 0 and d['devices'][0]['gone']"
+	)
+	local rc=$?
+	rmmod simgpu_guest || rc=1
+	echo "vm: simgpu-guest lane took $(($(date +%s) - t0)) s"
+	return $rc
+}
+
 pci_suite() {
 	local pf pf2 sys vf0 vf1 vf2 vf3 tracking=device
 
@@ -316,6 +371,8 @@ pci_suite() {
 	check "SR-IOV cannot be disabled while a VF is bound" \
 		sh -c "! echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs 2>/dev/null && [ -e /sys/bus/pci/devices/$vf0 ]"
 	vf_unbind "$vf0"
+	check "simgpu-guest and simgpu-work on VFs 0 and 2: clean, refused commands, an FLR, a PF reset, an unbind; nothing wrong" \
+		guest_drv
 
 	# gpumig-vfio-pci on every VF.
 	grep -q "CONFIG_IOMMUFD_DRIVER=y" "${kdir:-/nonexistent}/.config" 2>/dev/null || tracking=none
