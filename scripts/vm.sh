@@ -38,15 +38,33 @@ cmd=$(printf '%q ' "$@")
 args=(-r "$kernel" --disable-kvm --disable-microvm --memory "${VM_MEMORY:-2G}" --cpus "${VM_CPUS:-2}"
       "--rwdir=$out=$out" "${rw[@]}")
 [ -n "$append" ] && args+=(--append "$append")
-[ -n "$qopts" ] && args+=(--qemu-opts="$qopts")
+# A crash of the emulator itself dumps core without the guest's RAM (the
+# backtrace is what counts; see the end).
+qopts="${qopts:+$qopts }-machine dump-guest-core=off"
+args+=(--qemu-opts="$qopts")
 [ -n "$qemu" ] && args+=(--qemu "$qemu")
 
 log "vm: booting $(basename "$kernel") for: $*"
+stamp=$(mktemp)
 set +e
-timeout "${VM_TIMEOUT:-1200}" vng "${args[@]}" --exec "$cmd" \
-	>"$out/console.log" 2>&1 </dev/null
+(ulimit -c unlimited 2>/dev/null
+ exec timeout "${VM_TIMEOUT:-1200}" vng "${args[@]}" --exec "$cmd" \
+	>"$out/console.log" 2>&1 </dev/null)
 rc=$?
 set -e
 [ $rc -eq 124 ] && log "vm: timed out after ${VM_TIMEOUT:-1200} s"
 [ -s "$out/console.log" ] || log "vm: vng exited with status $rc and printed nothing"
+# The emulator crashed (core_pattern "core" puts it here): its backtrace
+# into OUT/qemu-crash.txt, the core removed (it is large).
+for core in core core.[0-9]*; do
+	[ -f "$core" ] && [ "$core" -nt "$stamp" ] || continue
+	bin=${qemu:-$(command -v qemu-system-x86_64 || true)}
+	log "vm: the VM's QEMU dumped core: backtrace in $out/qemu-crash.txt"
+	if command -v gdb >/dev/null && [ -n "$bin" ]; then
+		gdb -batch -nx -ex 'info threads' -ex 'thread apply all bt 16' "$bin" "$core" \
+			>"$out/qemu-crash.txt" 2>&1 || true
+	fi
+	rm -f "$core"
+done
+rm -f "$stamp"
 exit $rc
