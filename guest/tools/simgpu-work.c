@@ -227,25 +227,13 @@ static int round_of(struct gpu *g, unsigned int what, uint32_t q, uint64_t *move
 	return 0;
 }
 
-static void *run(void *arg)
+/* Rounds until the end of the run. */
+static void rounds(struct gpu *g)
 {
 	static const unsigned int kinds[] = { W_VRAM, W_DMA, W_KERNEL };
-	struct gpu *g = arg;
 	uint64_t end = t0 + seconds * 1000ULL;
-	volatile unsigned int n = 0;
+	unsigned int n = 0;
 
-	if (mix & W_DIRTY) {
-		struct sgg_dirty d = { .handle = g->d.handle, .pages = BUF / 4096 };
-
-		if (ioctl(g->fd, SGG_IOCTL_DIRTY, &d))
-			snprintf(g->fatal, sizeof(g->fatal), "the background writer: %s",
-				 strerror(errno));
-	}
-	if (sigsetjmp(gone_jmp, 1)) {
-		g->gone = true;
-		g->errored++;
-		return NULL;
-	}
 	while (now_ms() < end) {
 		unsigned int what = kinds[n % 3];
 		uint64_t moved = 0, t;
@@ -253,9 +241,10 @@ static void *run(void *arg)
 
 		n++;
 		if ((mix & W_BAD) && n % 10 == 0) {
-			uint64_t f = submit(g, n % g->info.queues, SIMGPU_OP_FILL, g->a.va, 3, 0, 0);
+			uint32_t q = n % g->info.queues;
+			uint64_t f = submit(g, q, SIMGPU_OP_FILL, g->a.va, 3, 0, 0);
 
-			if (wait_fence(g, n % g->info.queues, f))
+			if (wait_fence(g, q, f))
 				g->refused++;
 			else
 				g->wrong++;	/* a nonsense command ran */
@@ -277,9 +266,23 @@ static void *run(void *arg)
 		}
 		errors_drain(g);
 	}
-	if (mix & W_DIRTY) {
-		struct sgg_dirty d = { .handle = g->d.handle, .pages = 0 };
+}
 
+static void *run(void *arg)
+{
+	struct gpu *g = arg;
+	struct sgg_dirty d = { .handle = g->d.handle, .pages = BUF / 4096 };
+
+	if ((mix & W_DIRTY) && ioctl(g->fd, SGG_IOCTL_DIRTY, &d))
+		snprintf(g->fatal, sizeof(g->fatal), "the background writer: %s", strerror(errno));
+	if (sigsetjmp(gone_jmp, 1)) {
+		g->gone = true;
+		g->errored++;
+		return NULL;
+	}
+	rounds(g);
+	if (mix & W_DIRTY) {
+		d.pages = 0;
 		ioctl(g->fd, SGG_IOCTL_DIRTY, &d);
 	}
 	errors_drain(g);
