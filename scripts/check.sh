@@ -72,6 +72,19 @@ sparse_runs() {
 	[ "$(sh "$1/scripts/checker-valid.sh" sparse --arch=x86 -mlittle-endian -m64 2>/dev/null)" = 1 ]
 }
 
+# linux_guest_image: the small Linux guest the distro VM's QEMU boots:
+# Debian's own kernel image and an initramfs with simgpu-guest built for
+# it (scripts/linux-guest.sh); TOOLS/linux-guest.args says where both are.
+linux_guest_image() {
+	local dir
+	rm -f "$TOOLS/linux-guest.args"
+	dir=$(stage linux-guest) &&
+		make -C "$DISTRO_KDIR" M="$dir/guest" modules >"$RES/linux-guest-build.log" 2>&1 &&
+		"$GPUMIG_TOP/scripts/linux-guest.sh" "$dir/guest/simgpu-guest.ko" \
+			"$TOOLS/linux-guest.cpio.gz" &&
+		echo "$DISTRO_VMLINUZ,$TOOLS/linux-guest.cpio.gz" >"$TOOLS/linux-guest.args"
+}
+
 # build_clean NAME KDIR [MAKE ARGS]: build with W=1 and sparse; any
 # compiler or sparse diagnostic fails, and so does a sparse the kernel
 # refused to run.
@@ -458,6 +471,8 @@ distro_vm() {
 			DISTRO_VM_ARGS=(--qemu-opts "$disk")
 		fi
 	fi
+	run_check "the small Linux guest: Debian's kernel, an initramfs with simgpu-guest and simgpu-work" \
+		linux_guest_image
 	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "distro VM: boot $KVER_DISTRO, DKMS modules, mdev and PCI suites, the package" \
 		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${DISTRO_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"

@@ -116,11 +116,20 @@ class VM:
         for f in (self.log, qmp):
             if os.path.exists(f):
                 os.unlink(f)
-        cmd = (qemu or QEMU) + ["-machine", machine, "-accel", "tcg", "-m", "64",
-               "-nodefaults", "-display", "none", "-serial", "none",
-               "-monitor", "none", "-kernel", args.guest,
-               "-chardev", "file,id=dbg,path=" + self.log,
-               "-device", "isa-debugcon,chardev=dbg,iobase=0xe9",
+        linux = getattr(args, "linux", None)
+        if linux:
+            # the small Linux guest (scripts/linux-guest.sh): the same
+            # report lines, on its serial console
+            kernel, initrd = linux.split(",")
+            boot = ["-m", "128", "-kernel", kernel, "-initrd", initrd,
+                    "-append", "console=ttyS0 quiet loglevel=3 panic=-1",
+                    "-serial", "file:" + self.log]
+        else:
+            boot = ["-m", "64", "-serial", "none", "-kernel", args.guest,
+                    "-chardev", "file,id=dbg,path=" + self.log,
+                    "-device", "isa-debugcon,chardev=dbg,iobase=0xe9"]
+        cmd = (qemu or QEMU) + ["-machine", machine, "-accel", "tcg",
+               "-nodefaults", "-display", "none", "-monitor", "none"] + boot + [
                "-qmp", "unix:%s,server=on,wait=off" % qmp]
         for k, d in enumerate(self.devs):
             cmd += ["-device", "vfio-pci,id=gpu%d,addr=%02x.0,%s,enable-migration=on"

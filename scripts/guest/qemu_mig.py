@@ -12,7 +12,12 @@ check) and, for the demo, a short human report.
 
   qemu_mig.py --guest ELF --out DIR [--demo] [--pingpong N] [--qemu CMD]
               [--several PROFILE,PROFILE... ...] [--cross CMD [--cross-machine TYPE]]
+              [--linux KERNEL,INITRD] [--only SCENARIO,...]
               [--pci 256M=ADDR,ADDR,ADDR 64M=ADDR]
+
+With --linux the guest is the small Linux one instead (Debian's kernel,
+simgpu-guest and simgpu-work in an initramfs: scripts/linux-guest.sh),
+which reports on its serial console in the multiboot guest's words.
 
 Runs as root inside the VM.  Without --pci, simgpu is loaded and the
 script creates and removes its own mdev instances; with --pci, the VFs
@@ -315,8 +320,10 @@ def first_migration(suite, m1, m2, tracking):
     or None when the suite ends here (a failure, or --demo)."""
     run, args = suite.run, suite.args
     a = suite.vm("a", m1)
+    # a Linux kernel boots for minutes under nested emulation
     if not run.check("QEMU boots the guest and it drives simgpu",
-                     a.wait_iter(3), "; ".join(a.lines()[-3:])):
+                     a.wait_iter(3, timeout=1200 if args.linux else 300),
+                     "; ".join(a.lines()[-3:])):
         return None
     b = suite.vm("b", m2, incoming=True)
     info = one_migration(run, a, b, suite.sock, "live migration", sample=not args.demo)
@@ -774,7 +781,7 @@ def parse_args():
     ap.add_argument("--only", metavar="SCENARIO,...",
                     help="after the first migration, only these: incompatible, cancel, "
                          "quiesce, pingpong, reinit, converge, postcopy, several, crossver "
-                         "(for development)")
+                         "(none: the first migration alone)")
     ap.add_argument("--qemu", default="qemu-system-x86_64",
                     help="the QEMU command, e.g. 'chroot ROOT qemu-system-x86_64'")
     ap.add_argument("--several", nargs="+", metavar="PROFILE,PROFILE...",
@@ -789,6 +796,9 @@ def parse_args():
     ap.add_argument("--reinit", action="store_true",
                     help="also the REINIT scenario: QEMU 11.1 on a kernel with "
                     "VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2")
+    ap.add_argument("--linux", metavar="KERNEL,INITRD",
+                    help="boot the small Linux guest (simgpu-guest and simgpu-work, "
+                    "scripts/linux-guest.sh) instead of the multiboot one")
     ap.add_argument("--pci", nargs="+", metavar="PROFILE=ADDR,...",
                     help="VFs bound to gpumig-vfio-pci: three of 256M, one of 64M")
     return ap.parse_args()
