@@ -13,11 +13,14 @@ check) and, for the demo, a short human report.
   qemu_mig.py --guest ELF --out DIR [--demo] [--pingpong N] [--qemu CMD]
               [--several PROFILE,PROFILE... ...] [--cross CMD [--cross-machine TYPE]]
               [--linux KERNEL,INITRD] [--only SCENARIO,...]
-              [--pci 256M=ADDR,ADDR,ADDR 64M=ADDR]
+              [--first PROFILE,PROFILE...] [--pci 256M=ADDR,ADDR,ADDR 64M=ADDR]
 
 With --linux the guest is the small Linux one instead (Debian's kernel,
 simgpu-guest and simgpu-work in an initramfs: scripts/linux-guest.sh),
 which reports on its serial console in the multiboot guest's words.
+With --first the first migration's VM holds a device of each profile
+named (e.g. "256M,mdev:256M": a VF and an mdev) instead of one 256M; then
+only the first migration runs (--only none).
 
 Runs as root inside the VM.  Without --pci, simgpu is loaded and the
 script creates and removes its own mdev instances; with --pci, the VFs
@@ -32,6 +35,7 @@ VFIO's).
 """
 import argparse
 import errno
+import json
 import os
 import re
 import shlex
@@ -272,22 +276,28 @@ class Suite:
 
 
 def devices(suite):
-    """The first migration's two devices; how simgpu tracks guest memory
-    decides the downtime and switchover QEMU is allowed."""
+    """The first migration's devices (each a Dev, or with --first a list
+    of them); how simgpu tracks guest memory decides the downtime and
+    switchover QEMU is allowed (the first device's tracking: with a VF
+    and an mdev, the VF's is the stricter)."""
     run, pool = suite.run, suite.pool
-    m1, m2 = pool.get("256M"), pool.get("256M")
-    run.note("devices: %s" % ("VFs on gpumig-vfio-pci" if pool.pci else "simgpu mdevs"))
-    tracking = m1.status().get("dirty_tracking")
+    profs = (suite.args.first or "256M").split(",")
+    s1, s2 = [pool.get(p) for p in profs], [pool.get(p) for p in profs]
+    run.note("devices: %s" % ", ".join(
+        "VF on gpumig-vfio-pci" if d.pci else "simgpu mdev" for d in s1))
+    tracking = s1[0].status().get("dirty_tracking")
     run.note("simgpu dirty tracking of guest memory: %s" % tracking)
     if tracking != "device":
         mig_checks.DOWNTIME_MS = 5000
         mig_checks.SWITCHOVER_AT_LINK = bool(pool.pci)
-    for u in (m1, m2):
+    for u in s1 + s2:
         # a kernel is in flight most of the time; the device's own
         # background writer dirties guest memory all along
         u.knob("kernel_step_us", 1000)
         u.knob("dirty_rate", 200)
-    return m1, m2, tracking
+    if len(profs) == 1:
+        return s1[0], s2[0], tracking
+    return s1, s2, tracking
 
 
 def demo_report(suite, info, tracking):
@@ -321,18 +331,50 @@ def first_migration(suite, m1, m2, tracking):
     run, args = suite.run, suite.args
     a = suite.vm("a", m1)
     # a Linux kernel boots for minutes under nested emulation
-    if not run.check("QEMU boots the guest and it drives simgpu",
-                     a.wait_iter(3, timeout=1200 if args.linux else 300),
-                     "; ".join(a.lines()[-3:])):
+    if not run.check("QEMU boots the guest and it drives %s" % (
+            "all %d simgpus" % len(a.devs) if len(a.devs) > 1 else "simgpu"),
+            a.wait_iter(3, timeout=1200 if args.linux else 300) and
+            a.gpus() == len(a.devs),
+            "gpus %s; %s" % (a.gpus(), "; ".join(a.lines()[-3:]))):
         return None
     b = suite.vm("b", m2, incoming=True)
     info = one_migration(run, a, b, suite.sock, "live migration", sample=not args.demo)
+    if info and args.linux:
+        linux_rounds(run, b, len(a.devs))
+    if info and len(a.devs) > 1:
+        after = [d.status() for d in a.devs]
+        run.check("live migration: every device pre-copied and sent its own stop-copy data",
+                  all(int(x.get("precopy_rounds", 0)) > 0 and
+                      int(x.get("stopcopy_bytes", 0)) > 0 for x in after),
+                  "; ".join("%s: %s pre-copy rounds, %s bytes at stop" % (
+                      d, x.get("precopy_rounds"), x.get("stopcopy_bytes"))
+                      for d, x in zip(a.devs, after)))
     if info and args.demo:
         demo_report(suite, info, tracking)
     suite.quit(a)
     if not info or args.demo:
         return None
     return a, b
+
+
+def linux_rounds(run, vm, n):
+    """The Linux guest's simgpu-work summaries ("gpumig-guest: json ..."):
+    the last one on @vm checked results on each of its @n GPUs, none
+    wrong, none gone."""
+    rounds = []
+    for ln in vm.lines():
+        if ln.startswith("gpumig-guest: json "):
+            try:
+                rounds.append(json.loads(ln.split(" ", 2)[2]))
+            except ValueError:
+                pass        # a line cut short by the switchover
+    last = rounds[-1] if rounds else {}
+    devs = last.get("devices", [])
+    run.check("the Linux guest's last round on the destination verified results on "
+              "each of its %d GPUs, none wrong" % n,
+              len(devs) == n and all(d["checked"] > 0 and d["wrong"] == 0 and not d["gone"]
+                                     for d in devs),
+              json.dumps(last)[:600])
 
 
 def incompatible_destination(suite, cur):
@@ -738,6 +780,16 @@ def scenarios(suite):
     a, cur = first
     spare = m1
     only = suite.args.only.split(",") if suite.args.only else None
+    if isinstance(m1, list):
+        # --first: the scenarios after the first migration are written
+        # for one device; this set ends here
+        suite.run.check("no wrong result in the guest, %d iterations verified"
+                        % cur.last_iter(), not cur.failures(),
+                        "; ".join(cur.failures()[:3]))
+        suite.quit(cur)
+        for d in m1 + m2:
+            suite.pool.put(d)
+        return True
 
     def want(name):
         return only is None or name in only
@@ -799,9 +851,15 @@ def parse_args():
     ap.add_argument("--linux", metavar="KERNEL,INITRD",
                     help="boot the small Linux guest (simgpu-guest and simgpu-work, "
                     "scripts/linux-guest.sh) instead of the multiboot one")
+    ap.add_argument("--first", metavar="PROFILE,PROFILE...",
+                    help="the first migration's VM holds a device of each profile "
+                    "(mdev:P an mdev beside VFs); then only that migration runs")
     ap.add_argument("--pci", nargs="+", metavar="PROFILE=ADDR,...",
                     help="VFs bound to gpumig-vfio-pci: three of 256M, one of 64M")
-    return ap.parse_args()
+    args = ap.parse_args()
+    if args.first and "," in args.first and args.only != "none":
+        ap.error("--first with several devices runs the first migration alone: add --only none")
+    return args
 
 
 def main():

@@ -422,14 +422,19 @@ pci_suite() {
 			--pci "256M=$vf1,$vf3" "64M=$vf0"
 		vram_trace off "$out/qemu-pci"
 	fi
-	# A Linux guest (Debian's kernel, simgpu-guest, simgpu-work: guest/),
-	# booted and live-migrated by QEMU 10 between two VFs, simgpu-work
-	# verifying before, during and after (the host built it: linux-guest.args).
+	# A Linux guest (Debian's kernel, simgpu-guest, simgpu-work: guest/)
+	# holding a VF and an mdev (simgpu loaded for it meanwhile), booted
+	# and live-migrated by QEMU 10 to another VF and mdev, simgpu-work
+	# verifying both before, during and after (the host built it:
+	# linux-guest.args).
 	if qemu10_here && [ -s "$tooldir/linux-guest.args" ]; then
-		check "a Linux guest with simgpu-guest migrates live between VFs, simgpu-work verifying throughout (linux-guest/qemu.ktap)" \
+		check "load simgpu beside simgpu-pf, for the Linux guest's mdev" $loadmod "$moddir_simgpu"
+		check "a Linux guest with simgpu-guest, a VF and an mdev migrates live, simgpu-work verifying both throughout (linux-guest/qemu.ktap)" \
 			timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" --only none \
 			--guest "$tooldir/gpumig-guest.elf" --out "$out/linux-guest" \
-			--linux "$(cat "$tooldir/linux-guest.args")" --pci "256M=$vf1,$vf3"
+			--linux "$(cat "$tooldir/linux-guest.args")" --first 256M,mdev:256M \
+			--pci "256M=$vf1,$vf3"
+		check "unload simgpu" rmmod simgpu
 	fi
 	# With QEMU 11.1, also VMs of two VFs and of a VF and an mdev (simgpu
 	# loaded for it meanwhile).
