@@ -204,3 +204,4 @@ module_pci_driver(sgg_driver);
 MODULE_DESCRIPTION("Guest driver for simgpu, gpumig's simulated GPU");
 MODULE_AUTHOR("The gpumig authors");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(SGG_VERSION);

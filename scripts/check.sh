@@ -72,16 +72,13 @@ sparse_runs() {
 	[ "$(sh "$1/scripts/checker-valid.sh" sparse --arch=x86 -mlittle-endian -m64 2>/dev/null)" = 1 ]
 }
 
-# linux_guest_image: the small Linux guest the distro VM's QEMU boots:
-# Debian's own kernel image and an initramfs with simgpu-guest built for
-# it (scripts/linux-guest.sh); TOOLS/linux-guest.args says where both are.
+# linux_guest_image KO: the small Linux guest the distro VM's QEMU boots:
+# Debian's own kernel image and an initramfs with KO, simgpu-guest as
+# DKMS built it from the guest's package for that kernel
+# (scripts/guest-pkg.sh, scripts/linux-guest.sh); TOOLS/linux-guest.args
+# says where both are.
 linux_guest_image() {
-	local dir
-	rm -f "$TOOLS/linux-guest.args"
-	dir=$(stage linux-guest) &&
-		make -C "$DISTRO_KDIR" M="$dir/guest" modules >"$RES/linux-guest-build.log" 2>&1 &&
-		"$GPUMIG_TOP/scripts/linux-guest.sh" "$dir/guest/simgpu-guest.ko" \
-			"$TOOLS/linux-guest.cpio.gz" &&
+	"$GPUMIG_TOP/scripts/linux-guest.sh" "$1" "$TOOLS/linux-guest.cpio.gz" &&
 		echo "$DISTRO_VMLINUZ,$TOOLS/linux-guest.cpio.gz" >"$TOOLS/linux-guest.args"
 }
 
@@ -144,13 +141,15 @@ versions_agree() {
 	local dir=$1 want ko got n=0 tmp
 	want=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$GPUMIG_TOP/dkms.conf")
 	[ -n "$want" ] || { echo "no PACKAGE_VERSION in dkms.conf"; return 1; }
-	for ko in "$dir"/*.ko; do
+	got=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$GPUMIG_TOP/guest/dkms.conf")
+	[ "$got" = "$want" ] || { echo "guest/dkms.conf: '$got', dkms.conf: '$want'"; return 1; }
+	for ko in "$dir"/*.ko "$dir"/guest/*.ko; do
 		[ -e "$ko" ] || continue
 		got=$(modinfo -F version "$ko")
 		[ "$got" = "$want" ] || { echo "$ko: version '$got', dkms.conf: '$want'"; return 1; }
 		n=$((n + 1))
 	done
-	[ $n -ge 4 ] || { echo "only $n modules in $dir"; return 1; }
+	[ $n -ge 5 ] || { echo "only $n modules in $dir (and guest/)"; return 1; }
 	tmp=$(mktemp -d)
 	make -s -C "$GPUMIG_TOP/tools/gpumigctl" O="$tmp" >/dev/null &&
 		got=$("$tmp/gpumigctl" --version)
@@ -428,12 +427,16 @@ distro_vm() {
 	mkdir -p "$RES/distro"
 	releases_build "$RES/distro"
 	t0=$(date +%s)
-	if deb=$("$GPUMIG_TOP/scripts/deb.sh" 2>"$RES/deb.log"); then
-		record "Debian packages gpumig-dkms (dh-dkms) and gpumig-tools built; lintian: no error" pass $(($(date +%s) - t0))
+	rm -f "$TOOLS/linux-guest.args"
+	deb="" gdeb=""
+	if debs=$("$GPUMIG_TOP/scripts/deb.sh" 2>"$RES/deb.log"); then
+		record "Debian packages gpumig-dkms (dh-dkms), gpumig-tools, simgpu-guest-dkms, simgpu-guest-tools built; lintian: no error" pass $(($(date +%s) - t0))
+		# the host's two, then the guest's two
+		deb=$(head -n 2 <<<"$debs") gdeb=$(tail -n 2 <<<"$debs")
 		echo "$deb" >"$RES/distro/pkg-deb"
 		cp "$BUILD/deb/lintian.txt" "$RES/lintian.txt" 2>/dev/null
 	else
-		record "Debian packages gpumig-dkms (dh-dkms) and gpumig-tools built; lintian: no error" FAIL $(($(date +%s) - t0)) "see build/results/deb.log"
+		record "Debian packages gpumig-dkms (dh-dkms), gpumig-tools, simgpu-guest-dkms, simgpu-guest-tools built; lintian: no error" FAIL $(($(date +%s) - t0)) "see build/results/deb.log"
 	fi
 	t0=$(date +%s)
 	if root=$("$GPUMIG_TOP/scripts/bookworm-root.sh" 2>"$RES/bookworm-root.log"); then
@@ -471,8 +474,17 @@ distro_vm() {
 			DISTRO_VM_ARGS=(--qemu-opts "$disk")
 		fi
 	fi
-	run_check "the small Linux guest: Debian's kernel, an initramfs with simgpu-guest and simgpu-work" \
-		linux_guest_image
+	# The guest's packages, natively in that root as a Debian guest has
+	# them; the module DKMS built there goes into the small Linux guest.
+	if [ -n "$gdeb" ] && [ -s "$RES/distro/pkg-root" ]; then
+		# shellcheck disable=SC2086 # two paths, one a line
+		if run_check "the guest's packages in a Debian root: apt installs them natively (DKMS builds simgpu-guest), simgpu-work runs, gpumig-dkms refused beside them, purge leaves nothing" \
+			"$GPUMIG_TOP/scripts/guest-pkg.sh" "$root" "$BUILD/guest-pkg" $gdeb \
+				"$(head -n 1 <<<"$deb")"; then
+			run_check "the small Linux guest: Debian's kernel, an initramfs with the packaged simgpu-guest and simgpu-work" \
+				linux_guest_image "$BUILD/guest-pkg/simgpu-guest.ko"
+		fi
+	fi
 	VM_MEMORY=3G VM_TIMEOUT=2400 run_check "distro VM: boot $KVER_DISTRO, DKMS modules, mdev and PCI suites, the package" \
 		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${DISTRO_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"

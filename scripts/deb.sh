@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build the Debian packages gpumig-dkms and gpumig-tools (debian/) with
-# Debian's own dh-dkms, from a copy of the tracked files, into build/deb/,
-# and run lintian on them (its report: build/deb/lintian.txt; an error
-# fails).  Prints the two .debs' paths, gpumig-dkms's first.  Needs
-# debhelper, dh-dkms and lintian (scripts/install-deps.sh).
+# Build the Debian packages (debian/) with Debian's own dh-dkms, from a
+# copy of the tracked files, into build/deb/, and run lintian on them (its
+# report: build/deb/lintian.txt; an error fails).  Prints the four .debs'
+# paths, one a line: the host's gpumig-dkms and gpumig-tools, then the
+# guest's simgpu-guest-dkms and simgpu-guest-tools.  Needs debhelper,
+# dh-dkms and lintian (scripts/install-deps.sh).
 #
 #   scripts/deb.sh
 set -euo pipefail
@@ -27,16 +28,17 @@ else
 fi
 (cd "$out/src" && dpkg-buildpackage -b -us -uc --no-sign >"$out/build.log" 2>&1) ||
 	{ tail -n 30 "$out/build.log" >&2; die "dpkg-buildpackage failed (see $out/build.log)"; }
-deb=$out/gpumig-dkms_${ver}_all.deb
-tools=$out/gpumig-tools_${ver}_$(dpkg-architecture -qDEB_HOST_ARCH).deb
-[ -f "$deb" ] || die "no $deb"
-[ -f "$tools" ] || die "no $tools"
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+debs=("$out/gpumig-dkms_${ver}_all.deb" "$out/gpumig-tools_${ver}_$arch.deb"
+      "$out/simgpu-guest-dkms_${ver}_all.deb" "$out/simgpu-guest-tools_${ver}_$arch.deb")
+for d in "${debs[@]}"; do
+	[ -f "$d" ] || die "no $d"
+done
 if command -v lintian >/dev/null; then
-	lintian --no-tag-display-limit "$deb" "$tools" >"$out/lintian.txt" 2>&1
+	lintian --no-tag-display-limit "${debs[@]}" >"$out/lintian.txt" 2>&1
 	echo "lintian: $(grep -c '^E: ' "$out/lintian.txt") errors, $(grep -c '^W: ' "$out/lintian.txt") warnings (build/deb/lintian.txt)" >&2
 	! grep '^E: ' "$out/lintian.txt" >&2 || die "lintian reports errors"
 else
 	die "lintian missing (scripts/install-deps.sh)"
 fi
-echo "$deb"
-echo "$tools"
+printf '%s\n' "${debs[@]}"

@@ -22,7 +22,9 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,lib/modules}
 cp "$bb" "$root/bin/busybox"
 install -m 0644 "$ko" "$root/lib/modules/simgpu-guest.ko"
 strip --strip-debug "$root/lib/modules/simgpu-guest.ko"
-${CC:-cc} -O2 -static -I"$GPUMIG_TOP/include/uapi" -o "$root/bin/simgpu-work" \
+ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$GPUMIG_TOP/guest/dkms.conf")
+${CC:-cc} -O2 -static -I"$GPUMIG_TOP/include/uapi" -DSGW_VERSION="\"$ver\"" \
+	-o "$root/bin/simgpu-work" \
 	"$GPUMIG_TOP/guest/tools/simgpu-work.c" -lpthread
 install -m 0755 "$GPUMIG_TOP/guest/linux/init" "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out"

@@ -7,6 +7,7 @@
  * start it before a migration and assert after it:
  *
  *   simgpu-work [-t SECONDS] [-m MIX] [-s] [DEVICE...]
+ *   simgpu-work -V | -h
  *
  * MIX is a comma-separated list of:
  *   vram    guest memory -> VRAM -> a FILL in VRAM -> guest memory, checked
@@ -24,7 +25,8 @@
  * with it).  Output:
  * one JSON object on stdout ("schema": 1).  Exit status 0 when no result
  * was wrong (with -s, and no error either), 1 otherwise, 2 on a bad
- * command line or a device that cannot be used.
+ * command line or a device that cannot be used.  -V prints the version
+ * (simgpu-guest's, guest/dkms.conf), -h the usage.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +52,9 @@
 #define MAX_SECONDS	3600
 #define MAX_LOG		64
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#ifndef SGW_VERSION	/* the Makefile's, from ../dkms.conf */
+#define SGW_VERSION	"unknown"
+#endif
 
 enum { W_VRAM = 1, W_DMA = 2, W_KERNEL = 4, W_DIRTY = 8, W_BAD = 16 };
 
@@ -356,11 +361,11 @@ static void summary(void)
 	printf("\"errors\": %lu}\n", nerr);
 }
 
-static void print_usage(void)
+static void print_usage(FILE *f)
 {
-	fputs("usage: simgpu-work [-t SECONDS] [-m vram,dma,kernel,dirty,bad] [-s] [DEVICE...]\n",
-	      stderr);
-	exit(2);
+	fputs("usage: simgpu-work [-t SECONDS] [-m vram,dma,kernel,dirty,bad] [-s] [DEVICE...]\n"
+	      "       simgpu-work -V | -h\n", f);
+	exit(f == stdout ? 0 : 2);
 }
 
 int main(int argc, char **argv)
@@ -370,12 +375,12 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c, ret = 0;
 
-	while ((c = getopt(argc, argv, "t:m:sh")) != -1) {
+	while ((c = getopt(argc, argv, "t:m:sVh")) != -1) {
 		switch (c) {
 		case 't':
 			seconds = strtoul(optarg, NULL, 10);
 			if (!seconds || seconds > MAX_SECONDS)
-				print_usage();
+				print_usage(stderr);
 			break;
 		case 'm': {
 			char *tok, *save = NULL;
@@ -386,14 +391,20 @@ int main(int argc, char **argv)
 				mix |= !strcmp(tok, "vram") ? W_VRAM : !strcmp(tok, "dma") ? W_DMA :
 				       !strcmp(tok, "kernel") ? W_KERNEL :
 				       !strcmp(tok, "dirty") ? W_DIRTY :
-				       !strcmp(tok, "bad") ? W_BAD : (print_usage(), 0);
+				       !strcmp(tok, "bad") ? W_BAD : (print_usage(stderr), 0);
 			break;
 		}
 		case 's':
 			strict = true;
 			break;
+		case 'V':
+			printf("simgpu-work %s\n", SGW_VERSION);
+			return 0;
+		case 'h':
+			print_usage(stdout);
+			break;
 		default:
-			print_usage();
+			print_usage(stderr);
 		}
 	}
 	if (optind == argc) {
