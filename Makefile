@@ -7,6 +7,7 @@
 #   make check                               every test (see README.md)
 #   make check-two-host                      the two-host libvirt lane
 #   make demo                                the live-migration demo
+#   make demo-linux                          ... with a Linux guest (simgpu-guest)
 #   make bench                               the benchmarks (ratios)
 #   make bench-vram                          only the VRAM migration one
 #   make bench-converge                      only the auto-converge one
@@ -21,7 +22,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules clean install uninstall check check-two-host static kunit fuzz fuzz-long demo bench bench-vram bench-converge bench-postcopy bench-several soak \
+.PHONY: all modules clean install uninstall check check-two-host static kunit fuzz fuzz-long demo demo-linux bench bench-vram bench-converge bench-postcopy bench-several soak \
 	deps dkms-install dkms-remove deb
 
 all: modules
@@ -86,6 +87,9 @@ fuzz-long:
 
 demo:
 	scripts/demo.sh
+
+demo-linux:
+	scripts/demo.sh --linux
 
 bench:
 	scripts/bench.sh

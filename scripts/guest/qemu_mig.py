@@ -300,15 +300,27 @@ def devices(suite):
     return s1, s2, tracking
 
 
-def demo_report(suite, info, tracking):
-    """--demo: the first migration for a human, in OUT/demo.txt."""
+def demo_report(suite, info, tracking, dst):
+    """--demo: the first migration for a human, in OUT/demo.txt (@dst:
+    the destination's VM)."""
     dev = info["_device"]
     ram, vfio = info.get("ram", {}), info.get("vfio", {})
     rep = [
         "Live migration of a running VM holding a simgpu %s (QEMU 10, %s)"
         % ("VF" if suite.pool.pci else "mdev", os.uname().release),
         "  guest: %d GPU iterations verified before the migration started, %d by the "
-        "end on the destination; no wrong result" % info["_iters"],
+        "end on the destination; %s" % (info["_iters"] + (
+            "WRONG RESULTS: " + "; ".join(dst.failures()[:3]) if dst.failures()
+            else "no wrong result",)),
+    ]
+    if suite.args.linux:
+        last = last_round(dst)
+        rep += ["  the guest is Linux (%s, simgpu-guest; an iteration is a round of "
+                "simgpu-work on every GPU); its last round on the destination: %s results "
+                "checked, %s wrong, %s errors" % (
+                    os.path.basename(suite.args.linux.split(",")[0]),
+                    last.get("checked"), last.get("wrong"), last.get("errors"))]
+    rep += [
         "  QEMU: %s ms in all, %s ms downtime, %d KiB of RAM in %s dirty syncs, "
         "%d KiB of device state" % (info.get("total-time"), info.get("downtime"),
                                     ram.get("transferred", 0) // 1024,
@@ -350,17 +362,16 @@ def first_migration(suite, m1, m2, tracking):
                       d, x.get("precopy_rounds"), x.get("stopcopy_bytes"))
                       for d, x in zip(a.devs, after)))
     if info and args.demo:
-        demo_report(suite, info, tracking)
+        demo_report(suite, info, tracking, b)
     suite.quit(a)
     if not info or args.demo:
         return None
     return a, b
 
 
-def linux_rounds(run, vm, n):
-    """The Linux guest's simgpu-work summaries ("gpumig-guest: json ..."):
-    the last one on @vm checked results on each of its @n GPUs, none
-    wrong, none gone."""
+def last_round(vm):
+    """The Linux guest's last simgpu-work summary on @vm's console
+    ("gpumig-guest: json ..."), or {}."""
     rounds = []
     for ln in vm.lines():
         if ln.startswith("gpumig-guest: json "):
@@ -368,7 +379,13 @@ def linux_rounds(run, vm, n):
                 rounds.append(json.loads(ln.split(" ", 2)[2]))
             except ValueError:
                 pass        # a line cut short by the switchover
-    last = rounds[-1] if rounds else {}
+    return rounds[-1] if rounds else {}
+
+
+def linux_rounds(run, vm, n):
+    """The Linux guest's last simgpu-work round on @vm checked results on
+    each of its @n GPUs, none wrong, none gone."""
+    last = last_round(vm)
     devs = last.get("devices", [])
     run.check("the Linux guest's last round on the destination verified results on "
               "each of its %d GPUs, none wrong" % n,

@@ -21,6 +21,9 @@
 # (scripts/guest/libvirt.sh); OUT/libvirt-root names libvirt's root and
 # OUT/shared the directory both hosts have.
 # MODE "demo": one QEMU live migration, report in OUT/qemu/demo.txt.
+# MODE "demo-linux": the same with the small Linux guest (Debian's kernel:
+# modules from MODDIR; OUT/linux-guest.args names the guest's kernel and
+# initramfs).
 # MODE "debug": the debug kernel; modules are insmod-ed from MODDIR and the
 # KUnit module runs.  MODE "distro": Debian's kernel; modules come from the
 # DKMS install (modprobe), proving the packaging.
@@ -87,6 +90,15 @@ demo)
 	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
 	python3 "$(dirname "$0")/qemu_mig.py" --demo --guest "$tooldir/gpumig-guest.elf" \
 		--out "$out/qemu" >>"$out/guest.log" 2>&1
+	;;
+demo-linux)
+	check "load the VFIO stack" vfio_stack
+	# a host where make check installed the DKMS package has its own
+	check "unload the installed gpumig modules" unload_gpumig
+	check "load gpumig.ko" insmod "$moddir/gpumig.ko"
+	check "load simgpu.ko" insmod "$moddir/simgpu.ko"
+	python3 "$(dirname "$0")/qemu_mig.py" --demo --guest "$tooldir/gpumig-guest.elf" \
+		--linux "$(cat "$out/linux-guest.args")" --out "$out/qemu" >>"$out/guest.log" 2>&1
 	;;
 bench)
 	bench_mode
