@@ -51,8 +51,10 @@ in_root env DEBIAN_KERNEL_USE_CCACHE=1 CCACHE_DIR=/ccache apt-get install -y -q 
 echo "guest package: apt install took $(($(date +%s) - t0)) s (natively)" | tee -a "$log" >&2
 
 # DKMS built and installed the driver for Debian's kernel
-in_root dkms status simgpu-guest | tee -a "$log" | grep -q "simgpu-guest/$ver, $k, .*: installed" ||
-	die "dkms status: simgpu-guest/$ver is not installed for $k"
+st=$(in_root dkms status simgpu-guest)
+echo "$st" >>"$log"
+grep -q "simgpu-guest/$ver, $k, .*: installed" <<<"$st" ||
+	die "dkms status: simgpu-guest/$ver is not installed for $k ($st)"
 ko=$(in_root modinfo -k "$k" -n simgpu-guest)
 [ "$ko" = "/lib/modules/$k/updates/dkms/simgpu-guest.ko" ] ||
 	[ "$ko" = "/lib/modules/$k/updates/dkms/simgpu-guest.ko.xz" ] ||
@@ -61,12 +63,13 @@ ko=$(in_root modinfo -k "$k" -n simgpu-guest)
 	die "simgpu-guest's version is not $ver"
 id=$(sed -n 's/^#define SIMGPU_PCI_DEVICE_ID[[:space:]]*0x\([0-9a-fA-F]*\).*/\1/p' \
 	"$GPUMIG_TOP/include/uapi/linux/simgpu.h" | tr a-f A-F)
-in_root modinfo -k "$k" -F alias simgpu-guest | grep -q "^pci:v[0-9A-F]*d0000${id}sv" ||
-	die "simgpu-guest has no PCI alias for simgpu's device $id (udev would not load it)"
+al=$(in_root modinfo -k "$k" -F alias simgpu-guest)
+grep -q "^pci:v[0-9A-F]*d0000${id}sv" <<<"$al" ||
+	die "simgpu-guest has no PCI alias for simgpu's device $id (udev would not load it): $al"
 
 # the tool: its version, its usage, and no GPU here (exit 2, says why)
 [ "$(in_root simgpu-work -V)" = "simgpu-work $ver" ] || die "simgpu-work -V is not 'simgpu-work $ver'"
-in_root simgpu-work -h | grep -q "^usage: simgpu-work" || die "simgpu-work -h prints no usage"
+grep -q "^usage: simgpu-work" <<<"$(in_root simgpu-work -h)" || die "simgpu-work -h prints no usage"
 rc=0
 in_root simgpu-work -t 1 >"$tmp/none.txt" 2>&1 || rc=$?
 if [ $rc != 2 ] || ! grep -q "no /dev/simgpu" "$tmp/none.txt"; then
