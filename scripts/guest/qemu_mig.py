@@ -352,7 +352,7 @@ def first_migration(suite, m1, m2, tracking):
     b = suite.vm("b", m2, incoming=True)
     info = one_migration(run, a, b, suite.sock, "live migration", sample=not args.demo)
     if info and args.linux:
-        linux_rounds(run, b, len(a.devs))
+        linux_rounds(run, a, b, len(a.devs))
     if info and len(a.devs) > 1:
         after = [d.status() for d in a.devs]
         run.check("live migration: every device pre-copied and sent its own stop-copy data",
@@ -369,29 +369,50 @@ def first_migration(suite, m1, m2, tracking):
     return a, b
 
 
-def last_round(vm):
-    """The Linux guest's last simgpu-work summary on @vm's console
-    ("gpumig-guest: json ..."), or {}."""
-    rounds = []
+def linux_summaries(vm):
+    """The Linux guest's simgpu-work summaries on @vm's console
+    ("gpumig-guest: json ...", one every few seconds)."""
+    out = []
     for ln in vm.lines():
         if ln.startswith("gpumig-guest: json "):
             try:
-                rounds.append(json.loads(ln.split(" ", 2)[2]))
+                out.append(json.loads(ln.split(" ", 2)[2]))
             except ValueError:
                 pass        # a line cut short by the switchover
+    return out
+
+
+def last_round(vm):
+    """The Linux guest's last simgpu-work summary on @vm, or {}."""
+    rounds = linux_summaries(vm)
     return rounds[-1] if rounds else {}
 
 
-def linux_rounds(run, vm, n):
-    """The Linux guest's last simgpu-work round on @vm checked results on
-    each of its @n GPUs, none wrong, none gone."""
-    last = last_round(vm)
+def linux_rounds(run, src, dst, n):
+    """The Linux guest's last simgpu-work summary on @dst checked results
+    on each of its @n GPUs, none wrong, none gone; and the 1 MiB of VRAM
+    each GPU's "keep" wrote on @src was read back right on @dst, never
+    written again (one simgpu-work process spans the migration)."""
+    last = last_round(dst)
     devs = last.get("devices", [])
     run.check("the Linux guest's last round on the destination verified results on "
               "each of its %d GPUs, none wrong" % n,
               len(devs) == n and all(d["checked"] > 0 and d["wrong"] == 0 and not d["gone"]
                                      for d in devs),
               json.dumps(last)[:600])
+
+    def per_gpu(rounds, key):
+        return [sum(r["devices"][k].get(key, 0) for r in rounds if len(r["devices"]) == n)
+                for k in range(n)]
+
+    before, after = linux_summaries(src), linux_summaries(dst)
+    filled, refilled = per_gpu(before, "keep_fills"), per_gpu(after, "keep_fills")
+    kept = per_gpu(after, "keep_checked")
+    run.check("the Linux guest's kept VRAM (1 MiB a GPU, written on the source) read back "
+              "right on the destination, never written again",
+              all(f >= 1 for f in filled) and not any(refilled) and all(k > 0 for k in kept),
+              "written on the source %s, again on the destination %s, read back right "
+              "there %s" % (filled, refilled, kept))
 
 
 def incompatible_destination(suite, cur):
