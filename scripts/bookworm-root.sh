@@ -31,6 +31,8 @@ fi
 command -v mmdebstrap >/dev/null || die "mmdebstrap missing (run scripts/install-deps.sh)"
 log "making a bookworm root with Debian's $KVER_DISTRO and DKMS in $dir; cached for later runs"
 rm -rf "$dir"
+# mmdebstrap needs the target's parent (a fresh machine has no cache yet)
+mkdir -p "$GPUMIG_CACHE"
 mmdebstrap --quiet --variant=apt --components=main --include="$pkgs" \
 	--customize-hook='chroot "$1" dkms --version' \
 	bookworm "$dir" \

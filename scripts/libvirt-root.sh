@@ -30,6 +30,8 @@ fi
 command -v mmdebstrap >/dev/null || die "mmdebstrap missing (run scripts/install-deps.sh)"
 log "making a bookworm root with libvirt 11.3 and QEMU 10.0 in $dir; cached for later runs"
 rm -rf "$dir"
+# mmdebstrap needs the target's parent (a fresh machine has no cache yet)
+mkdir -p "$GPUMIG_CACHE"
 # APT::Default-Release makes bookworm-backports win, so libvirt and QEMU
 # come from it and their dependencies agree.
 mmdebstrap --quiet --variant=apt --components=main \

@@ -23,6 +23,8 @@ fi
 command -v mmdebstrap >/dev/null || die "mmdebstrap missing (run scripts/install-deps.sh)"
 log "making a trixie root with Nova 31 in $dir; this is cached for later runs"
 rm -rf "$dir"
+# mmdebstrap needs the target's parent (a fresh machine has no cache yet)
+mkdir -p "$GPUMIG_CACHE"
 mmdebstrap --quiet --variant=apt --components=main \
 	--aptopt='APT::Install-Recommends "false"' \
 	--include="$pkgs" trixie "$dir" "deb $mirror trixie main" >&2 ||

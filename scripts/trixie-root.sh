@@ -23,6 +23,8 @@ fi
 command -v mmdebstrap >/dev/null || die "mmdebstrap missing (run scripts/install-deps.sh)"
 log "making a trixie root with QEMU 11.1 in $dir; this is cached for later runs"
 rm -rf "$dir"
+# mmdebstrap needs the target's parent (a fresh machine has no cache yet)
+mkdir -p "$GPUMIG_CACHE"
 # APT::Default-Release makes trixie-backports win for every package, so
 # QEMU's dependencies come from the same suite as QEMU.
 mmdebstrap --quiet --variant=apt --components=main \
