@@ -21,26 +21,12 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 root=$1 out=$2 gdkms=$3 gtools=$4 host=${5:-}
-[ "$(id -u)" -eq 0 ] || die "guest-pkg.sh needs root (overlay mounts, chroot)"
 k=$KVER_DISTRO
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$GPUMIG_TOP/guest/dkms.conf")
-cc=$GPUMIG_CACHE/ccache-pkg
-mkdir -p "$cc" "$out"
+mkdir -p "$out"
 rm -f "$out/simgpu-guest.ko"
-tmp=$(mktemp -d /tmp/gpumig-gpkg.XXXXXX)
-cleanup() {
-	umount -R "$tmp/m" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-mkdir -p "$tmp/u" "$tmp/w" "$tmp/m"
-mount -t overlay overlay -o "lowerdir=$root,upperdir=$tmp/u,workdir=$tmp/w" "$tmp/m"
-for d in /proc /sys /dev; do
-	mount --rbind "$d" "$tmp/m$d"
-done
-mkdir -p "$tmp/m/ccache" "$tmp/m/deb"
-mount --bind "$cc" "$tmp/m/ccache"
-cp "$gdkms" "$gtools" ${host:+"$host"} "$tmp/m/deb/"
+pkg_overlay "$root" "$gdkms" "$gtools" ${host:+"$host"}
+tmp=$PKG_TMP
 in_root() { chroot "$tmp/m" env DEBIAN_FRONTEND=noninteractive "$@"; }
 log=$out/install.log
 

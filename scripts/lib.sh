@@ -122,3 +122,26 @@ client_build() {
 		make -C "$GPUMIG_TOP/guest/tools" O="$BUILD/tools" CFLAGS="-O2 -g -Werror" &&
 		make -C "$GPUMIG_TOP/tools/guest" O="$BUILD/tools" EXTRA_CFLAGS=-Werror
 }
+
+# pkg_overlay ROOT DEB...: a throw-away writable overlay of the root
+# filesystem ROOT, in a new directory PKG_TMP (the overlay is PKG_TMP/m),
+# with /proc, /sys and /dev bound into it, the packages' compiler cache
+# ($GPUMIG_CACHE/ccache-pkg) at /ccache and the DEBs in /deb; an EXIT trap
+# undoes it all.  Not in a subshell: it sets PKG_TMP and the trap.
+pkg_overlay() {
+	local root=$1 cc=$GPUMIG_CACHE/ccache-pkg d
+	shift
+	[ "$(id -u)" -eq 0 ] || die "$(basename "$0") needs root (overlay mounts, chroot)"
+	mkdir -p "$cc"
+	PKG_TMP=$(mktemp -d /tmp/gpumig-pkg.XXXXXX)
+	trap 'umount -R "$PKG_TMP/m" 2>/dev/null || true; rm -rf "$PKG_TMP"' EXIT
+	mkdir -p "$PKG_TMP/u" "$PKG_TMP/w" "$PKG_TMP/m"
+	mount -t overlay overlay \
+		-o "lowerdir=$root,upperdir=$PKG_TMP/u,workdir=$PKG_TMP/w" "$PKG_TMP/m"
+	for d in /proc /sys /dev; do
+		mount --rbind "$d" "$PKG_TMP/m$d"
+	done
+	mkdir -p "$PKG_TMP/m/ccache" "$PKG_TMP/m/deb"
+	mount --bind "$cc" "$PKG_TMP/m/ccache"
+	cp "$@" "$PKG_TMP/m/deb/"
+}

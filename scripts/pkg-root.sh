@@ -21,23 +21,8 @@ set -euo pipefail
 root=$1 img=$2
 shift 2
 debs=("$@")
-cc=$GPUMIG_CACHE/ccache-pkg
-mkdir -p "$cc"
-[ "$(id -u)" -eq 0 ] || die "pkg-root.sh needs root (overlay mounts, chroot)"
-tmp=$(mktemp -d /tmp/gpumig-pkg.XXXXXX)
-cleanup() {
-	umount -R "$tmp/m" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-mkdir -p "$tmp/u" "$tmp/w" "$tmp/m"
-mount -t overlay overlay -o "lowerdir=$root,upperdir=$tmp/u,workdir=$tmp/w" "$tmp/m"
-for d in /proc /sys /dev; do
-	mount --rbind "$d" "$tmp/m$d"
-done
-mkdir -p "$tmp/m/ccache" "$tmp/m/deb"
-mount --bind "$cc" "$tmp/m/ccache"
-cp "${debs[@]}" "$tmp/m/deb/"
+pkg_overlay "$root" "${debs[@]}"
+tmp=$PKG_TMP
 t0=$(date +%s)
 DEBIAN_FRONTEND=noninteractive DEBIAN_KERNEL_USE_CCACHE=1 CCACHE_DIR=/ccache \
 	chroot "$tmp/m" sh -c 'apt-get install -y -q /deb/*.deb' >"$img.install.log" 2>&1 ||
