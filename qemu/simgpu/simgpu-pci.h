@@ -88,6 +88,7 @@ typedef struct SimgpuSlot {
 	uint32_t inval_seq;
 	bool lost;		/* the PF's reset took the VF's state: say so */
 	QEMUTimer *timer;	/* the deadline of PAUSE and INVALIDATE */
+	bool queued;		/* BUSY, for the PF's bottom half to run */
 	SimgpuHold *hold;	/* VRAM_HOLD's, or NULL */
 	struct SimgpuPfState *pf;
 	unsigned int n;
@@ -140,6 +141,7 @@ struct SimgpuPfState {
 	uint32_t int_status;
 	uint32_t int_mask;
 	unsigned int busy;		/* a command under way (its DMA may reach us) */
+	QEMUBH *cmd_bh;			/* runs the commands written (simgpu_pf_cmd()) */
 	QemuThread busy_thread;
 	SimgpuSlot slot[SIMGPU_PF_MAX_VFS];
 };

@@ -18,7 +18,8 @@
  * simgpu-vf.c.
  *
  * Everything runs under QEMU's big lock: MMIO, the VF processors (a bottom
- * half and a timer each) and the PF's commands.
+ * half and a timer each) and the PF's commands (a bottom half: in the main
+ * loop, never on a vCPU thread; simgpu_pf_cmd()).
  *
  * Copyright (C) 2026 The gpumig authors
  * This work is licensed under the terms of the GNU GPL, version 2.
@@ -52,6 +53,7 @@ void simgpu_pf_done(SimgpuPfState *pf, unsigned int n, uint32_t status)
 {
 	SimgpuSlot *s = &pf->slot[n];
 
+	s->queued = false;	/* ended before it ran: a disable, a reset */
 	timer_del(s->timer);
 	s->status = status;
 	pf->int_status |= 1U << n;
@@ -635,16 +637,35 @@ static uint32_t simgpu_cmd_now(SimgpuPfState *pf, SimgpuVfState *vf, SimgpuSlot 
 	}
 }
 
+/*
+ * A command written: BUSY at once, run by the PF's bottom half, in the
+ * main loop, never on the vCPU thread whose MMIO wrote it.  Commands fold
+ * the aperture's dirty log (simgpu_vf_sync_vram()), and TCG's part of a
+ * dirty-log sync waits for every vCPU to end its translation block
+ * (run_on_cpu(), dropping the big lock): from a vCPU thread that waits on
+ * the others, and two vCPUs writing two VFs' commands at once waited on
+ * each other for ever (seen: the VM hung, its watchdog fired, QEMU stuck
+ * pausing the vCPUs to shut down).
+ */
 static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
 {
 	SimgpuSlot *s = &pf->slot[n];
-	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
 
 	if (s->status & SIMGPU_PF_STATUS_BUSY)
 		return;		/* one command at a time: ignored */
 	s->cmd = op;
 	s->result = 0;
 	s->status = SIMGPU_PF_STATUS_BUSY;
+	s->queued = true;
+	qemu_bh_schedule(pf->cmd_bh);
+}
+
+static void simgpu_pf_cmd_run(SimgpuPfState *pf, unsigned int n)
+{
+	SimgpuSlot *s = &pf->slot[n];
+	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
+	uint32_t op = s->cmd;
+
 	if (!vf || !vf->model) {
 		simgpu_pf_done(pf, n, SIMGPU_PF_ERR_DISABLED);
 		return;
@@ -667,6 +688,23 @@ static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
 	}
 	pf->busy--;
 	simgpu_vf_leave(vf);
+}
+
+/* The PF's bottom half: every command written since it last ran. */
+static void simgpu_pf_cmds(void *opaque)
+{
+	SimgpuPfState *pf = opaque;
+	unsigned int n;
+
+	for (n = 0; n < pf->total_vfs; n++) {
+		SimgpuSlot *s = &pf->slot[n];
+
+		if (!s->queued)
+			continue;
+		s->queued = false;
+		if (s->status & SIMGPU_PF_STATUS_BUSY)
+			simgpu_pf_cmd_run(pf, n);
+	}
 }
 
 /*
@@ -913,6 +951,7 @@ static void simgpu_pf_realize(PCIDevice *d, Error **errp)
 		return;
 	}
 	pcie_cap_flr_init(d);
+	pf->cmd_bh = qemu_bh_new(simgpu_pf_cmds, pf);
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
 		pf->slot[n].pf = pf;
 		pf->slot[n].n = n;
@@ -947,6 +986,7 @@ static void simgpu_pf_exit(PCIDevice *d)
 	unsigned int n;
 
 	pcie_sriov_pf_exit(d);
+	qemu_bh_delete(pf->cmd_bh);
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
 		timer_free(pf->slot[n].timer);
 	pcie_cap_exit(d);
@@ -971,10 +1011,12 @@ static void simgpu_pf_reset_hold(Object *obj, ResetType type)
 		pf->slot[n].lost = was[n];
 	pf->int_status = 0;
 	pf->int_mask = 0;
+	qemu_bh_cancel(pf->cmd_bh);
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
 		timer_del(pf->slot[n].timer);
 		pf->slot[n].status = 0;
 		pf->slot[n].cmd = 0;
+		pf->slot[n].queued = false;
 	}
 }
 

@@ -14,6 +14,7 @@
 
 #include "qemu/osdep.h"
 #include "simgpu-pci.h"
+#include "hw/core/cpu.h"
 
 /* ---- the model's environment ------------------------------------------ */
 
@@ -249,6 +250,9 @@ void simgpu_vf_sync_vram(SimgpuVfState *vf)
 	uint64_t first = 0, last = vf->nr_blocks, g, end, b;
 	DirtyBitmapSnapshot *snap;
 
+	/* The snapshot waits on every vCPU: never from one (simgpu_pf_cmd()). */
+	assert(!current_cpu);
+
 	if (tcg_enabled() || qtest_enabled()) {
 		first = vf->nr_blocks;
 		last = 0;
@@ -287,10 +291,16 @@ void simgpu_log_stop(SimgpuLog *log)
 	memset(log, 0, sizeof(*log));
 }
 
+/*
+ * VRAM discarded, its dirty log forgotten.  The log is cleared, not
+ * folded (simgpu_vf_sync_vram()): nothing in it is needed any more, and
+ * SR-IOV enabling the VF calls this from a vCPU's config write, where a
+ * fold's wait on every vCPU (simgpu_pf_cmd()) must not run.
+ */
 void simgpu_vf_scrub(SimgpuVfState *vf)
 {
 	ram_block_discard_range(vf->vram.ram_block, 0, memory_region_size(&vf->vram));
-	simgpu_vf_sync_vram(vf);
+	memory_region_reset_dirty(&vf->vram, 0, memory_region_size(&vf->vram), DIRTY_MEMORY_VGA);
 	bitmap_zero(vf->populated, vf->nr_blocks);
 	bitmap_zero(vf->vdirty, vf->nr_blocks);
 	vf->tracking = false;
