@@ -412,6 +412,16 @@ void gpumig_pc_source_resumed(struct gpumig_mig *m)
 	gpumig_view_changed(m);
 }
 
+/*
+ * A record's CRC: over its block number (little-endian, as in the record)
+ * and then its data, so that a block number changed on the way is refused
+ * like changed data, instead of putting the data in another block.
+ */
+static u32 gpumig_pc_crc(__le64 block, const u8 *data, u32 len)
+{
+	return crc32_le(crc32_le(~0U, (const u8 *)&block, sizeof(block)), data, len);
+}
+
 /* One record for the mover: @blk's header and data into @buf. */
 static ssize_t gpumig_pc_source_fill(struct gpumig_pc *s, unsigned long blk, u8 *buf)
 {
@@ -428,7 +438,7 @@ static ssize_t gpumig_pc_source_fill(struct gpumig_pc *s, unsigned long blk, u8 
 	memcpy(b->token, s->token, GPUMIG_TOKEN_LEN);
 	b->block = cpu_to_le64(blk);
 	b->len = cpu_to_le32(len);
-	b->crc = cpu_to_le32(crc32_le(~0U, buf + sizeof(*b), len));
+	b->crc = cpu_to_le32(gpumig_pc_crc(b->block, buf + sizeof(*b), len));
 	return sizeof(*b) + len;
 }
 
@@ -712,7 +722,7 @@ static int gpumig_pc_deliver(struct gpumig_pc *s, const struct gpumig_pc_block *
 		return -ERANGE;
 	if (!test_bit(blk, s->ever))
 		return -ENOENT;
-	if (crc32_le(~0U, data, len) != le32_to_cpu(b->crc))
+	if (gpumig_pc_crc(b->block, data, len) != le32_to_cpu(b->crc))
 		return -EBADMSG;
 	/*
 	 * Everything arrived: a late copy is a resend.  Ended any other way

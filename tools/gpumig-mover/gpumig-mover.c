@@ -22,8 +22,10 @@
  * stdin and stdout as the link: "ssh SOURCE-HOST gpumig-mover source
  * TOKEN" across hosts (ssh encrypts and authenticates it), or plain
  * "gpumig-mover source TOKEN" on one host.  Over the link the destination
- * sends the blocks its device waits on (WANT) and each block its kernel
- * took (ACK); the source sends blocks, those asked for first, the rest at
+ * sends the blocks its device waits on (WANT) and answers each block, in
+ * turn: its kernel took it (ACK) or refused it (NAK: its CRC did not check
+ * out, so the link changed it; the source sends it again, three times at
+ * most); the source sends blocks, those asked for first, the rest at
  * --rate at most, and END once every block was acknowledged.  Either end
  * may die and be started again: the kernel keeps what is owed, and a block
  * sent twice is answered EALREADY, which counts as delivered.
@@ -33,6 +35,7 @@
  * post-copy was abandoned, 4 when follow found no post-copy.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -56,6 +59,15 @@
 #define MV_END		3	/* source -> destination: everything delivered */
 #define MV_WANT		4	/* destination -> source */
 #define MV_ACK		5	/* destination -> source */
+#define MV_NAK		6	/* destination -> source: the record was refused */
+
+/*
+ * The destination answers every record, in the order they came, with an
+ * ACK or a NAK; the source end keeps the blocks it sent in that order and
+ * sends a refused one again (its CRC did not check out: the link changed
+ * it), at most MV_TRIES times in all.
+ */
+#define MV_TRIES	3
 
 struct mv_msg {
 	uint32_t magic;
@@ -175,7 +187,64 @@ static double now_s(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* ---- source: stdin has WANT/ACK, stdout gets blocks ---------------------- */
+/* ---- source: stdin has WANT/ACK/NAK, stdout gets blocks ------------------ */
+
+/* The blocks sent and not yet answered, oldest first. */
+struct sent {
+	uint64_t *v;
+	size_t head, tail, cap;
+};
+
+static void sent_push(struct sent *q, uint64_t blk)
+{
+	if (q->tail == q->cap && q->head) {
+		memmove(q->v, q->v + q->head, (q->tail - q->head) * sizeof(*q->v));
+		q->tail -= q->head;
+		q->head = 0;
+	}
+	if (q->tail == q->cap) {
+		q->cap = q->cap ? 2 * q->cap : 64;
+		q->v = realloc(q->v, q->cap * sizeof(*q->v));
+		if (!q->v)
+			die(1, "out of memory");
+	}
+	q->v[q->tail++] = blk;
+}
+
+/* The oldest block sent, which the destination just answered. */
+static uint64_t sent_pop(struct sent *q)
+{
+	if (q->head == q->tail)
+		die(1, "link: an answer from the destination for no block sent");
+	return q->v[q->head++];
+}
+
+/*
+ * A block the destination refused: asked for again, unless this was its
+ * MV_TRIES-th refusal (a few recent ones are remembered).
+ */
+static void resend_refused(int fd, uint64_t blk)
+{
+	static struct { uint64_t blk; unsigned int n; } seen[64];
+	static unsigned int next;
+	unsigned int i;
+
+	for (i = 0; i < 64 && !(seen[i].n && seen[i].blk == blk); i++)
+		;
+	if (i == 64) {
+		i = next++ % 64;
+		seen[i].blk = blk;
+		seen[i].n = 0;
+	}
+	if (++seen[i].n >= MV_TRIES)
+		die(1, "block %llu refused %u times by the destination: the link changes the data",
+		    (unsigned long long)blk, seen[i].n);
+	fprintf(stderr, "%s: block %llu refused by the destination: sending it again\n", prog,
+		(unsigned long long)blk);
+	if (ioctl(fd, GPUMIG_PC_WANT, &blk) && errno != EALREADY)
+		die(errno == ECONNABORTED ? 3 : 1, "want block %llu again: %s",
+		    (unsigned long long)blk, strerror(errno));
+}
 
 static int run_source(const uint8_t *token, double rate)
 {
@@ -185,6 +254,7 @@ static int run_source(const uint8_t *token, double rate)
 	uint8_t *rec = malloc(reclen);
 	double next = now_s();
 	unsigned int wanted = 0;
+	struct sent q = { 0 };
 	bool more = true;
 
 	if (!rec)
@@ -215,8 +285,17 @@ static int run_source(const uint8_t *token, double rate)
 			if (r == 0)
 				return 1;	/* the destination went: start again */
 			if (r < 0 || m.magic != MV_MAGIC ||
-			    (m.type != MV_WANT && m.type != MV_ACK))
+			    (m.type != MV_WANT && m.type != MV_ACK && m.type != MV_NAK))
 				die(1, "link: a bad message from the destination");
+			if (m.type == MV_NAK) {
+				resend_refused(fd, sent_pop(&q));
+				wanted++;
+				more = true;
+				continue;
+			}
+			if (m.type == MV_ACK && sent_pop(&q) != m.block)
+				die(1, "link: block %llu acknowledged out of turn",
+				    (unsigned long long)m.block);
 			if (ioctl(fd, m.type == MV_WANT ? GPUMIG_PC_WANT : GPUMIG_PC_ACK,
 				  &m.block) && errno != EALREADY)
 				die(errno == ECONNABORTED ? 3 : 1, "%s block %llu: %s",
@@ -243,6 +322,7 @@ static int run_source(const uint8_t *token, double rate)
 			}
 			if (send_msg(1, MV_BLOCK, 0) || write_full(1, rec, n))
 				return 1;	/* the destination went */
+			sent_push(&q, le64toh(((struct gpumig_pc_block *)rec)->block));
 			if (wanted)
 				wanted--;
 			else if (rate > 0)
@@ -286,6 +366,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 	unsigned long long delivered = 0, again = 0, asked = 0;
 	double last = now_s();
 	bool acks_lost = false;
+	uint64_t blk;
 	struct mv_msg m;
 	pid_t pid;
 
@@ -330,6 +411,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 		}
 		if (m.type != MV_BLOCK || read_full(from, rec, reclen) != 1)
 			break;
+		blk = le64toh(((struct gpumig_pc_block *)rec)->block);
 		if (write(fd, rec, reclen) == (ssize_t)reclen) {
 			delivered++;
 		} else if (errno == EALREADY) {
@@ -341,10 +423,18 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 			die(3, "the post-copy ended on this host after %llu blocks (timed out, abandoned or the device went): the rest is lost",
 			    delivered);
 		} else {
-			/* A block that does not check out is not acknowledged. */
+			/*
+			 * A block that does not check out is not acknowledged
+			 * (its number, as it came, may be wrong too): the
+			 * source end sends the block it sent then again.
+			 */
 			fprintf(stderr, "%s: block %llu refused: %s\n", prog,
-				(unsigned long long)((struct gpumig_pc_block *)rec)->block,
-				strerror(errno));
+				(unsigned long long)blk, strerror(errno));
+			if (send_msg(to, MV_NAK, 0) && !acks_lost) {
+				acks_lost = true;
+				fprintf(stderr, "%s: the source end stopped reading after %llu blocks\n",
+					prog, delivered);
+			}
 			continue;
 		}
 		last = now_s();
@@ -354,7 +444,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 		 * acknowledgment it no longer reads is no failure.  Read on;
 		 * an end of the link without MV_END still is one.
 		 */
-		if (send_msg(to, MV_ACK, ((struct gpumig_pc_block *)rec)->block) && !acks_lost) {
+		if (send_msg(to, MV_ACK, blk) && !acks_lost) {
 			acks_lost = true;
 			fprintf(stderr, "%s: the source end stopped reading after %llu blocks\n",
 				prog, delivered);

@@ -40,11 +40,11 @@
 #define PC_WAIT_BLK	5		/* the block a GPU access waits on */
 #define PC_CPU_BLK	9		/* the block a CPU access (a VF's aperture) waits on */
 #define PC_LOST_BLK	7		/* abandoned: a block never delivered */
+#define PC_MOVER_LOG	"/tmp/simgpu-client-mover.log"
 
 /* The kernel's crc32_le(): reflected 0xedb88320, no final inversion. */
-static uint32_t pc_crc(const uint8_t *p, size_t len)
+static uint32_t pc_crc32(uint32_t crc, const uint8_t *p, size_t len)
 {
-	uint32_t crc = ~0U;
 	int i;
 
 	while (len--) {
@@ -53,6 +53,17 @@ static uint32_t pc_crc(const uint8_t *p, size_t len)
 			crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
 	}
 	return crc;
+}
+
+/* A record's CRC (gpumig_postcopy.h): its block number, then its data. */
+static uint32_t pc_crc(uint64_t block, const uint8_t *p, size_t len)
+{
+	uint8_t le[8];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		le[i] = block >> (8 * i);
+	return pc_crc32(pc_crc32(~0U, le, sizeof(le)), p, len);
 }
 
 static int hexval(int c)
@@ -172,7 +183,7 @@ static int pc_move(int sfd, int dfd, uint8_t *rec, size_t reclen, int max)
 }
 
 /*
- * Four hostile records, each refused with its errno and nothing written,
+ * Hostile records, each refused with its errno and nothing written,
  * from the good one in @rec (left as it was).
  */
 static int pc_hostile(int dfd, uint8_t *rec, size_t reclen, uint64_t never)
@@ -185,6 +196,10 @@ static int pc_hostile(int dfd, uint8_t *rec, size_t reclen, uint64_t never)
 	ret = pc_put(dfd, rec, reclen);
 	data[7] ^= 0x40;
 	CHECK(ret == -EBADMSG, "a block with a bad CRC: %d, not EBADMSG", ret);
+	b->block = keep.block + 1;	/* the number changed in transit: owed too */
+	ret = pc_put(dfd, rec, reclen);
+	*b = keep;
+	CHECK(ret == -EBADMSG, "a block whose number changed on the way: %d, not EBADMSG", ret);
 	b->token[3] ^= 1;	/* another session's */
 	ret = pc_put(dfd, rec, reclen);
 	*b = keep;
@@ -489,7 +504,7 @@ int t_postcopy(struct gpu *src)
 	b = (const void *)rec;
 	CHECK(b->block == PC_WAIT_BLK && b->len == PC_BLOCK &&
 	      !memcmp(rec + sizeof(*b), data + PC_WAIT_BLK * PC_BLOCK, PC_BLOCK) &&
-	      b->crc == pc_crc(rec + sizeof(*b), PC_BLOCK),
+	      b->crc == pc_crc(PC_WAIT_BLK, rec + sizeof(*b), PC_BLOCK),
 	      "the source gave block %llu, not the demanded one with its data and CRC",
 	      (unsigned long long)b->block);
 	TRY(pc_hostile(dfd, rec, reclen, (8 << 20) / PC_BLOCK));
@@ -621,6 +636,30 @@ static pid_t pc_spawn_mover(const char *mover, const char *hex, const char *rate
 	return pid;
 }
 
+/*
+ * The same over a link that changes one byte on the way: the low byte of
+ * the first record's block number (HELLO and BLOCK messages are 16 bytes
+ * each, then the record's magic, flags and token, 24), added 1 to.  The
+ * destination end's messages go to @errlog.
+ */
+static pid_t pc_spawn_mover_bad_link(const char *mover, const char *hex, const char *errlog)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		execl(mover, mover, "destination", hex, "--", "sh", "-c",
+		      "\"$0\" source \"$1\" | { dd bs=1 count=56 2>/dev/null; "
+		      "dd bs=1 count=1 2>/dev/null | tr '\\000-\\377' '\\001-\\377\\000'; exec cat; }",
+		      mover, hex, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
 /* Wait up to @ms for @pid: its exit status, or -1 (then it is killed). */
 static int pc_wait(pid_t pid, int ms)
 {
@@ -673,11 +712,28 @@ int t_postcopy_mover(struct gpu *src)
 	mig_attr(&dst, "postcopy_owed_blocks", v, sizeof(v));
 	CHECK(atoi(v) > 0 && atoi(v) < PC_DATA / PC_BLOCK - 1,
 	      "after a killed mover %s blocks are owed", v);
-	/* A new mover, no cap: it resumes and finishes. */
-	pid = pc_spawn_mover(mover, hex, NULL);
+	/*
+	 * A new mover, no cap, over a link that changes the first record's
+	 * block number: the destination refuses that record (the CRC covers
+	 * the number), the source end sends the block again; it resumes and
+	 * finishes, every block where it belongs.
+	 */
+	pid = pc_spawn_mover_bad_link(mover, hex, PC_MOVER_LOG);
 	CHECK(pid > 0, "fork");
 	ret = pc_wait(pid, 60000);
-	CHECK(ret == 0, "gpumig-mover exited %d", ret);
+	{
+		char log[2048] = "";
+		FILE *f = fopen(PC_MOVER_LOG, "re");
+		size_t got = f ? fread(log, 1, sizeof(log) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		log[got] = 0;
+		unlink(PC_MOVER_LOG);
+		CHECK(ret == 0, "gpumig-mover exited %d: %s", ret, log);
+		CHECK(strstr(log, "refused") && strstr(log, "sending it again"),
+		      "the changed record was not refused and sent again: %s", log);
+	}
 	CHECK(pc_state(src, "done") == 0 && pc_state(&dst, "done") == 0,
 	      "post-copy not done on both sides after the mover");
 	TRY(pc_verify(&dst, data, PC_DATA));
@@ -718,7 +774,7 @@ int t_postcopy_mover(struct gpu *src)
 		CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
 		close(sfd);
 	}
-	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted, done; a destination that went: exit 3\n",
+	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted over a link that changed a block number (refused, sent again), done; a destination that went: exit 3\n",
 	       v);
 	return 0;
 }

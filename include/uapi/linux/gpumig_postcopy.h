@@ -72,8 +72,9 @@ struct gpumig_pc_attach {
  * @token: the session's
  * @block: block number
  * @len: bytes of data: the block size
- * @crc: crc32_le(~0) of the data, as the source held it, the zlib CRC-32
- *	without its final inversion
+ * @crc: crc32_le(~0) of @block (its 8 bytes, as here) and then the data,
+ *	as the source held it: the zlib CRC-32 without its final inversion.
+ *	A record whose block number changed on the way fails it too.
  */
 struct gpumig_pc_block {
 	__le32 magic;
