@@ -666,7 +666,8 @@ def several(suite, spec, failures):
     each device pre-copying and stopping.  With @failures, one device of
     the set makes the whole migration fail, the source running on with
     every device usable: a destination of another type for the last one,
-    then a first device that cannot quiesce."""
+    then a first device that cannot quiesce; and where the last device is
+    an mdev, the guest resets it in the pre-copy of the way back."""
     run, pool = suite.run, suite.pool
     profs = spec.split(",")
     label = "%d devices (%s)" % (len(profs), spec)
@@ -686,8 +687,11 @@ def several(suite, spec, failures):
             nxt = suite.vm("s%d" % (k + 1), to, incoming=True)
             vms.append(nxt)
             cur = vms[-2]
-            info = one_migration(run, cur, nxt, suite.sock,
-                                 "%s: %s" % (label, ("there", "back")[k]))
+            if k and failures and not to[-1].pci:
+                info = several_mdev_reset(suite, a, cur, nxt, "%s: back" % label)
+            else:
+                info = one_migration(run, cur, nxt, suite.sock,
+                                     "%s: %s" % (label, ("there", "back")[k]))
             if not info:
                 return
             after = [d.status() for d in frm]
@@ -746,6 +750,48 @@ def several_failures(suite, a, cur, profs, free, label):
               all(d.status().get("state") == "RUNNING" for d in cur.devs),
               "; ".join("%s: %s" % (d, d.status_line()) for d in cur.devs))
     suite.kill(c)
+
+
+def several_mdev_reset(suite, a, cur, nxt, label):
+    """@cur's migration to @nxt, with the guest resetting its last device,
+    an mdev, in pre-copy: an mdev has no function-level reset, so the
+    guest resets it through its CONTROL register, as its driver would.
+    Unlike a VF's FLR (several_reset()), that reset is not VFIO's: the
+    device's state after it is what the stream carries on (new initial
+    data, VFIO_PRECOPY_INFO_REINIT where QEMU opted in), so the migration
+    must complete, the guest verifying every device on the destination.
+    Returns what one_migration() does."""
+    run = suite.run
+    k = len(cur.devs) - 1
+    mailbox = mailbox_of(run, a, "%s, reset of gpu%d" % (label, k))
+    if not mailbox:
+        return None
+    before = cur.last_iter()
+    # Held in pre-copy until the guest has reset the device, as
+    # migrate_sampled() holds it: a slow link and a downtime limit (about
+    # 10 KiB) that the guest's own RAM stamps exceed every round.
+    limit = cur.qmp.cmd("query-migrate-parameters")["downtime-limit"]
+    cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": mig_checks.RELEASE_BW})
+    start_migration(cur, nxt, suite.sock, mig_checks.RELEASE_HOLD_MS)
+    pre = wait_for(lambda: cur.devs[k].status().get("state") == "PRE_COPY", 120)
+    guest_write(cur, mailbox + 12, k + 1)
+    done = wait_for(lambda: any("gpu%d: control-register reset done" % k in ln
+                                for ln in cur.lines()), 120)
+    st = cur.qmp.cmd("query-migrate").get("status")
+    run.check("%s: the guest reset gpu%d (an mdev) through its CONTROL register in "
+              "pre-copy" % (label, k), pre and done and st == "active",
+              "in pre-copy %s, reset seen %s, migration %s" % (pre, done, st))
+    cur.qmp.cmd("migrate-set-parameters", **{"downtime-limit": limit,
+                                             "max-bandwidth": DEFAULT_BW})
+    info = wait_migration(cur)
+    if info["status"] == "timeout":
+        cur.qmp.cmd("migrate_cancel")
+    dev = landed(run, cur, nxt, info, label, before, 3,
+                 ", the reset device set up again before the stop")
+    if dev is None:
+        return None
+    info["_device"] = dev
+    return info
 
 
 def several_reset(suite, a, cur, free, label):

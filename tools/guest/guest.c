@@ -41,8 +41,10 @@
  * in turn.
  *
  * And it can reset one device: K + 1 written into mailbox[3] has the guest
- * reset gpuK through its PCI Express function-level reset (a VF's), say
- * "gpuK: function-level reset done", set it up again and clear mailbox[3].
+ * reset gpuK through its PCI Express function-level reset (a VF's; "gpuK:
+ * function-level reset done") or, without one (an mdev), through its
+ * CONTROL register ("gpuK: control-register reset done"), set it up again
+ * and clear mailbox[3].
  *
  * Guest physical addresses are IOVAs (QEMU maps guest RAM 1:1 for the
  * device), and paging is off, so a pointer is what the device sees.
@@ -435,9 +437,11 @@ static int gpu_setup(struct gpu *g)
  * The harness asks for a reset of one device, as a driver recovering it
  * does: a function-level reset through its PCI Express capability (a VF
  * has one; QEMU passes it to the kernel's vfio-pci, which resets the
- * function), then the setup again.  A device without FLR is not reset.
+ * function), then the setup again.  A device without one (an mdev: its
+ * config space has no PCI Express capability) is reset through its own
+ * CONTROL register instead, the reset its driver has.
  */
-static int flr(struct gpu *g)
+static int reset_gpu(struct gpu *g)
 {
 	u32 pos = pci_read(g->bus, g->dev, 0, 0x34) & 0xfc, hops = 0, i;
 	int r;
@@ -450,18 +454,19 @@ static int flr(struct gpu *g)
 		pos = hdr >> 8 & 0xfc;
 	}
 	if (!pos || hops > 48 || !(pci_read(g->bus, g->dev, 0, pos + 4) & 1U << 28)) {
-		say("FAIL reset: gpu%u has no function-level reset", g->idx);
-		return -1;
+		wr(g, SIMGPU_REG_CONTROL, SIMGPU_CTRL_RESET);
+		say("gpu%u: control-register reset done", g->idx);
+	} else {
+		/* Device Control is the low half of the dword at +8: BCR_FLR, bit 15 */
+		pci_write(g->bus, g->dev, 0, pos + 8,
+			  (pci_read(g->bus, g->dev, 0, pos + 8) & 0xffff) | 1U << 15);
+		for (i = 0; rd(g, SIMGPU_REG_ID) != SIMGPU_ID_MAGIC; i++)
+			if (i > POLL_LIMIT) {
+				say("FAIL reset: gpu%u never came back", g->idx);
+				return -1;
+			}
+		say("gpu%u: function-level reset done", g->idx);
 	}
-	/* Device Control is the low half of the dword at +8: BCR_FLR, bit 15 */
-	pci_write(g->bus, g->dev, 0, pos + 8, (pci_read(g->bus, g->dev, 0, pos + 8) & 0xffff) |
-		  1U << 15);
-	for (i = 0; rd(g, SIMGPU_REG_ID) != SIMGPU_ID_MAGIC; i++)
-		if (i > POLL_LIMIT) {
-			say("FAIL reset: gpu%u never came back", g->idx);
-			return -1;
-		}
-	say("gpu%u: function-level reset done", g->idx);
 	for (i = 0; (r = gpu_setup(g)) > 0 && i < 5; i++)
 		;
 	return r ? -1 : 0;
@@ -826,7 +831,7 @@ void guest_main(void)
 		if (mailbox[2] != g0->hot_pages && hot_on(g0, mailbox[2]))
 			failures++;
 		if (mailbox[3]) {
-			if (mailbox[3] > ngpus || flr(&gpus[mailbox[3] - 1]))
+			if (mailbox[3] > ngpus || reset_gpu(&gpus[mailbox[3] - 1]))
 				failures++;
 			mailbox[3] = 0;
 		}
