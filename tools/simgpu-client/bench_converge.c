@@ -58,6 +58,8 @@ struct result {
 	int converged;
 	double precopy_s;	/* PRE_COPY to the switchover */
 	double down_us;		/* the device's downtime */
+	/* its parts: to PRE_COPY_P2P, to STOP_COPY, read, written, dst STOP */
+	double part_us[5];
 	long long stop_bytes;
 	unsigned int top;	/* the throttle reached, % */
 	double before, during;	/* the writer's pages/s before and in pre-copy */
@@ -134,11 +136,12 @@ static int one_run(struct gpu *src, struct gpu *dst, enum kind k, struct result 
 	struct vfio_precopy_info info;
 	struct forwarder f = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			       .more = PTHREAD_COND_INITIALIZER };
-	uint64_t t0, start, end;
+	uint64_t t0, start, end, t[6];
 	int fd = -1, rfd = -1, ret = -1;
 	bool forwarding = false;
 	char tr[16];
-	long long t;
+	long long thr;
+	int i;
 
 	memset(r, 0, sizeof(*r));
 	pre.cap = PRE_CAP;
@@ -175,9 +178,9 @@ static int one_run(struct gpu *src, struct gpu *dst, enum kind k, struct result 
 			goto out;
 		}
 		forward(&f, pre.len, false);
-		t = metric(src, "throttle_pct");
-		if (t > (long long)r->top)
-			r->top = t;
+		thr = metric(src, "throttle_pct");
+		if (thr > (long long)r->top)
+			r->top = thr;
 		if (mig_precopy_info(fd, &info)) {
 			fail("PRECOPY_INFO: %s", strerror(errno));
 			goto out;
@@ -201,24 +204,35 @@ static int one_run(struct gpu *src, struct gpu *dst, enum kind k, struct result 
 		goto out;
 	}
 	t0 = now_ns();
-	if (mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) ||
-	    mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL)) {
+	t[0] = t0;
+	if (mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL)) {
+		fail("to PRE_COPY_P2P: %s", strerror(errno));
+		goto out;
+	}
+	t[1] = now_ns();
+	if (mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL)) {
 		fail("to STOP_COPY: %s", strerror(errno));
 		goto out;
 	}
+	t[2] = now_ns();
 	if (mig_read(fd, &stop)) {
 		fail("stop-copy read");
 		goto out;
 	}
+	t[3] = now_ns();
 	if (mig_write(rfd, stop.p, stop.len, 1 << 20)) {
 		fail("destination: writing stop-copy: %s", strerror(errno));
 		goto out;
 	}
+	t[4] = now_ns();
 	if (mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL)) {
 		fail("destination: RESUMING -> STOP refused the stream: %s", strerror(errno));
 		goto out;
 	}
-	r->down_us = (now_ns() - t0) / 1e3;
+	t[5] = now_ns();
+	r->down_us = (t[5] - t0) / 1e3;
+	for (i = 0; i < 5; i++)
+		r->part_us[i] = (t[i + 1] - t[i]) / 1e3;
 	r->stop_bytes = stop.len;
 	mig_attr(src, "throttle_pct", tr, sizeof(tr));
 	if (strcmp(tr, "0")) {
@@ -300,9 +314,10 @@ int t_bench_converge(struct gpu *src)
 			ret = one_run(src, &dst, k, &r);
 			if (ret)
 				break;
-			printf("    # converge_bench type=%s run=%s converged=%d precopy_s=%.1f down_us=%.0f stop_bytes=%lld throttle_top=%u writer_before=%.0f writer_during=%.0f\n",
+			printf("    # converge_bench type=%s run=%s converged=%d precopy_s=%.1f down_us=%.0f stop_bytes=%lld throttle_top=%u writer_before=%.0f writer_during=%.0f p2p_us=%.0f stop_copy_us=%.0f read_us=%.0f write_us=%.0f dst_stop_us=%.0f\n",
 			       type, kind_name[k], r.converged, r.precopy_s, r.down_us,
-			       r.stop_bytes, r.top, r.before, r.during);
+			       r.stop_bytes, r.top, r.before, r.during, r.part_us[0],
+			       r.part_us[1], r.part_us[2], r.part_us[3], r.part_us[4]);
 			fflush(stdout);
 			down[k][n[k]] = r.down_us;
 			pre[k][n[k]] = r.precopy_s;
