@@ -89,6 +89,7 @@ typedef struct SimgpuSlot {
 	bool lost;		/* the PF's reset took the VF's state: say so */
 	QEMUTimer *timer;	/* the deadline of PAUSE and INVALIDATE */
 	bool queued;		/* BUSY, for the PF's bottom half to run */
+	int64_t written;	/* when its opcode was written (virtual clock) */
 	SimgpuHold *hold;	/* VRAM_HOLD's, or NULL */
 	struct SimgpuPfState *pf;
 	unsigned int n;
@@ -142,6 +143,7 @@ struct SimgpuPfState {
 	uint32_t int_mask;
 	unsigned int busy;		/* a command under way (its DMA may reach us) */
 	QEMUBH *cmd_bh;			/* runs the commands written (simgpu_pf_cmd()) */
+	QEMUTimer *cmd_timer;		/* ...or, where a vCPU ran the bottom half, this */
 	QemuThread busy_thread;
 	SimgpuSlot slot[SIMGPU_PF_MAX_VFS];
 };

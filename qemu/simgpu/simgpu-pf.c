@@ -27,6 +27,7 @@
 
 #include "qemu/osdep.h"
 #include "simgpu-pci.h"
+#include "hw/core/cpu.h"
 
 const SimgpuProfile simgpu_profiles[SIMGPU_PF_NR_PROFILES] = {
 	[SIMGPU_PF_PROFILE_64M] = { 64 * MiB, 2 },
@@ -75,7 +76,8 @@ void simgpu_pf_poll(SimgpuPfState *pf, unsigned int n)
 	SimgpuVfState *vf = simgpu_pf_vf(pf, n);
 	bool late = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) >= s->deadline;
 
-	if (!(s->status & SIMGPU_PF_STATUS_BUSY) || !vf || !vf->model)
+	/* A command not yet run (simgpu_pf_cmd()) has nothing to wait for yet. */
+	if (!(s->status & SIMGPU_PF_STATUS_BUSY) || s->queued || !vf || !vf->model)
 		return;
 	if (s->cmd == SIMGPU_PF_CMD_PAUSE) {
 		if (simgpu_model_paused(vf->model)) {
@@ -98,13 +100,15 @@ static void simgpu_pf_deadline(void *opaque)
 	simgpu_pf_poll(s->pf, s->n);
 }
 
-/* Start a command that completes later; @timeout_ms bounds it. */
+/*
+ * Start a command that completes later; @timeout_ms bounds it, from the
+ * write of its opcode (the driver's wait starts there too).
+ */
 static void simgpu_pf_wait(SimgpuPfState *pf, unsigned int n, uint64_t timeout_ms)
 {
 	SimgpuSlot *s = &pf->slot[n];
 
-	s->deadline = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-		      MIN(timeout_ms, 60000) * SCALE_MS;
+	s->deadline = s->written + MIN(timeout_ms, 60000) * SCALE_MS;
 	timer_mod(s->timer, s->deadline);
 	simgpu_pf_poll(pf, n);
 }
@@ -656,6 +660,7 @@ static void simgpu_pf_cmd(SimgpuPfState *pf, unsigned int n, uint32_t op)
 	s->cmd = op;
 	s->result = 0;
 	s->status = SIMGPU_PF_STATUS_BUSY;
+	s->written = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 	s->queued = true;
 	qemu_bh_schedule(pf->cmd_bh);
 }
@@ -690,12 +695,21 @@ static void simgpu_pf_cmd_run(SimgpuPfState *pf, unsigned int n)
 	simgpu_vf_leave(vf);
 }
 
-/* The PF's bottom half: every command written since it last ran. */
+/*
+ * The PF's bottom half: every command written since it last ran.  A
+ * bottom half of the main context can also run where a vCPU thread polls
+ * that context (a drain under the big lock): from there the commands go
+ * to a timer of the main loop's own, which only the main loop runs.
+ */
 static void simgpu_pf_cmds(void *opaque)
 {
 	SimgpuPfState *pf = opaque;
 	unsigned int n;
 
+	if (current_cpu) {
+		timer_mod(pf->cmd_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+		return;
+	}
 	for (n = 0; n < pf->total_vfs; n++) {
 		SimgpuSlot *s = &pf->slot[n];
 
@@ -952,6 +966,7 @@ static void simgpu_pf_realize(PCIDevice *d, Error **errp)
 	}
 	pcie_cap_flr_init(d);
 	pf->cmd_bh = qemu_bh_new(simgpu_pf_cmds, pf);
+	pf->cmd_timer = timer_new_ns(QEMU_CLOCK_REALTIME, simgpu_pf_cmds, pf);
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
 		pf->slot[n].pf = pf;
 		pf->slot[n].n = n;
@@ -987,6 +1002,7 @@ static void simgpu_pf_exit(PCIDevice *d)
 
 	pcie_sriov_pf_exit(d);
 	qemu_bh_delete(pf->cmd_bh);
+	timer_free(pf->cmd_timer);
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++)
 		timer_free(pf->slot[n].timer);
 	pcie_cap_exit(d);
@@ -1012,6 +1028,7 @@ static void simgpu_pf_reset_hold(Object *obj, ResetType type)
 	pf->int_status = 0;
 	pf->int_mask = 0;
 	qemu_bh_cancel(pf->cmd_bh);
+	timer_del(pf->cmd_timer);
 	for (n = 0; n < SIMGPU_PF_MAX_VFS; n++) {
 		timer_del(pf->slot[n].timer);
 		pf->slot[n].status = 0;
