@@ -65,9 +65,12 @@
  * The destination answers every record, in the order they came, with an
  * ACK or a NAK; the source end keeps the blocks it sent in that order and
  * sends a refused one again (its CRC did not check out: the link changed
- * it), at most MV_TRIES times in all.
+ * it), at most MV_TRIES times in all; the NAK carries the destination's
+ * errno, and a refusal of the device's own (not the link's) is retried
+ * after a pause instead.
  */
 #define MV_TRIES	3
+#define MV_DEVICE_TRIES	50	/* 100 ms apart: the device's refusals */
 
 struct mv_msg {
 	uint32_t magic;
@@ -219,31 +222,52 @@ static uint64_t sent_pop(struct sent *q)
 	return q->v[q->head++];
 }
 
-/*
- * A block the destination refused: asked for again, unless this was its
- * MV_TRIES-th refusal (a few recent ones are remembered).
- */
-static void resend_refused(int fd, uint64_t blk)
+/* A refusal that says the record changed on the link, not the device. */
+static bool link_error(int err)
 {
-	static struct { uint64_t blk; unsigned int n; } seen[64];
+	return err == EBADMSG || err == ERANGE || err == ENOENT || err == EACCES ||
+	       err == EINVAL;
+}
+
+/*
+ * A block the destination refused with @err: asked for again, at once for
+ * a record the link changed (MV_TRIES times at most), after a pause for a
+ * device that could not take it then (MV_DEVICE_TRIES; a PF reset, say).
+ * A few recent blocks are remembered.
+ *
+ * Return: true when the block is asked for again.
+ */
+static bool resend_refused(int fd, uint64_t blk, int err)
+{
+	static struct { uint64_t blk; unsigned int n, dev; } seen[64];
 	static unsigned int next;
+	bool link = link_error(err);
 	unsigned int i;
 
-	for (i = 0; i < 64 && !(seen[i].n && seen[i].blk == blk); i++)
+	for (i = 0; i < 64 && !((seen[i].n || seen[i].dev) && seen[i].blk == blk); i++)
 		;
 	if (i == 64) {
 		i = next++ % 64;
 		seen[i].blk = blk;
 		seen[i].n = 0;
+		seen[i].dev = 0;
 	}
-	if (++seen[i].n >= MV_TRIES)
-		die(1, "block %llu refused %u times by the destination: the link changes the data",
-		    (unsigned long long)blk, seen[i].n);
-	fprintf(stderr, "%s: block %llu refused by the destination: sending it again\n", prog,
-		(unsigned long long)blk);
-	if (ioctl(fd, GPUMIG_PC_WANT, &blk) && errno != EALREADY)
+	if (link && ++seen[i].n >= MV_TRIES)
+		die(1, "block %llu refused %u times by the destination (%s): the link changes the data",
+		    (unsigned long long)blk, seen[i].n, strerror(err));
+	if (!link && ++seen[i].dev >= MV_DEVICE_TRIES)
+		die(1, "block %llu refused %u times by the destination's device (%s)",
+		    (unsigned long long)blk, seen[i].dev, strerror(err));
+	fprintf(stderr, "%s: block %llu refused by the destination (%s): sending it again\n",
+		prog, (unsigned long long)blk, strerror(err));
+	if (!link)
+		usleep(100000);
+	if (!ioctl(fd, GPUMIG_PC_WANT, &blk))
+		return true;
+	if (errno != EALREADY)
 		die(errno == ECONNABORTED ? 3 : 1, "want block %llu again: %s",
 		    (unsigned long long)blk, strerror(errno));
+	return false;
 }
 
 static int run_source(const uint8_t *token, double rate)
@@ -288,21 +312,24 @@ static int run_source(const uint8_t *token, double rate)
 			    (m.type != MV_WANT && m.type != MV_ACK && m.type != MV_NAK))
 				die(1, "link: a bad message from the destination");
 			if (m.type == MV_NAK) {
-				resend_refused(fd, sent_pop(&q));
-				wanted++;
+				/* @block is the destination's errno */
+				if (resend_refused(fd, sent_pop(&q), (int)m.block))
+					wanted++;
 				more = true;
 				continue;
 			}
 			if (m.type == MV_ACK && sent_pop(&q) != m.block)
 				die(1, "link: block %llu acknowledged out of turn",
 				    (unsigned long long)m.block);
-			if (ioctl(fd, m.type == MV_WANT ? GPUMIG_PC_WANT : GPUMIG_PC_ACK,
-				  &m.block) && errno != EALREADY)
+			if (!ioctl(fd, m.type == MV_WANT ? GPUMIG_PC_WANT : GPUMIG_PC_ACK,
+				   &m.block)) {
+				if (m.type == MV_WANT)
+					wanted++;
+			} else if (errno != EALREADY) {
 				die(errno == ECONNABORTED ? 3 : 1, "%s block %llu: %s",
 				    m.type == MV_WANT ? "want" : "ack",
 				    (unsigned long long)m.block, strerror(errno));
-			if (m.type == MV_WANT)
-				wanted++;
+			}
 			more = true;
 		}
 		if (p[1].revents & POLLIN) {
@@ -318,6 +345,7 @@ static int run_source(const uint8_t *token, double rate)
 				die(1, "read a held block: %s", strerror(errno));
 			if (n < 0) {
 				more = false;
+				wanted = 0;	/* asked-for blocks come first: none left */
 				continue;
 			}
 			if (send_msg(1, MV_BLOCK, 0) || write_full(1, rec, n))
@@ -428,9 +456,11 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 			 * (its number, as it came, may be wrong too): the
 			 * source end sends the block it sent then again.
 			 */
+			int err = errno;
+
 			fprintf(stderr, "%s: block %llu refused: %s\n", prog,
-				(unsigned long long)blk, strerror(errno));
-			if (send_msg(to, MV_NAK, 0) && !acks_lost) {
+				(unsigned long long)blk, strerror(err));
+			if (send_msg(to, MV_NAK, err) && !acks_lost) {
 				acks_lost = true;
 				fprintf(stderr, "%s: the source end stopped reading after %llu blocks\n",
 					prog, delivered);
