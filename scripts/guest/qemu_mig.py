@@ -63,6 +63,28 @@ REINIT_HOLD_DOWNTIME_MS = 0
 REINIT_GEN = 7
 
 
+def trace_on(vm, events):
+    """QEMU's trace @events on in @vm; where its log (stderr) is now."""
+    for ev in events:
+        vm.qmp.cmd("trace-event-set-state", name=ev, enable=True)
+    return os.path.getsize(vm.errlog)
+
+
+def trace_since(vm, base):
+    """@vm's QEMU log from @base on (trace_on())."""
+    # On the 9p share, as VM.lines() says: ENODATA now and then.
+    for _ in range(20):
+        try:
+            with open(vm.errlog, errors="replace") as f:
+                f.seek(base)
+                return f.read()
+        except OSError as e:
+            if e.errno != errno.ENODATA:
+                raise
+            time.sleep(0.05)
+    return ""
+
+
 def reinit_migration(run, src, dst, sock, mailbox):
     """Issue 15: the guest resets and re-initialises its GPU during
     pre-copy.  On a kernel with VFIO_DEVICE_FEATURE_MIG_PRECOPY_INFOv2,
@@ -72,22 +94,10 @@ def reinit_migration(run, src, dst, sock, mailbox):
     guest must find its re-initialised VRAM intact on the destination.
     QEMU's own trace events are the witness."""
     label = "REINIT"
-    for ev in ("vfio_query_precopy_size*", "vfio_send_init_data_flag"):
-        src.qmp.cmd("trace-event-set-state", name=ev, enable=True)
-    base = os.path.getsize(src.errlog)
+    base = trace_on(src, ("vfio_query_precopy_size*", "vfio_send_init_data_flag"))
 
     def trace():
-        # On the 9p share, as VM.lines() says: ENODATA now and then.
-        for _ in range(20):
-            try:
-                with open(src.errlog, errors="replace") as f:
-                    f.seek(base)
-                    return f.read()
-            except OSError as e:
-                if e.errno != errno.ENODATA:
-                    raise
-                time.sleep(0.05)
-        return ""
+        return trace_since(src, base)
 
     before = src.last_iter()
     limit = src.qmp.cmd("query-migrate-parameters")["downtime-limit"]
@@ -767,6 +777,9 @@ def several_mdev_reset(suite, a, cur, nxt, label):
     if not mailbox:
         return None
     before = cur.last_iter()
+    # Where QEMU opted in (--reinit), its trace must show the reset as
+    # new initial data: gpumig saw it.
+    base = trace_on(cur, ("vfio_query_precopy_size*",)) if suite.args.reinit else None
     # Held in pre-copy until the guest has reset the device, as
     # migrate_sampled() holds it: a slow link and a downtime limit (about
     # 10 KiB) that the guest's own RAM stamps exceed every round.
@@ -781,11 +794,20 @@ def several_mdev_reset(suite, a, cur, nxt, label):
     run.check("%s: the guest reset gpu%d (an mdev) through its CONTROL register in "
               "pre-copy" % (label, k), pre and done and st == "active",
               "in pre-copy %s, reset seen %s, migration %s" % (pre, done, st))
-    cur.qmp.cmd("migrate-set-parameters", **{"downtime-limit": limit,
-                                             "max-bandwidth": DEFAULT_BW})
+    # Released as migrate() runs a migration: link_bandwidth() reads the
+    # max-bandwidth in force.
+    cur.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": DEFAULT_BW})
+    cur.qmp.cmd("migrate-set-parameters",
+                **{"downtime-limit": mig_checks.DOWNTIME_MS or limit,
+                   "avail-switchover-bandwidth": link_bandwidth(cur)})
     info = wait_migration(cur)
     if info["status"] == "timeout":
         cur.qmp.cmd("migrate_cancel")
+    if base is not None:
+        t = trace_since(cur, base)
+        run.check("%s: QEMU saw the reset as new initial data (VFIO_PRECOPY_INFO_REINIT)"
+                  % label, re.search(r"vfio_query_precopy_size .*reinit 1", t),
+                  "no 'reinit 1' in QEMU's trace: %s" % t[-400:])
     dev = landed(run, cur, nxt, info, label, before, 3,
                  ", the reset device set up again before the stop")
     if dev is None:
