@@ -9,8 +9,10 @@ and exit).  qemu_mig.py's main() sets QEMU from --qemu (mig_vm.QEMU = ...).
 import errno
 import os
 import re
+import shutil
 import struct
 import subprocess
+import tempfile
 import time
 
 from qmp_client import QMP, QMPError
@@ -110,10 +112,22 @@ class VM:
     def __init__(self, name, dev, args, incoming=False, qemu=None, machine="q35"):
         self.devs = list(dev) if isinstance(dev, (list, tuple)) else [dev]
         self.name, self.dev = name, self.devs[0]
-        self.log = os.path.join(args.out, name + ".debugcon")
+        # The guest's report lines: QEMU writes them a byte at a time, and
+        # OUT is the test VM's 9p share, where each write is a round trip
+        # to the host: a few hundred bytes a second under emulation, less
+        # than the Linux guest reports, whose lines then queued in the
+        # guest and reached a destination's log long after the source
+        # wrote them.  So the log is written on the test VM's own /tmp
+        # and copied to OUT when QEMU ends, unless QEMU runs chrooted
+        # into another root (QEMU 11.1), which sees OUT only.
+        self.outlog = os.path.join(args.out, name + ".debugcon")
+        self.log = self.outlog
+        if (qemu or QEMU)[0] != "chroot":
+            self.log = os.path.join(tempfile.mkdtemp(prefix="gpumig-console-"),
+                                    name + ".debugcon")
         self.errlog = os.path.join(args.out, name + ".stderr")
         qmp = os.path.join(args.out, name + ".qmp")
-        for f in (self.log, qmp):
+        for f in (self.outlog, qmp):
             if os.path.exists(f):
                 os.unlink(f)
         linux = getattr(args, "linux", None)
@@ -202,6 +216,10 @@ class VM:
             self.p.kill()
         self.p.wait()
         self.err.close()
+        if self.log != self.outlog and os.path.exists(self.log):
+            shutil.copyfile(self.log, self.outlog)
+            shutil.rmtree(os.path.dirname(self.log), ignore_errors=True)
+            self.log = self.outlog
 
     def quit(self):
         try:

@@ -398,31 +398,135 @@ def last_round(vm):
     return rounds[-1] if rounds else {}
 
 
-def linux_rounds(run, src, dst, n):
-    """The Linux guest's last simgpu-work summary on @dst checked results
-    on each of its @n GPUs, none wrong, none gone; and the 1 MiB of VRAM
-    each GPU's "keep" wrote on @src was read back right on @dst, never
-    written again (one simgpu-work process spans the migration)."""
-    last = last_round(dst)
-    devs = last.get("devices", [])
-    run.check("the Linux guest's last round on the destination verified results on "
-              "each of its %d GPUs, none wrong" % n,
-              len(devs) == n and all(d["checked"] > 0 and d["wrong"] == 0 and not d["gone"]
-                                     for d in devs),
-              json.dumps(last)[:600])
+def per_gpu(rounds, key, n):
+    """@key summed over simgpu-work summaries @rounds, for each of @n GPUs."""
+    return [sum(r["devices"][k].get(key, 0) for r in rounds if len(r["devices"]) == n)
+            for k in range(n)]
 
-    def per_gpu(rounds, key):
-        return [sum(r["devices"][k].get(key, 0) for r in rounds if len(r["devices"]) == n)
-                for k in range(n)]
 
-    before, after = linux_summaries(src), linux_summaries(dst)
-    filled, refilled = per_gpu(before, "keep_fills"), per_gpu(after, "keep_fills")
-    kept = per_gpu(after, "keep_checked")
+def linux_rounds(run, src, dst, n, timeout=180):
+    """The Linux guest's simgpu-work summaries on @dst checked results on
+    each of its @n GPUs, none wrong, none gone; and the 1 MiB of VRAM each
+    GPU's "keep" wrote on @src was read back right on @dst, never written
+    again (one simgpu-work process spans the migration).
+
+    The first summary @dst prints spans the switchover (its interval began
+    on the source), so what is judged is the summaries after it, waited
+    for (up to @timeout s) until each GPU checked results and read its
+    kept VRAM there: a GPU's rounds take seconds under emulation, its
+    "keep" is every fourth."""
+    def after():
+        return linux_summaries(dst)[1:]
+
+    def enough():
+        r = after()
+        return bool(r) and all(c > 0 for c in per_gpu(r, "checked", n)) and \
+            all(k > 0 for k in per_gpu(r, "keep_checked", n))
+
+    deadline = time.time() + timeout
+    while not enough() and time.time() < deadline and dst.p.poll() is None and \
+            not dst.failures():
+        time.sleep(0.5)
+    rounds = after()
+    run.note("the Linux guest printed %d simgpu-work summaries on the destination after "
+             "the one spanning the switchover" % len(rounds))
+    checked = per_gpu(rounds, "checked", n)
+    run.check("the Linux guest's rounds on the destination verified results on each of "
+              "its %d GPUs, none wrong" % n,
+              bool(rounds) and all(c > 0 for c in checked) and
+              not any(per_gpu(rounds, "wrong", n)) and
+              not any(d.get("gone") for r in rounds for d in r["devices"]),
+              "checked %s; last %s" % (checked, json.dumps(rounds[-1] if rounds else {})[:500]))
+    filled = per_gpu(linux_summaries(src), "keep_fills", n)
+    refilled = per_gpu(linux_summaries(dst), "keep_fills", n)
+    kept = per_gpu(rounds, "keep_checked", n)
     run.check("the Linux guest's kept VRAM (1 MiB a GPU, written on the source) read back "
               "right on the destination, never written again",
               all(f >= 1 for f in filled) and not any(refilled) and all(k > 0 for k in kept),
               "written on the source %s, again on the destination %s, read back right "
               "there %s" % (filled, refilled, kept))
+
+
+def linux_lost(suite, cur, free):
+    """--only lost, with --linux and --first: the Linux guest on @cur
+    migrates to fresh devices (@free: the first migration's sources) with
+    post-copy on its mdev and no mover; the destination abandons the
+    post-copy once the guest waited on an owed block, the source scrubs.
+    simgpu-work must then see its device's VRAM-lost error (a queue error
+    it handles, as after a GPU reset), never a wrong result, and go on
+    checking results on every GPU.  Returns the VM the guest runs in."""
+    run = suite.run
+    label = "post-copy abandoned under the Linux guest"
+    k = next(i for i, d in enumerate(cur.devs) if not d.pci)
+    src_dev, dst_dev = cur.devs[k], free[k]
+    sysfs(src_dev.sysdir() + "/migration/postcopy", "1")
+    nxt = suite.vm("lost", free, incoming=True)
+    info = migrate(cur, nxt, suite.sock)
+    if not run.check("%s: migration completed, the mdev's VRAM owed" % label,
+                     info.get("status") == "completed" and wait_running(nxt) and
+                     sysfs(dst_dev.sysdir() + "/migration/postcopy_state") == "active",
+                     "status %s, destination's post-copy %s" % (
+                         info.get("status"),
+                         sysfs(dst_dev.sysdir() + "/migration/postcopy_state"))):
+        sysfs(src_dev.sysdir() + "/migration/postcopy", "0")
+        suite.kill(nxt)
+        return cur
+    mig = dst_dev.sysdir() + "/migration/"
+    waited = wait_for(lambda: int(sysfs(mig + "postcopy_waits") or 0) > 0, 120)
+    token = sysfs(mig + "postcopy_token")
+    for side, dev in (("destination", dst_dev), ("source", src_dev)):
+        r = subprocess.run([MOVER, "abandon", token, side], capture_output=True, text=True,
+                           timeout=60, check=False)
+        run.check("%s: gpumig-mover abandon on the %s" % (label, side), r.returncode == 0,
+                  "exit %d: %s" % (r.returncode, (r.stdout + r.stderr)[-300:]))
+    lost = int(sysfs(mig + "postcopy_lost_blocks") or 0)
+    run.check("%s: the guest waited on an owed block; the destination marked %d blocks lost, "
+              "the source scrubbed what it held" % (label, lost),
+              waited and lost > 0 and
+              sysfs(mig + "postcopy_state") == "abandoned" and
+              sysfs(src_dev.sysdir() + "/migration/postcopy_state") == "abandoned",
+              "waits %s, states %s/%s" % (sysfs(mig + "postcopy_waits"),
+                                          sysfs(src_dev.sysdir() + "/migration/postcopy_state"),
+                                          sysfs(mig + "postcopy_state")))
+    suite.quit(cur)
+
+    # The guest meets the loss when a round next reads that VRAM (its
+    # "keep", every fourth round, seconds apart under emulation): wait for
+    # the error, then for two summaries after it in which every GPU
+    # checked results.
+    n = len(free)
+
+    def lost_at(rounds):
+        return next((i for i, r in enumerate(rounds)
+                     if any(e.get("name") == "VRAM_LOST"
+                            for d in r["devices"] for e in d.get("errors", []))), None)
+
+    def seen():
+        rounds = linux_summaries(nxt)
+        k = lost_at(rounds)
+        return k is not None and len(rounds) >= k + 3 and \
+            all(c > 0 for c in per_gpu(rounds[k + 1:], "checked", n))
+
+    t0 = time.time()
+    done = wait_for(seen, 300, step=0.5)
+    rounds = linux_summaries(nxt)
+    k = lost_at(rounds)
+    run.note("%s: the guest's summaries on the destination (GPU: checked/errored/keep "
+             "fills/keep checked/errors), the error %s: %s" % (
+                 label, "%.0f s after the abandon" % (time.time() - t0) if done else "not seen",
+                 "; ".join("%d: %s" % (r.get("interval", 0), ", ".join(
+                     "%s %d/%d/%d/%d/%s" % (d["device"], d["checked"], d["errored"],
+                                            d["keep_fills"], d["keep_checked"],
+                                            "+".join(e["name"] for e in d["errors"]) or "-")
+                     for d in r["devices"])) for r in rounds)))
+    run.check("%s: simgpu-work saw VRAM_LOST (a queue error), no wrong result in %d "
+              "summaries, and every GPU checked results after it" % (label, len(rounds)),
+              done and not any(per_gpu(rounds, "wrong", n)) and
+              not any(d.get("gone") for r in rounds for d in r["devices"]),
+              "error in summary %s; wrong %s; checked after it %s" % (
+                  k, per_gpu(rounds, "wrong", n),
+                  per_gpu(rounds[k + 1:], "checked", n) if k is not None else "-"))
+    return nxt
 
 
 def incompatible_destination(suite, cur):
@@ -892,6 +996,8 @@ def scenarios(suite):
         suite.run.check("no wrong result in the guest, %d iterations verified"
                         % cur.last_iter(), not cur.failures(),
                         "; ".join(cur.failures()[:3]))
+        if suite.args.linux and only and "lost" in only:
+            cur = linux_lost(suite, cur, m1)
         suite.quit(cur)
         for d in m1 + m2:
             suite.pool.put(d)
@@ -938,7 +1044,8 @@ def parse_args():
     ap.add_argument("--pingpong", type=int, default=10)
     ap.add_argument("--only", metavar="SCENARIO,...",
                     help="after the first migration, only these: incompatible, cancel, "
-                         "quiesce, pingpong, reinit, converge, postcopy, several, crossver "
+                         "quiesce, pingpong, reinit, converge, postcopy, several, crossver, "
+                         "lost (--linux with --first: post-copy abandoned under the guest) "
                          "(none: the first migration alone)")
     ap.add_argument("--qemu", default="qemu-system-x86_64",
                     help="the QEMU command, e.g. 'chroot ROOT qemu-system-x86_64'")
@@ -959,12 +1066,15 @@ def parse_args():
                     "scripts/linux-guest.sh) instead of the multiboot one")
     ap.add_argument("--first", metavar="PROFILE,PROFILE...",
                     help="the first migration's VM holds a device of each profile "
-                    "(mdev:P an mdev beside VFs); then only that migration runs")
+                    "(mdev:P an mdev beside VFs); then only that migration runs "
+                    "(with --linux and --only lost, and the abandoned post-copy)")
     ap.add_argument("--pci", nargs="+", metavar="PROFILE=ADDR,...",
                     help="VFs bound to gpumig-vfio-pci: three of 256M, one of 64M")
     args = ap.parse_args()
-    if args.first and "," in args.first and args.only != "none":
-        ap.error("--first with several devices runs the first migration alone: add --only none")
+    if args.first and "," in args.first and args.only != "none" and \
+            not (args.linux and args.only == "lost"):
+        ap.error("--first with several devices runs the first migration alone: add --only "
+                 "none (or, with --linux, --only lost)")
     return args
 
 

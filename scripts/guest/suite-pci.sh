@@ -426,11 +426,12 @@ pci_suite() {
 	# holding a VF and an mdev (simgpu loaded for it meanwhile), booted
 	# and live-migrated by QEMU 10 to another VF and mdev, simgpu-work
 	# verifying both before, during and after (the host built it:
-	# linux-guest.args).
+	# linux-guest.args); then on with post-copy of the mdev's VRAM and no
+	# mover, abandoned: simgpu-work sees VRAM_LOST, never a wrong result.
 	if qemu10_here && [ -s "$tooldir/linux-guest.args" ]; then
 		check "load simgpu beside simgpu-pf, for the Linux guest's mdev" $loadmod "$moddir_simgpu"
-		check "a Linux guest with simgpu-guest, a VF and an mdev migrates live, simgpu-work verifying both throughout (linux-guest/qemu.ktap)" \
-			timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" --only none \
+		check "a Linux guest with simgpu-guest, a VF and an mdev migrates live, simgpu-work verifying both throughout, then sees VRAM_LOST when its mdev's post-copy is abandoned (linux-guest/qemu.ktap)" \
+			timeout 1800 python3 "$(dirname "$0")/qemu_mig.py" --only lost \
 			--guest "$tooldir/gpumig-guest.elf" --out "$out/linux-guest" \
 			--linux "$(cat "$tooldir/linux-guest.args")" --first 256M,mdev:256M \
 			--pci "256M=$vf1,$vf3"
