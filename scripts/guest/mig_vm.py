@@ -114,12 +114,11 @@ class VM:
         self.name, self.dev = name, self.devs[0]
         # The guest's report lines: QEMU writes them a byte at a time, and
         # OUT is the test VM's 9p share, where each write is a round trip
-        # to the host: a few hundred bytes a second under emulation, less
-        # than the Linux guest reports, whose lines then queued in the
-        # guest and reached a destination's log long after the source
-        # wrote them.  So the log is written on the test VM's own /tmp
-        # and copied to OUT when QEMU ends, unless QEMU runs chrooted
-        # into another root (QEMU 11.1), which sees OUT only.
+        # to the host.  The log is written on the test VM's own /tmp
+        # instead and copied to OUT when QEMU ends, unless QEMU runs
+        # chrooted into another root (QEMU 11.1), which sees OUT only.
+        # (The Linux guest's late lines were not this: its init's loop
+        # was starved of the guest's CPU, guest/linux/init.)
         self.outlog = os.path.join(args.out, name + ".debugcon")
         self.log = self.outlog
         if (qemu or QEMU)[0] != "chroot":
