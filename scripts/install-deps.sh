@@ -16,7 +16,7 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 stamp=/var/lib/gpumig-deps.stamp
-want_rev=8
+want_rev=9
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_rev" ] &&
    [ -d "/lib/modules/$KVER_DISTRO/build" ] && command -v vng >/dev/null &&
    command -v sparse >/dev/null && command -v meson >/dev/null &&
@@ -76,7 +76,7 @@ apt_install() {
 
 $SUDO apt-get update -q
 apt_install build-essential bc bison flex libelf-dev libssl-dev dwarves cpio \
-	kmod rsync python3 sparse dkms mdevctl socat busybox-static mmdebstrap \
+	kmod rsync python3 python3-yaml sparse dkms mdevctl socat busybox-static mmdebstrap \
 	debhelper dh-dkms lintian groff-base \
 	gcc-multilib clang libclang-rt-14-dev lld xz-utils zstd \
 	"linux-image-${KVER_DISTRO}-unsigned" "linux-headers-${KVER_DISTRO}" \
