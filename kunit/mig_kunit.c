@@ -1751,6 +1751,22 @@ static void conv_rule(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, half, half + 1, OWED));
 	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, half, half + 1, OWED));
 	KUNIT_EXPECT_EQ(test, r.throttle, 10U);
+
+	/* A maximum lowered below the throttle caps it at the next period. */
+	gpumig_converge_defaults(&cfg);
+	cfg.enabled = true;
+	gpumig_converge_begin(&r);
+	for (i = 0; i < 5; i++) {
+		gpumig_converge_period(&r, &cfg, 1000, 600, OWED);
+		gpumig_converge_period(&r, &cfg, 1000, 600, OWED);
+	}
+	KUNIT_EXPECT_EQ(test, r.throttle, 60U);
+	cfg.max_pct = 30;
+	KUNIT_EXPECT_TRUE(test, gpumig_converge_period(&r, &cfg, 1000, 100, OWED));
+	KUNIT_EXPECT_EQ(test, r.throttle, 30U);
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	KUNIT_EXPECT_FALSE(test, gpumig_converge_period(&r, &cfg, 1000, 600, OWED));
+	KUNIT_EXPECT_EQ(test, r.throttle, 30U);
 }
 
 /* The verdict over the last three periods. */

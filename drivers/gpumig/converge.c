@@ -113,6 +113,12 @@ bool gpumig_converge_period(struct gpumig_converge_rule *r, const struct gpumig_
 		r->hits = 0;
 		return false;
 	}
+	if (r->throttle > cfg->max_pct) {
+		/* throttle_max_pct lowered during the pre-copy: from this period on */
+		r->hits = 0;
+		r->throttle = cfg->max_pct;
+		return true;
+	}
 	if (!fires || ++r->hits < 2)
 		return false;
 	r->hits = 0;

@@ -386,8 +386,13 @@ u16 gpumig_stream_written(const struct gpumig_mig *m)
  * the oldest destination reads migrates to it (migration/stream_max).
  * Only while no saving file exists; the cap lasts for the binding.
  *
+ * A cap below what post-copy needs is refused while migration/postcopy
+ * is 1: the next migration would not defer its VRAM although asked to,
+ * and the request would outlive the cap into a later migration.
+ *
  * Return: 0, -EINVAL for a minor this engine cannot write, -EBUSY while a
- * migration is under way.
+ * migration is under way or while post-copy is asked for and @minor
+ * cannot carry it.
  */
 int gpumig_mig_set_stream_max(struct gpumig_mig *m, u16 minor)
 {
@@ -396,7 +401,7 @@ int gpumig_mig_set_stream_max(struct gpumig_mig *m, u16 minor)
 	if (minor > GPUMIG_STREAM_MINOR)
 		return -EINVAL;
 	gpumig_state_mutex_lock(m);
-	if (m->saving)
+	if (m->saving || (minor < GPUMIG_PC_STREAM_MINOR && READ_ONCE(m->pc_enabled)))
 		ret = -EBUSY;
 	else
 		m->stream_max = minor;

@@ -325,28 +325,33 @@ ssize_t gpumig_stream_max_show(struct device *dev, struct device_attribute *attr
 EXPORT_SYMBOL_GPL(gpumig_stream_max_show);
 
 /**
- * gpumig_stream_max_store() - cap the stream version: "1.0", "1.1", "1.2"
+ * gpumig_stream_max_store() - cap the stream version: "1.0" to "1.3"
  * @dev: the front end's device
  * @attr: the set's stream_max
  * @buf: what was written
  * @count: its length
  *
- * Return: @count; -EINVAL for another value, -EBUSY during a migration,
- * -ENODEV for a function that does not migrate.
+ * Return: @count; -EINVAL for another value, -EBUSY during a migration
+ * or below 1.3 while post-copy is asked for, -ENODEV for a function that
+ * does not migrate.
  */
 ssize_t gpumig_stream_max_store(struct device *dev, struct device_attribute *attr,
 				const char *buf, size_t count)
 {
 	struct gpumig_mig *m = gpumig_setting_mig(dev, attr);
-	unsigned int major, minor;
-	int n = 0, ret;
+	unsigned int minor;
+	char want[8];
+	int ret;
 
 	if (!m)
 		return -ENODEV;
-	/* "1.N", a newline after it at most */
-	if (sscanf(buf, "%u.%u%n", &major, &minor, &n) != 2 ||
-	    (buf[n] && strcmp(buf + n, "\n")) ||
-	    major != GPUMIG_STREAM_MAJOR || minor > GPUMIG_STREAM_MINOR)
+	/* exactly "1.N", a newline after it at most: no spaces, no zeros added */
+	for (minor = 0; minor <= GPUMIG_STREAM_MINOR; minor++) {
+		snprintf(want, sizeof(want), "%u.%u", GPUMIG_STREAM_MAJOR, minor);
+		if (sysfs_streq(buf, want))
+			break;
+	}
+	if (minor > GPUMIG_STREAM_MINOR)
 		return -EINVAL;
 	ret = gpumig_mig_set_stream_max(m, minor);
 	return ret ? ret : count;

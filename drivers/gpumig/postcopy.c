@@ -1262,9 +1262,14 @@ int gpumig_pc_store(struct gpumig_mig *m, unsigned int which, const char *buf)
 		on = false;
 	else
 		return -EINVAL;
-	if (on && !gpumig_pc_source_possible(m))
+	/* under the state mutex: stream_max's store checks this against its cap */
+	gpumig_state_mutex_lock(m);
+	if (on && !gpumig_pc_source_possible(m)) {
+		gpumig_state_mutex_unlock(m);
 		return -EOPNOTSUPP;
+	}
 	WRITE_ONCE(m->pc_enabled, on);
+	gpumig_state_mutex_unlock(m);
 	return 0;
 }
 

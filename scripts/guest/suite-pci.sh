@@ -85,9 +85,16 @@ stream_cap_vf() {
 	local v rc=0
 
 	[ "$(cat "$f")" = 1.3 ] || return 1
-	for v in 2.0 1.4 "1.0 x" 1; do
-		! echo "$v" >"$f" 2>/dev/null || rc=1
+	for v in 2.0 1.4 "1.0 x" 1 " 1.2" 01.2 1.02 +1.2 1.4294967298 4294967297.3; do
+		! echo "$v" >"$f" 2>/dev/null || { echo "stream_max took '$v'"; rc=1; }
 	done
+	[ "$(cat "$f")" = 1.3 ] || rc=1
+	# Post-copy asked for: a cap that cannot carry it is refused until
+	# postcopy is 0 again.
+	echo 1 >"/sys/bus/pci/devices/$1/migration/postcopy" || rc=1
+	! echo 1.2 >"$f" 2>/dev/null && [ "$(cat "$f")" = 1.3 ] ||
+		{ echo "stream_max 1.2 taken while postcopy is 1"; rc=1; }
+	echo 0 >"/sys/bus/pci/devices/$1/migration/postcopy" || rc=1
 	echo 1.0 >"$f" && [ "$(cat "$f")" = 1.0 ] && grep -q "^stream=1.0 " "$c" || rc=1
 	[ $rc = 0 ] && timeout 600 "$tooldir/simgpu-client" -s migrate -n stream_1_0 \
 		-d "$2" "$1" >"$out/client-stream-1-0.ktap" || rc=1
@@ -227,6 +234,30 @@ sriov_bind_race() {
 	fi
 	wait $d || { echo "SR-IOV disable failed"; return 1; }
 	[ ! -e "/sys/bus/pci/devices/$vf" ] && [ "$(cat "/sys/bus/pci/devices/$pf/sriov_numvfs")" = 0 ]
+}
+
+# profile_race PF: a VF's profile written while SR-IOV is being enabled
+# (sriov_delay_ms holds the window open, the profiles already written to
+# the device) is refused, and vf0_profile still names the profile the VF
+# was enabled with.
+profile_race() {
+	local pf=$1 dbg=/sys/kernel/debug/simgpu-pf/$1 sys=/sys/bus/pci/devices/$1/simgpu e rc=0
+	local before
+
+	before=$(cat "$sys/vf0_profile") || return 1
+	echo 2000 >"$dbg/sriov_delay_ms" || return 1
+	echo 1 >"/sys/bus/pci/devices/$pf/sriov_numvfs" &
+	e=$!
+	sleep 0.5
+	if echo 256M >"$sys/vf0_profile" 2>/dev/null; then
+		echo "vf0_profile taken while SR-IOV was being enabled"
+		rc=1
+	fi
+	wait $e || rc=1
+	echo 0 >"$dbg/sriov_delay_ms"
+	[ "$(cat "$sys/vf0_profile")" = "$before" ] || rc=1
+	echo 0 >"/sys/bus/pci/devices/$pf/sriov_numvfs" || rc=1
+	return $rc
 }
 
 # The Nova entries for a host with VFs and a PF bound.
@@ -405,7 +436,7 @@ pci_suite() {
 		geometry_vf "$vf0" "$vf2" "parts=3,vendor" "^stream=1.2 .*state_version=1\$"
 	check "geometry: 256 KiB blocks, no VRAM dirty tracking (stream 1.2): migrates" \
 		geometry_vf "$vf2" "$vf0" "block=256,untracked" " block_size=262144\$"
-	check "migration/stream_max: 1.0 to 1.3 only; capped at 1.0 a VF migrates in stream 1.0" \
+	check "migration/stream_max: exactly 1.0 to 1.3, not below 1.3 while postcopy is 1; capped at 1.0 a VF migrates in stream 1.0" \
 		stream_cap_vf "$vf0" "$vf2"
 	check "migration/ files: readable by all, a reader in a loop costs the device one refresh a period" \
 		metrics_cached "$vf1"
@@ -482,6 +513,8 @@ pci_suite() {
 		 echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs"
 	check "SR-IOV disabled while a VF binds to $GVP: both end, nothing hangs" \
 		sriov_bind_race "$pf"
+	check "a VF profile written while SR-IOV is being enabled: EBUSY, the VF keeps its profile" \
+		profile_race "$pf"
 	check "the second PF back to simgpu-pf" sh -c \
 		"echo > /sys/bus/pci/devices/$pf2/driver_override && echo $pf2 > /sys/bus/pci/drivers/$GVP/unbind &&
 		 echo $pf2 > $PFDRV/bind"

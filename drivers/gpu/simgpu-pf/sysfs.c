@@ -75,8 +75,13 @@ static ssize_t vf_profile_store(struct device *dev, struct device_attribute *att
 	if (p < 0 || !(pf->offered & BIT(p)))
 		return -EINVAL;
 	mutex_lock(&pf->lock);
-	if (pf->num_vfs)
-		ret = -EBUSY;	/* SR-IOV fixed the profiles when it enabled the VFs */
+	/*
+	 * SR-IOV fixed the profiles when it enabled the VFs; while it is
+	 * being enabled (the lock dropped around pci_enable_sriov(), before
+	 * num_vfs is set) the registers are already written.
+	 */
+	if (pf->num_vfs || pf->sriov_changing)
+		ret = -EBUSY;
 	else
 		pf->profile[n] = p;
 	mutex_unlock(&pf->lock);

@@ -252,12 +252,21 @@ void gvp_reset_prepare(struct gvp_dev *g)
 		vf->ops->reset_prepare(vf);
 }
 
+/* One operator's unquarantine of a function that does not migrate at a time. */
+static DEFINE_MUTEX(gvp_unquarantine_lock);
+
 /**
  * gvp_unquarantine() - an operator lifts a quarantine
  * @g: function
  *
- * Return: 0, -EINVAL when not quarantined, or the error of the engine or
- * of the reset that must succeed first.
+ * A function that does not migrate is reset with pci_try_reset_function():
+ * the attribute is the driver's, and an unbind holds the device lock
+ * while it waits for this write to end, so pci_reset_function() here
+ * would wait for that lock for ever.
+ *
+ * Return: 0, -EINVAL when not quarantined, -EAGAIN when the device lock is
+ * held (a bind, an unbind or a reset under way), or the error of the
+ * engine or of the reset that must succeed first.
  */
 int gvp_unquarantine(struct gvp_dev *g)
 {
@@ -266,11 +275,15 @@ int gvp_unquarantine(struct gvp_dev *g)
 
 	if (g->mig)
 		return gpumig_mig_unquarantine(g->mig);
-	if (!gpumig_quarantine_get(&pdev->dev, NULL, 0))
-		return -EINVAL;
-	ret = pci_reset_function(pdev);
-	if (!ret && !gpumig_quarantine_clear(&pdev->dev))
-		pci_notice(pdev, "quarantine lifted by the operator\n");
+	mutex_lock(&gvp_unquarantine_lock);
+	if (!gpumig_quarantine_get(&pdev->dev, NULL, 0)) {
+		ret = -EINVAL;
+	} else {
+		ret = pci_try_reset_function(pdev);
+		if (!ret && !gpumig_quarantine_clear(&pdev->dev))
+			pci_notice(pdev, "quarantine lifted by the operator\n");
+	}
+	mutex_unlock(&gvp_unquarantine_lock);
 	return ret;
 }
 
