@@ -354,13 +354,16 @@ static int simgpu_mig_test_geometry(struct simgpu_mig *s, char *why, size_t len)
 			s->untracked = true;
 		} else if (!strcmp(tok, "vendor")) {
 			g->vendor_max = sizeof(struct simgpu_mig_vendor);
-		} else if (sscanf(tok, "parts=%u", &v) == 1) {
+		} else if (!strncmp(tok, "parts=", 6) && !kstrtouint(tok + 6, 10, &v)) {
 			if (v < 1 || v > SIMGPU_MIG_PARTS_MAX)
 				ret = -EINVAL;
 			g->arch_parts = v;
-		} else if (sscanf(tok, "block=%u", &v) == 1) {
+		} else if (!strncmp(tok, "block=", 6) && !kstrtouint(tok + 6, 10, &v)) {
+			/* KiB; checked before the multiplication can wrap */
+			if (v > (BIT(SIMGPU_MIG_BLOCK_MAX_SHIFT) >> 10))
+				ret = -EINVAL;
 			v *= SZ_1K;
-			if (!is_power_of_2(v) || v < GPUMIG_BLOCK_SIZE ||
+			if (ret || !is_power_of_2(v) || v < GPUMIG_BLOCK_SIZE ||
 			    ilog2(v) > SIMGPU_MIG_BLOCK_MAX_SHIFT)
 				ret = -EINVAL;
 			else
