@@ -476,6 +476,11 @@ int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 		gpumig_pc_put(s);
 		return ret;
 	}
+	/*
+	 * The device before the session can be found: a mover that attaches
+	 * at once and abandons must mark the blocks lost on it, not on none.
+	 */
+	s->m = m;
 	if (s->nr_owed) {
 		ret = gpumig_pc_publish(s);
 		if (ret) {
@@ -486,7 +491,6 @@ int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 	} else {
 		s->state = GPUMIG_PC_STATE_DONE;
 	}
-	s->m = m;
 	gpumig_pc_dest_detach(m, "a new stream was restored");
 	spin_lock_irq(&m->pc_lock);
 	m->pc_dst = s;
@@ -718,22 +722,23 @@ static int gpumig_pc_deliver(struct gpumig_pc *s, const struct gpumig_pc_block *
 		return -EINVAL;
 	if (memcmp(b->token, s->token, GPUMIG_TOKEN_LEN))
 		return -EACCES;
+	/*
+	 * Everything arrived: a late copy is a resend.  Ended any other way
+	 * (abandoned, timed out, the device closed or gone), the block can
+	 * go nowhere, and a mover must hear that rather than "delivered
+	 * before" for the blocks the end took off the owed list, or a
+	 * complaint about the block that would make it send it again.
+	 */
+	if (s->state == GPUMIG_PC_STATE_DONE)
+		return -EALREADY;
+	if (s->state != GPUMIG_PC_STATE_ACTIVE || !s->m)
+		return -ENODEV;
 	if (blk >= s->nr_blocks)
 		return -ERANGE;
 	if (!test_bit(blk, s->ever))
 		return -ENOENT;
 	if (gpumig_pc_crc(b->block, data, len) != le32_to_cpu(b->crc))
 		return -EBADMSG;
-	/*
-	 * Everything arrived: a late copy is a resend.  Ended any other way
-	 * (abandoned, timed out, the device closed or gone), the block can
-	 * go nowhere, and a mover must hear that rather than "delivered
-	 * before" for the blocks the end took off the owed list.
-	 */
-	if (s->state == GPUMIG_PC_STATE_DONE)
-		return -EALREADY;
-	if (s->state != GPUMIG_PC_STATE_ACTIVE || !s->m)
-		return -ENODEV;
 	if (!test_bit(blk, s->owed))
 		return -EALREADY;
 	ret = s->m->ops->vram_deliver(s->m->priv, blk, data, len);
@@ -753,15 +758,27 @@ static int gpumig_pc_deliver(struct gpumig_pc *s, const struct gpumig_pc_block *
 
 /**
  * struct gpumig_pc_open_file - one open file of /dev/gpumig-postcopy
- * @s: the session it attached to, or NULL
+ * @lock: one read, write or attach of the file at a time (threads of a
+ *	mover may share it): @buf holds one record between the user's copy
+ *	and the check of it, @cursor one reader's place.  Taken before the
+ *	session's lock.
+ * @s: the session it attached to, or NULL; set once, under @lock, after
+ *	@buf (readers without @lock load it with acquire)
  * @cursor: source: the next block to look at
  * @buf: source: one record; destination: one block being written
  */
 struct gpumig_pc_open_file {
+	struct mutex lock;	/* see above: @buf, @cursor, attaching */
 	struct gpumig_pc *s;
 	unsigned long cursor;
 	u8 *buf;
 };
+
+static struct gpumig_pc *gpumig_pc_file_session(struct gpumig_pc_open_file *f)
+{
+	/* pairs with the release in gpumig_pc_attach(): @buf is set before @s */
+	return smp_load_acquire(&f->s);
+}
 
 static int gpumig_pc_open(struct inode *inode, struct file *filp)
 {
@@ -772,6 +789,7 @@ static int gpumig_pc_open(struct inode *inode, struct file *filp)
 	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
+	mutex_init(&f->lock);
 	filp->private_data = f;
 	return stream_open(inode, filp);
 }
@@ -783,6 +801,7 @@ static int gpumig_pc_release(struct inode *inode, struct file *filp)
 	if (f->s)
 		gpumig_pc_put(f->s);
 	kvfree(f->buf);
+	mutex_destroy(&f->lock);
 	kfree(f);
 	return 0;
 }
@@ -792,22 +811,29 @@ static int gpumig_pc_attach(struct gpumig_pc_open_file *f, void __user *arg)
 	struct gpumig_pc_attach a;
 	struct gpumig_pc *s;
 	size_t len;
+	u8 *buf;
 
 	if (copy_from_user(&a, arg, sizeof(a)))
 		return -EFAULT;
 	if (a.argsz < sizeof(a) || a.flags ||
 	    (a.role != GPUMIG_PC_ROLE_SOURCE && a.role != GPUMIG_PC_ROLE_DESTINATION))
 		return -EINVAL;
-	if (f->s)
+	mutex_lock(&f->lock);
+	if (f->s) {
+		mutex_unlock(&f->lock);
 		return -EBUSY;
+	}
 	mutex_lock(&gpumig_pc_list_lock);
 	s = gpumig_pc_find(a.token, a.role == GPUMIG_PC_ROLE_SOURCE);
 	mutex_unlock(&gpumig_pc_list_lock);
-	if (!s)
+	if (!s) {
+		mutex_unlock(&f->lock);
 		return -ENOENT;
+	}
 	len = sizeof(struct gpumig_pc_block) + (1UL << s->block_shift);
-	f->buf = kvmalloc(len, GFP_KERNEL_ACCOUNT);
-	if (!f->buf) {
+	buf = kvmalloc(len, GFP_KERNEL_ACCOUNT);
+	if (!buf) {
+		mutex_unlock(&f->lock);
 		gpumig_pc_put(s);
 		return -ENOMEM;
 	}
@@ -817,8 +843,18 @@ static int gpumig_pc_attach(struct gpumig_pc_open_file *f, void __user *arg)
 	a.owed = s->nr_owed;
 	a.total = s->total;
 	mutex_unlock(&s->lock);
-	f->s = s;
-	return copy_to_user(arg, &a, sizeof(a)) ? -EFAULT : 0;
+	/* attached only when the caller heard of it: a retry may attach */
+	if (copy_to_user(arg, &a, sizeof(a))) {
+		mutex_unlock(&f->lock);
+		kvfree(buf);
+		gpumig_pc_put(s);
+		return -EFAULT;
+	}
+	f->buf = buf;
+	/* pairs with gpumig_pc_file_session(): @buf before @s */
+	smp_store_release(&f->s, s);
+	mutex_unlock(&f->lock);
+	return 0;
 }
 
 static int gpumig_pc_status(struct gpumig_pc *s, void __user *arg)
@@ -843,7 +879,10 @@ static int gpumig_pc_ack(struct gpumig_pc *s, u64 blk)
 	int ret = 0;
 
 	mutex_lock(&s->lock);
-	if (blk >= s->nr_blocks) {
+	if (s->state != GPUMIG_PC_STATE_ACTIVE) {
+		/* as a read says it: every block went, or the session ended */
+		ret = s->state == GPUMIG_PC_STATE_DONE ? -EALREADY : -ECONNABORTED;
+	} else if (blk >= s->nr_blocks) {
 		ret = -ERANGE;
 	} else if (!test_bit(blk, s->ever)) {
 		ret = -ENOENT;
@@ -869,7 +908,9 @@ static int gpumig_pc_want(struct gpumig_pc *s, u64 blk)
 	int ret = 0;
 
 	mutex_lock(&s->lock);
-	if (blk >= s->nr_blocks)
+	if (s->state != GPUMIG_PC_STATE_ACTIVE)
+		ret = s->state == GPUMIG_PC_STATE_DONE ? -EALREADY : -ECONNABORTED;
+	else if (blk >= s->nr_blocks)
 		ret = -ERANGE;
 	else if (!test_bit(blk, s->owed))
 		ret = -EALREADY;
@@ -899,25 +940,27 @@ static long gpumig_pc_ioctl(struct file *filp, unsigned int cmd, unsigned long a
 {
 	struct gpumig_pc_open_file *f = filp->private_data;
 	void __user *uarg = (void __user *)arg;
+	struct gpumig_pc *s;
 	u64 blk;
 
 	if (cmd == GPUMIG_PC_ATTACH)
 		return gpumig_pc_attach(f, uarg);
-	if (!f->s)
+	s = gpumig_pc_file_session(f);
+	if (!s)
 		return -ENXIO;
 	switch (cmd) {
 	case GPUMIG_PC_STATUS:
-		return gpumig_pc_status(f->s, uarg);
+		return gpumig_pc_status(s, uarg);
 	case GPUMIG_PC_ABANDON:
-		gpumig_pc_abandon(f->s);
+		gpumig_pc_abandon(s);
 		return 0;
 	case GPUMIG_PC_ACK:
 	case GPUMIG_PC_WANT:
-		if (!f->s->source)
+		if (!s->source)
 			return -EINVAL;
 		if (copy_from_user(&blk, uarg, sizeof(blk)))
 			return -EFAULT;
-		return cmd == GPUMIG_PC_ACK ? gpumig_pc_ack(f->s, blk) : gpumig_pc_want(f->s, blk);
+		return cmd == GPUMIG_PC_ACK ? gpumig_pc_ack(s, blk) : gpumig_pc_want(s, blk);
 	default:
 		return -ENOTTY;
 	}
@@ -961,37 +1004,76 @@ static bool gpumig_pc_source_ready(struct gpumig_pc *s, struct gpumig_pc_open_fi
 	return ready;
 }
 
-static ssize_t gpumig_pc_source_read(struct file *filp, struct gpumig_pc_open_file *f,
-				     char __user *ubuf, size_t count)
+/* One record into the file's buffer and out to the user; -EAGAIN: none now. */
+static ssize_t gpumig_pc_source_read_one(struct gpumig_pc *s, struct gpumig_pc_open_file *f,
+					 char __user *ubuf)
 {
-	struct gpumig_pc *s = f->s;
-	size_t need = sizeof(struct gpumig_pc_block) + (1UL << s->block_shift);
 	ssize_t n;
 	long blk;
 
+	mutex_lock(&f->lock);
+	mutex_lock(&s->lock);
+	if (s->state != GPUMIG_PC_STATE_ACTIVE) {
+		n = s->state == GPUMIG_PC_STATE_DONE ? 0 : -ECONNABORTED;
+		goto out;
+	}
+	blk = gpumig_pc_source_next(s, f);
+	if (blk < 0) {
+		n = -EAGAIN;
+		goto out;
+	}
+	n = gpumig_pc_source_fill(s, blk, f->buf);
+	if (n < 0) {
+		/* not given: asked for first again at the next read */
+		__set_bit(blk, s->wanted);
+		goto out;
+	}
+	mutex_unlock(&s->lock);
+	if (copy_to_user(ubuf, f->buf, n))
+		n = -EFAULT;
+	mutex_unlock(&f->lock);
+	return n;
+out:
+	mutex_unlock(&s->lock);
+	mutex_unlock(&f->lock);
+	return n;
+}
+
+static ssize_t gpumig_pc_source_read(struct file *filp, struct gpumig_pc_open_file *f,
+				     struct gpumig_pc *s, char __user *ubuf, size_t count)
+{
+	size_t need = sizeof(struct gpumig_pc_block) + (1UL << s->block_shift);
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	ssize_t n;
+
 	if (count < need)
 		return -EINVAL;
+	n = gpumig_pc_source_read_one(s, f, ubuf);
+	if (n != -EAGAIN || (filp->f_flags & O_NONBLOCK))
+		return n;
+	/*
+	 * Wait for a block: the readiness check takes the session's mutex,
+	 * so it runs awake (wait_woken), never inside wait_event's sleep.
+	 */
+	add_wait_queue(&s->wq, &wait);
 	for (;;) {
-		mutex_lock(&s->lock);
-		if (s->state != GPUMIG_PC_STATE_ACTIVE) {
-			n = s->state == GPUMIG_PC_STATE_DONE ? 0 : -ECONNABORTED;
-			mutex_unlock(&s->lock);
-			return n;
+		long timeout = MAX_SCHEDULE_TIMEOUT;
+
+		if (gpumig_pc_source_ready(s, f)) {
+			n = gpumig_pc_source_read_one(s, f, ubuf);
+			if (n != -EAGAIN)
+				break;
+			/* the backend could not read a block now: try again soon */
+			timeout = HZ / 10;
 		}
-		blk = gpumig_pc_source_next(s, f);
-		if (blk >= 0) {
-			n = gpumig_pc_source_fill(s, blk, f->buf);
-			mutex_unlock(&s->lock);
-			if (n < 0)
-				return n;
-			return copy_to_user(ubuf, f->buf, n) ? -EFAULT : n;
+		if (signal_pending(current)) {
+			n = -ERESTARTSYS;
+			break;
 		}
-		mutex_unlock(&s->lock);
-		if (filp->f_flags & O_NONBLOCK)
-			return -EAGAIN;
-		if (wait_event_interruptible(s->wq, gpumig_pc_source_ready(s, f)))
-			return -ERESTARTSYS;
+		wait_woken(&wait, TASK_INTERRUPTIBLE, timeout);
 	}
+	remove_wait_queue(&s->wq, &wait);
+	return n;
 }
 
 static bool gpumig_pc_dest_ready(struct gpumig_pc *s)
@@ -1032,20 +1114,21 @@ static ssize_t gpumig_pc_dest_read(struct file *filp, struct gpumig_pc *s,
 static ssize_t gpumig_pc_read(struct file *filp, char __user *ubuf, size_t count, loff_t *ppos)
 {
 	struct gpumig_pc_open_file *f = filp->private_data;
+	struct gpumig_pc *s = gpumig_pc_file_session(f);
 
-	if (!f->s)
+	if (!s)
 		return -ENXIO;
-	if (f->s->source)
-		return gpumig_pc_source_read(filp, f, ubuf, count);
-	return gpumig_pc_dest_read(filp, f->s, ubuf, count);
+	if (s->source)
+		return gpumig_pc_source_read(filp, f, s, ubuf, count);
+	return gpumig_pc_dest_read(filp, s, ubuf, count);
 }
 
 static ssize_t gpumig_pc_write(struct file *filp, const char __user *ubuf, size_t count,
 			       loff_t *ppos)
 {
 	struct gpumig_pc_open_file *f = filp->private_data;
+	struct gpumig_pc *s = gpumig_pc_file_session(f);
 	const size_t hdr = sizeof(struct gpumig_pc_block);
-	struct gpumig_pc *s = f->s;
 	int ret;
 
 	if (!s)
@@ -1054,11 +1137,20 @@ static ssize_t gpumig_pc_write(struct file *filp, const char __user *ubuf, size_
 		return -EINVAL;
 	if (count < hdr || count > hdr + (1UL << s->block_shift))
 		return -EINVAL;
-	if (copy_from_user(f->buf, ubuf, count))
+	/*
+	 * One write at a time: the record is checked where it was copied,
+	 * and another thread's copy must not land between the check and
+	 * the delivery (its data in this block, under this block's CRC).
+	 */
+	mutex_lock(&f->lock);
+	if (copy_from_user(f->buf, ubuf, count)) {
+		mutex_unlock(&f->lock);
 		return -EFAULT;
+	}
 	mutex_lock(&s->lock);
 	ret = gpumig_pc_deliver(s, (void *)f->buf, f->buf + hdr, count - hdr);
 	mutex_unlock(&s->lock);
+	mutex_unlock(&f->lock);
 	if (READ_ONCE(s->state) != GPUMIG_PC_STATE_ACTIVE)
 		gpumig_pc_unpublish(s);
 	return ret ? ret : count;
@@ -1067,7 +1159,7 @@ static ssize_t gpumig_pc_write(struct file *filp, const char __user *ubuf, size_
 static __poll_t gpumig_pc_poll(struct file *filp, struct poll_table_struct *wait)
 {
 	struct gpumig_pc_open_file *f = filp->private_data;
-	struct gpumig_pc *s = f->s;
+	struct gpumig_pc *s = gpumig_pc_file_session(f);
 	__poll_t mask = 0;
 
 	if (!s)

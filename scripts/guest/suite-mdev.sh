@@ -167,7 +167,7 @@ simgpu_suite() {
 		"echo $src > $parent/mdev_supported_types/simgpu-256M/create &&
 		 echo $dst > $parent/mdev_supported_types/simgpu-256M/create"; then
 		GPUMIG_MOVER=$tooldir/gpumig-mover SOAK_MIGRATIONS=20 timeout 1500 "$tooldir/simgpu-client" \
-			-s "migrate,postcopy,postcopy_abandon,postcopy_mover,postcopy_reset,postcopy_timeout,postcopy_remove,converge,converge_off,converge_reset,dirty_precopy,stop_fails,hostile,$(mig_extra)race,quarantine,fault_sweep" \
+			-s "migrate,postcopy,postcopy_abandon,postcopy_threads,postcopy_mover,postcopy_reset,postcopy_timeout,postcopy_remove,converge,converge_off,converge_reset,dirty_precopy,stop_fails,hostile,$(mig_extra)race,quarantine,fault_sweep" \
 			-n simgpu_migration -d "$dst" "$src" >"$out/client-migration.ktap" 2>>"$out/guest.log"
 		timeout 300 "$tooldir/simgpu-client" -s incompatible -n simgpu_migration_compat \
 			-d "${uuids[0]}" "$src" >"$out/client-migration-compat.ktap" 2>>"$out/guest.log"

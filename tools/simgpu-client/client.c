@@ -117,6 +117,7 @@ static const struct scenario {
 	{ "migrate", t_migrate, NEEDS_DST | NEEDS_MIGRATION },
 	{ "postcopy", t_postcopy, NEEDS_DST | NEEDS_MIGRATION },
 	{ "postcopy_abandon", t_postcopy_abandon, NEEDS_DST | NEEDS_MIGRATION },
+	{ "postcopy_threads", t_postcopy_threads, NEEDS_DST | NEEDS_MIGRATION },
 	{ "postcopy_mover", t_postcopy_mover, NEEDS_DST | NEEDS_MIGRATION },	/* GPUMIG_MOVER */
 	{ "postcopy_reset", t_postcopy_reset, NEEDS_DST | NEEDS_MIGRATION },
 	{ "postcopy_timeout", t_postcopy_timeout, NEEDS_DST | NEEDS_MIGRATION },

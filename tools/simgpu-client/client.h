@@ -73,6 +73,7 @@ int t_incompatible(struct gpu *g);
 /* mig_postcopy.c */
 int t_postcopy(struct gpu *g);
 int t_postcopy_abandon(struct gpu *g);
+int t_postcopy_threads(struct gpu *g);
 int t_postcopy_mover(struct gpu *g);
 int t_postcopy_reset(struct gpu *g);
 int t_postcopy_timeout(struct gpu *g);

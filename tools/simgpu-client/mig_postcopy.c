@@ -562,6 +562,7 @@ int t_postcopy_abandon(struct gpu *src)
 	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
 	struct gpumig_pc_attach sa, da;
 	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *out, *rec, *ap;
+	uint64_t blk;
 	int sfd, dfd, ret, n;
 	struct gpu dst;
 	uint32_t err;
@@ -611,10 +612,132 @@ int t_postcopy_abandon(struct gpu *src)
 	CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON");
 	CHECK(read(sfd, rec, reclen) < 0 && errno == ECONNABORTED,
 	      "an abandoned source still gives blocks");
+	blk = PC_LOST_BLK;
+	CHECK(ioctl(sfd, GPUMIG_PC_ACK, &blk) < 0 && errno == ECONNABORTED,
+	      "ACK on an abandoned source: %s, not ECONNABORTED", strerror(errno));
+	CHECK(ioctl(sfd, GPUMIG_PC_WANT, &blk) < 0 && errno == ECONNABORTED,
+	      "WANT on an abandoned source: %s, not ECONNABORTED", strerror(errno));
+	mig_attr(src, "postcopy_owed_blocks", v, sizeof(v));
+	CHECK(atoi(v) == PC_DATA / PC_BLOCK - 4, "an ACK after the end changed what is owed: %s", v);
+	/* The ended destination says so before anything about the block. */
+	rec[sizeof(struct gpumig_pc_block) + 9] ^= 1;
+	ret = pc_put(dfd, rec, reclen);
+	CHECK(ret == -ENODEV, "a bad block after the abandon: %d, not ENODEV", ret);
 	close(sfd);
 	close(dfd);
 	free(rec);
 	CHECK(pc_state(src, "abandoned") == 0, "the source does not say it was abandoned");
+	gpu_close(&dst);
+	return 0;
+}
+
+struct pc_writer {
+	int dfd;
+	uint8_t *recs;
+	size_t reclen;
+	unsigned int first, n, bad;
+	int err;
+};
+
+/* Every other record, twice: delivered, then EALREADY. */
+static void *pc_write_thread(void *arg)
+{
+	struct pc_writer *w = arg;
+	unsigned int i, pass;
+	int ret;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = w->first; i < w->n; i += 2) {
+			ret = pc_put(w->dfd, w->recs + i * w->reclen, w->reclen);
+			if (ret && !(pass && ret == -EALREADY)) {
+				w->bad++;
+				w->err = ret;
+			}
+		}
+	return NULL;
+}
+
+struct pc_blocked_reader {
+	int sfd;
+	uint8_t *rec;
+	size_t reclen;
+	ssize_t n;
+	int err;
+};
+
+static void *pc_blocking_read(void *arg)
+{
+	struct pc_blocked_reader *r = arg;
+
+	r->n = read(r->sfd, r->rec, r->reclen);
+	r->err = errno;
+	return NULL;
+}
+
+/*
+ * One destination file written by two threads at once (a mover's worker
+ * threads may share it): each record is checked and delivered as it was
+ * written, none with another's data.  And a blocking source read with
+ * nothing left to give waits until every block is acknowledged, then
+ * returns 0 (its wait takes the session's lock awake: a debug kernel
+ * would warn otherwise).
+ */
+int t_postcopy_threads(struct gpu *src)
+{
+	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
+	const unsigned int nr = PC_DATA / PC_BLOCK;
+	struct gpumig_pc_attach sa, da;
+	struct pc_writer w[2];
+	struct pc_blocked_reader r = { .reclen = reclen };
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *recs;
+	pthread_t tw[2], tr;
+	unsigned int i;
+	uint64_t blk;
+	int sfd, dfd, ret;
+	struct gpu dst;
+
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	CHECK(sfd >= 0, "attach to the source: %s", strerror(-sfd));
+	dfd = pc_attach(token, GPUMIG_PC_ROLE_DESTINATION, &da);
+	CHECK(dfd >= 0, "attach to the destination: %s", strerror(-dfd));
+	recs = malloc(nr * reclen);
+	r.rec = malloc(reclen);
+	CHECK(recs && r.rec, "no memory");
+	for (i = 0; i < nr; i++)
+		CHECK(read(sfd, recs + i * reclen, reclen) == (ssize_t)reclen,
+		      "source read %u: %s", i, strerror(errno));
+	r.sfd = sfd;
+	CHECK(pthread_create(&tr, NULL, pc_blocking_read, &r) == 0, "reader thread");
+	for (i = 0; i < 2; i++) {
+		w[i] = (struct pc_writer){ .dfd = dfd, .recs = recs, .reclen = reclen,
+					   .first = i, .n = nr };
+		CHECK(pthread_create(&tw[i], NULL, pc_write_thread, &w[i]) == 0, "writer thread");
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(tw[i], NULL);
+	usleep(200000);
+	CHECK(pthread_tryjoin_np(tr, NULL) == EBUSY,
+	      "a blocking source read with nothing to give returned %zd", r.n);
+	for (i = 0; i < nr; i++) {
+		blk = ((struct gpumig_pc_block *)(recs + i * reclen))->block;
+		CHECK(ioctl(sfd, GPUMIG_PC_ACK, &blk) == 0, "ACK %llu: %s",
+		      (unsigned long long)blk, strerror(errno));
+	}
+	pthread_join(tr, NULL);
+	CHECK(r.n == 0, "the blocking read after every ACK: %zd (%s), not 0", r.n,
+	      strerror(r.err));
+	CHECK(!w[0].bad && !w[1].bad, "two writers on one file: %u and %u writes refused (%s)",
+	      w[0].bad, w[1].bad, strerror(-(w[0].err ? w[0].err : w[1].err)));
+	close(sfd);
+	close(dfd);
+	free(recs);
+	free(r.rec);
+	CHECK(pc_state(&dst, "done") == 0, "the destination is not done");
+	TRY(pc_verify(&dst, data, PC_DATA));
 	gpu_close(&dst);
 	return 0;
 }

@@ -22,10 +22,17 @@
  * nothing, with EINVAL (bad magic, flags or length), EACCES (another
  * session's token), ERANGE (outside VRAM), ENOENT (a block never owed),
  * EBADMSG (its CRC does not match), EALREADY (delivered before: a
- * restarted mover resends; not a failure) or ENODEV (the post-copy ended
- * on this host without it: abandoned, timed out, the device closed).  read() returns struct
- * gpumig_pc_event records: the blocks the device waits on, in the order
- * it first waited; 0 once nothing is owed any more.  poll() says when.
+ * restarted mover resends; not a failure; also once every block arrived)
+ * or ENODEV (the post-copy ended on this host without it: abandoned,
+ * timed out, the device closed; said before anything about the block).
+ * read() returns struct gpumig_pc_event records: the blocks the device
+ * waits on, in the order it first waited; 0 once nothing is owed any
+ * more.  poll() says when.
+ *
+ * Threads may share an open file: its reads, writes and attach run one
+ * at a time.  GPUMIG_PC_ACK and GPUMIG_PC_WANT fail with EALREADY once
+ * every block was delivered and ECONNABORTED once the session ended
+ * otherwise, as a source read does.
  *
  * Copyright (C) 2026 The gpumig authors
  */
