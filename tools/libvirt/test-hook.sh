@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The libvirt hook (gpumig-mover-hook) with hostile <gpumig:mover>
+# metadata: a source that ssh would read as an option, or a rate the
+# source host's shell would run, each fails the hook with a message and
+# starts nothing; good metadata starts the mover with "--" before ssh's
+# host.  Natively, with a stand-in for gpumig-mover that records its
+# arguments (make check's static step).
+set -u
+hook=$(dirname "$0")/gpumig-mover-hook
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+printf '#!/bin/sh\necho "$@" >>%s/argv\n' "$d" >"$d/mover"
+chmod +x "$d/mover"
+xml() {
+	printf "<domain><metadata><gpumig:mover xmlns:gpumig='urn:gpumig:mover:1' %s/></metadata>" "$1"
+	printf "<devices><hostdev mode='subsystem' type='mdev'><source>"
+	printf "<address uuid='0f5d6a8e-5a0c-4c43-9b1e-6d2f00000001'/></source></hostdev></devices></domain>"
+}
+hook() {
+	xml "$1" | GPUMIG_MOVER=$d/mover GPUMIG_MOVER_LOGDIR=$d/log GPUMIG_MOVER_TIMEOUT=1 \
+		"$hook" dom migrate begin - 2>>"$d/err"
+}
+rc=0
+for m in "source='-oProxyCommand=touch $d/pwned'" "source='root@hostA' rate='1;touch $d/pwned'" \
+	"source='a b'" "source='\$(touch $d/pwned)'" "source='root@hostA' rate='-5'" \
+	"source='root@hostA' rate='1e9'"; do
+	if hook "$m"; then
+		echo "not refused: $m"
+		rc=1
+	fi
+done
+[ "$(grep -c 'refused$' "$d/err")" = 6 ] || { echo "refusals without their message:"; cat "$d/err"; rc=1; }
+[ ! -e "$d/argv" ] || { echo "a refused hook started the mover: $(cat "$d/argv")"; rc=1; }
+hook "source='root@hostA' rate='268435456'" || { echo "good metadata refused"; rc=1; }
+for i in $(seq 50); do
+	[ -s "$d/argv" ] && break
+	sleep 0.1
+done
+grep -qx -- "--timeout 1 follow 0f5d6a8e-5a0c-4c43-9b1e-6d2f00000001 -- ssh -o BatchMode=yes -- root@hostA gpumig-mover source {} --rate 268435456" \
+	"$d/argv" || { echo "the mover started as: $(cat "$d/argv" 2>/dev/null)"; rc=1; }
+[ ! -e "$d/pwned" ] || { echo "metadata ran a command"; rc=1; }
+exit $rc
