@@ -385,6 +385,29 @@ static pid_t spawn(char **argv, int *to, int *from)
 	return pid;
 }
 
+/*
+ * The source end is done with: its stdin and stdout closed (a source
+ * blocked writing a block into a full pipe, or ssh, sees it) and, if it
+ * has not exited, ended.  Its status in @status.
+ */
+static void stop_source(pid_t pid, int to, int from, int *status)
+{
+	close(to);
+	close(from);
+	if (waitpid(pid, status, WNOHANG) == pid)
+		return;
+	kill(pid, SIGTERM);
+	waitpid(pid, status, 0);
+}
+
+/* The destination's session ended other than with every block: 3. */
+static bool dest_ended_lost(int fd)
+{
+	struct gpumig_pc_status st = { .argsz = sizeof(st) };
+
+	return !ioctl(fd, GPUMIG_PC_STATUS, &st) && st.state == GPUMIG_PC_STATE_ABANDONED;
+}
+
 static int run_destination(const uint8_t *token, double abandon_after, char **cmd)
 {
 	struct gpumig_pc_attach a;
@@ -393,7 +416,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 	uint8_t *rec = malloc(reclen);
 	unsigned long long delivered = 0, again = 0, asked = 0;
 	double last = now_s();
-	bool acks_lost = false;
+	bool acks_lost = false, dev_over = false;
 	uint64_t blk;
 	struct mv_msg m;
 	pid_t pid;
@@ -409,10 +432,17 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 	fprintf(stderr, "%s: %llu of %llu blocks owed\n", prog, (unsigned long long)a.owed,
 		(unsigned long long)a.total);
 	for (;;) {
+		/*
+		 * The device's events only while they are read: once its
+		 * session is over it stays readable (read gives 0), and a
+		 * poll on it would never sleep.
+		 */
+		int dfd = dev_over || acks_lost ? -1 : fd;
 		struct pollfd p[2] = { { .fd = from, .events = POLLIN },
-				       { .fd = fd, .events = POLLIN } };
+				       { .fd = dfd, .events = POLLIN } };
 		int tmo = abandon_after > 0 ? 1000 : -1;
 		struct gpumig_pc_event ev;
+		ssize_t n;
 
 		if (poll(p, 2, tmo) < 0 && errno != EINTR)
 			die(1, "poll: %s", strerror(errno));
@@ -422,10 +452,18 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 			die(3, "no block arrived for %.0f s: abandoned, the rest is lost",
 			    abandon_after);
 		}
-		while (!acks_lost && read(fd, &ev, sizeof(ev)) == sizeof(ev)) {
-			if (send_msg(to, MV_WANT, ev.block))
+		while (!acks_lost && !dev_over) {
+			n = read(fd, &ev, sizeof(ev));
+			if (n == 0)
+				dev_over = true;	/* nothing owed any more */
+			if (n != sizeof(ev) || send_msg(to, MV_WANT, ev.block))
 				break;
 			asked++;
+		}
+		if (dev_over && dest_ended_lost(fd)) {
+			stop_source(pid, to, from, &status);
+			die(3, "the post-copy ended on this host after %llu blocks (timed out, abandoned or the device went): the rest is lost",
+			    delivered);
 		}
 		if (!(p[0].revents & (POLLIN | POLLHUP)))
 			continue;
@@ -446,8 +484,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 			again++;
 		} else if (errno == ENODEV || errno == ENXIO) {
 			/* Over on this host: timed out, abandoned, the device gone. */
-			close(to);
-			waitpid(pid, &status, 0);
+			stop_source(pid, to, from, &status);
 			die(3, "the post-copy ended on this host after %llu blocks (timed out, abandoned or the device went): the rest is lost",
 			    delivered);
 		} else {
@@ -480,8 +517,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 				prog, delivered);
 		}
 	}
-	close(to);
-	waitpid(pid, &status, 0);
+	stop_source(pid, to, from, &status);
 	/* How it went, for whoever looks into it: its exit status or signal. */
 	die(1, "the source end went after %llu blocks (%s %d, last message type %u); start the mover again",
 	    delivered, WIFSIGNALED(status) ? "signal" : "exit status",

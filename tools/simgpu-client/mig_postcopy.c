@@ -618,7 +618,8 @@ int t_postcopy_abandon(struct gpu *src)
 	CHECK(ioctl(sfd, GPUMIG_PC_WANT, &blk) < 0 && errno == ECONNABORTED,
 	      "WANT on an abandoned source: %s, not ECONNABORTED", strerror(errno));
 	mig_attr(src, "postcopy_owed_blocks", v, sizeof(v));
-	CHECK(atoi(v) == PC_DATA / PC_BLOCK - 4, "an ACK after the end changed what is owed: %s", v);
+	CHECK(atoi(v) == PC_DATA / PC_BLOCK - 4,
+	      "an ACK after the end changed what is owed: %s", v);
 	/* The ended destination says so before anything about the block. */
 	rec[sizeof(struct gpumig_pc_block) + 9] ^= 1;
 	ret = pc_put(dfd, rec, reclen);
