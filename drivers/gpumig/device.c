@@ -208,6 +208,32 @@ static int gpumig_teardown_locked(struct gpumig_mig *m, char *why, size_t len)
 	return ret;
 }
 
+/* End the tenant's data files: before anything resets the device. */
+static void gpumig_close_files_locked(struct gpumig_mig *m)
+{
+	lockdep_assert_held(&m->state_mutex);
+	gpumig_disable_files(m);
+	gpumig_pc_dest_detach(m, "the tenant closed the device");
+}
+
+/**
+ * gpumig_mig_close_begin() - the tenant is leaving: end its data files now
+ * @m: device
+ *
+ * For a front end whose close resets the function before
+ * gpumig_mig_close() runs (vfio-pci-core's close_device does): a thread
+ * still reading or writing a data file must see it end (-ENODEV), never
+ * the device's reset under it.  Ends the data files as gpumig_mig_close()
+ * does, which then finds none; calling it is optional.
+ */
+void gpumig_mig_close_begin(struct gpumig_mig *m)
+{
+	gpumig_state_mutex_lock(m);
+	gpumig_close_files_locked(m);
+	gpumig_state_mutex_unlock(m);
+}
+EXPORT_SYMBOL_GPL(gpumig_mig_close_begin);
+
 /**
  * gpumig_mig_close() - the tenant closed the device: verified teardown
  * @m: device
@@ -226,8 +252,7 @@ int gpumig_mig_close(struct gpumig_mig *m)
 	int ret;
 
 	gpumig_state_mutex_lock(m);
-	gpumig_disable_files(m);
-	gpumig_pc_dest_detach(m, "the tenant closed the device");
+	gpumig_close_files_locked(m);
 	if (m->ops->dma_log_stop)
 		m->ops->dma_log_stop(m->priv);
 	ret = gpumig_teardown_locked(m, why, sizeof(why));

@@ -12,7 +12,8 @@
  *   reset:     gpumig_mig_reset() from VFIO_DEVICE_RESET or the PCI
  *              reset_done callback; never sleeps on the engine's locks
  *   close:     gpumig_mig_close(): verified teardown, then scrub or
- *              quarantine
+ *              quarantine; a front end that resets the function first
+ *              calls gpumig_mig_close_begin() before that reset
  *   report:    gpumig_mig_status(), gpumig_mig_status_show(),
  *              gpumig_mig_compat_show()
  *   failure:   gpumig_mig_fail() when the device loses its state under
@@ -400,6 +401,7 @@ int gpumig_log_read_and_clear(struct gpumig_mig *m, unsigned long iova,
 			      unsigned long length, struct iova_bitmap *dirty);
 
 int gpumig_mig_open(struct gpumig_mig *m);
+void gpumig_mig_close_begin(struct gpumig_mig *m);
 int gpumig_mig_close(struct gpumig_mig *m);
 void gpumig_mig_reset(struct gpumig_mig *m);
 void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why);

@@ -200,8 +200,15 @@ static void gvp_close_device(struct vfio_device *vdev)
 	char why[GVP_WHY_LEN] = "";
 	struct pci_dev *pdev = g->core.pdev;
 
-	if (g->mig)
+	if (g->mig) {
+		/*
+		 * The data files end before the core's reset: a reader
+		 * must see them end, not the VF's reset (-EAGAIN from
+		 * the PF while it runs), as mlx5 disables its files first.
+		 */
+		gpumig_mig_close_begin(g->mig);
 		g->glue.vf->ops->close_begin(g->glue.vf);
+	}
 	vfio_pci_core_close_device(vdev);
 	if (g->mig) {
 		/*
