@@ -325,7 +325,7 @@ if want static; then
 		fi
 	fi
 	run_check "allocations under a user's fd charged to its memory cgroup" charged_allocs
-	run_check "the libvirt hook refuses metadata that would be an ssh option or shell text" \
+	run_check "the libvirt hook refuses metadata that would be an ssh option or shell text; restarts a mover that exits 1, a bounded number of times" \
 		"$GPUMIG_TOP/tools/libvirt/test-hook.sh"
 	run_check "build W=1 + sparse C=2: Debian $KVER_DISTRO" build_clean distro "$DISTRO_KDIR" C=2
 	run_check "one version: the modules and gpumigctl report dkms.conf's" \

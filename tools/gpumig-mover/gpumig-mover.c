@@ -35,6 +35,7 @@
  * post-copy was abandoned, 4 when follow found no post-copy.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -110,6 +111,9 @@ static int parse_token(const char *hex, uint8_t *token)
 
 	if (strlen(hex) != 2 * GPUMIG_PC_TOKEN_LEN)
 		return -1;
+	for (i = 0; i < 2 * GPUMIG_PC_TOKEN_LEN; i++)
+		if (!isxdigit((unsigned char)hex[i]))
+			return -1;	/* sscanf's %x would take "+f" or " f" */
 	for (i = 0; i < GPUMIG_PC_TOKEN_LEN; i++) {
 		unsigned int v;
 
@@ -137,18 +141,68 @@ static int attach(const uint8_t *token, uint32_t role, struct gpumig_pc_attach *
 	return fd;
 }
 
-static int read_full(int fd, void *buf, size_t len)
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * Wait until @fd is ready for @events, or until @deadline (now_s()'s
+ * clock; 0: none) passes: 1 ready, 0 past the deadline.
+ */
+static int wait_fd(int fd, short events, double deadline)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int tmo = -1, r;
+
+		if (deadline > 0) {
+			double left = deadline - now_s();
+
+			if (left <= 0)
+				return 0;
+			tmo = left > 1 ? 1000 : (int)(left * 1000) + 1;
+		}
+		r = poll(&p, 1, tmo);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			die(1, "poll: %s", strerror(errno));
+	}
+}
+
+/*
+ * All @len bytes, by @deadline (0: none): 1, 0 at the end of the file,
+ * -1 with errno (ETIMEDOUT past the deadline).  A non-blocking @fd (the
+ * link's stdio may be one) is waited on, not an error.
+ */
+static int read_full(int fd, void *buf, size_t len, double deadline)
 {
 	uint8_t *p = buf;
 
 	while (len) {
-		ssize_t n = read(fd, p, len);
+		ssize_t n;
 
+		if (deadline > 0 && !wait_fd(fd, POLLIN, deadline)) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		n = read(fd, p, len);
 		if (n == 0)
 			return 0;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN) {
+				if (!wait_fd(fd, POLLIN, deadline)) {
+					errno = ETIMEDOUT;
+					return -1;
+				}
+				continue;
+			}
 			return -1;
 		}
 		p += n;
@@ -157,16 +211,29 @@ static int read_full(int fd, void *buf, size_t len)
 	return 1;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
+/* All @len bytes, by @deadline (0: none): 0, or -1 with errno. */
+static int write_full(int fd, const void *buf, size_t len, double deadline)
 {
 	const uint8_t *p = buf;
 
 	while (len) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n;
 
+		if (deadline > 0 && !wait_fd(fd, POLLOUT, deadline)) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		n = write(fd, p, len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN) {
+				if (!wait_fd(fd, POLLOUT, deadline)) {
+					errno = ETIMEDOUT;
+					return -1;
+				}
+				continue;
+			}
 			return -1;
 		}
 		p += n;
@@ -175,19 +242,19 @@ static int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int send_msg(int fd, uint32_t type, uint64_t block)
+static int send_msg(int fd, uint32_t type, uint64_t block, double deadline)
 {
 	struct mv_msg m = { .magic = MV_MAGIC, .type = type, .block = block };
 
-	return write_full(fd, &m, sizeof(m));
+	return write_full(fd, &m, sizeof(m), deadline);
 }
 
-static double now_s(void)
+/* Is there something to read on @fd right now? */
+static bool readable_now(int fd)
 {
-	struct timespec t;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
 }
 
 /* ---- source: stdin has WANT/ACK/NAK, stdout gets blocks ------------------ */
@@ -229,35 +296,49 @@ static bool link_error(int err)
 	       err == EINVAL;
 }
 
+/* Every block the destination refused, with its counts: few, in practice. */
+static struct refusal {
+	uint64_t blk;
+	unsigned int link, dev;
+} *refused;
+static size_t nr_refused, refused_cap;
+
+static struct refusal *refusal_of(uint64_t blk)
+{
+	size_t i;
+
+	for (i = 0; i < nr_refused; i++)
+		if (refused[i].blk == blk)
+			return &refused[i];
+	if (nr_refused == refused_cap) {
+		refused_cap = refused_cap ? 2 * refused_cap : 64;
+		refused = realloc(refused, refused_cap * sizeof(*refused));
+		if (!refused)
+			die(1, "out of memory");
+	}
+	refused[nr_refused] = (struct refusal){ .blk = blk };
+	return &refused[nr_refused++];
+}
+
 /*
  * A block the destination refused with @err: asked for again, at once for
  * a record the link changed (MV_TRIES times at most), after a pause for a
  * device that could not take it then (MV_DEVICE_TRIES; a PF reset, say).
- * A few recent blocks are remembered.
+ * The counts are kept per block for the whole run.
  *
  * Return: true when the block is asked for again.
  */
 static bool resend_refused(int fd, uint64_t blk, int err)
 {
-	static struct { uint64_t blk; unsigned int n, dev; } seen[64];
-	static unsigned int next;
+	struct refusal *r = refusal_of(blk);
 	bool link = link_error(err);
-	unsigned int i;
 
-	for (i = 0; i < 64 && !((seen[i].n || seen[i].dev) && seen[i].blk == blk); i++)
-		;
-	if (i == 64) {
-		i = next++ % 64;
-		seen[i].blk = blk;
-		seen[i].n = 0;
-		seen[i].dev = 0;
-	}
-	if (link && ++seen[i].n >= MV_TRIES)
+	if (link && ++r->link >= MV_TRIES)
 		die(1, "block %llu refused %u times by the destination (%s): the link changes the data",
-		    (unsigned long long)blk, seen[i].n, strerror(err));
-	if (!link && ++seen[i].dev >= MV_DEVICE_TRIES)
+		    (unsigned long long)blk, r->link, strerror(err));
+	if (!link && ++r->dev >= MV_DEVICE_TRIES)
 		die(1, "block %llu refused %u times by the destination's device (%s)",
-		    (unsigned long long)blk, seen[i].dev, strerror(err));
+		    (unsigned long long)blk, r->dev, strerror(err));
 	fprintf(stderr, "%s: block %llu refused by the destination (%s): sending it again\n",
 		prog, (unsigned long long)blk, strerror(err));
 	if (!link)
@@ -286,7 +367,7 @@ static int run_source(const uint8_t *token, double rate)
 	/* A destination end that went is a write error (exit 1), not a signal. */
 	signal(SIGPIPE, SIG_IGN);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
-	if (send_msg(1, MV_HELLO, a.block_size))
+	if (send_msg(1, MV_HELLO, a.block_size, 0))
 		die(1, "link: %s", strerror(errno));
 	for (;;) {
 		struct pollfd p[2] = { { .fd = 0, .events = POLLIN },
@@ -298,45 +379,53 @@ static int run_source(const uint8_t *token, double rate)
 		t = now_s();
 		if (more && rate > 0 && !wanted && t < next) {
 			p[1].events = 0;
-			tmo = (int)((next - t) * 1000) + 1;
+			/* a second at most: a tiny --rate must not overflow it */
+			tmo = next - t >= 1 ? 1000 : (int)((next - t) * 1000) + 1;
 		}
 		if (poll(p, 2, tmo) < 0 && errno != EINTR)
 			die(1, "poll: %s", strerror(errno));
+		/*
+		 * Every message already there, before the next block: a
+		 * WANT must not wait behind a backlog of ACKs, nor may the
+		 * destination end block on a full pipe while this end
+		 * blocks sending it a block.
+		 */
 		if (p[0].revents & (POLLIN | POLLHUP)) {
-			struct mv_msg m;
-			int r = read_full(0, &m, sizeof(m));
+			do {
+				struct mv_msg m;
+				int r = read_full(0, &m, sizeof(m), 0);
 
-			if (r == 0)
-				return 1;	/* the destination went: start again */
-			if (r < 0 || m.magic != MV_MAGIC ||
-			    (m.type != MV_WANT && m.type != MV_ACK && m.type != MV_NAK))
-				die(1, "link: a bad message from the destination");
-			if (m.type == MV_NAK) {
-				/* @block is the destination's errno */
-				if (resend_refused(fd, sent_pop(&q), (int)m.block))
-					wanted++;
+				if (r == 0)
+					return 1;	/* the destination went: start again */
+				if (r < 0 || m.magic != MV_MAGIC ||
+				    (m.type != MV_WANT && m.type != MV_ACK && m.type != MV_NAK))
+					die(1, "link: a bad message from the destination");
 				more = true;
-				continue;
-			}
-			if (m.type == MV_ACK && sent_pop(&q) != m.block)
-				die(1, "link: block %llu acknowledged out of turn",
-				    (unsigned long long)m.block);
-			if (!ioctl(fd, m.type == MV_WANT ? GPUMIG_PC_WANT : GPUMIG_PC_ACK,
-				   &m.block)) {
-				if (m.type == MV_WANT)
-					wanted++;
-			} else if (errno != EALREADY) {
-				die(errno == ECONNABORTED ? 3 : 1, "%s block %llu: %s",
-				    m.type == MV_WANT ? "want" : "ack",
-				    (unsigned long long)m.block, strerror(errno));
-			}
-			more = true;
+				if (m.type == MV_NAK) {
+					/* @block is the destination's errno */
+					if (resend_refused(fd, sent_pop(&q), (int)m.block))
+						wanted++;
+					continue;
+				}
+				if (m.type == MV_ACK && sent_pop(&q) != m.block)
+					die(1, "link: block %llu acknowledged out of turn",
+					    (unsigned long long)m.block);
+				if (!ioctl(fd, m.type == MV_WANT ? GPUMIG_PC_WANT : GPUMIG_PC_ACK,
+					   &m.block)) {
+					if (m.type == MV_WANT)
+						wanted++;
+				} else if (errno != EALREADY) {
+					die(errno == ECONNABORTED ? 3 : 1, "%s block %llu: %s",
+					    m.type == MV_WANT ? "want" : "ack",
+					    (unsigned long long)m.block, strerror(errno));
+				}
+			} while (readable_now(0));
 		}
 		if (p[1].revents & POLLIN) {
 			ssize_t n = read(fd, rec, reclen);
 
 			if (n == 0) {
-				send_msg(1, MV_END, 0);
+				send_msg(1, MV_END, 0, 0);
 				return 0;
 			}
 			if (n < 0 && errno == ECONNABORTED)
@@ -348,7 +437,7 @@ static int run_source(const uint8_t *token, double rate)
 				wanted = 0;	/* asked-for blocks come first: none left */
 				continue;
 			}
-			if (send_msg(1, MV_BLOCK, 0) || write_full(1, rec, n))
+			if (send_msg(1, MV_BLOCK, 0, 0) || write_full(1, rec, n, 0))
 				return 1;	/* the destination went */
 			sent_push(&q, le64toh(((struct gpumig_pc_block *)rec)->block));
 			if (wanted)
@@ -408,6 +497,31 @@ static bool dest_ended_lost(int fd)
 	return !ioctl(fd, GPUMIG_PC_STATUS, &st) && st.state == GPUMIG_PC_STATE_ABANDONED;
 }
 
+/* When a wait on the link ends: --abandon-after past the last block. */
+static double deadline(double last, double abandon_after)
+{
+	return abandon_after > 0 ? last + abandon_after : 0;
+}
+
+static bool timed_out(ssize_t r)
+{
+	return r < 0 && errno == ETIMEDOUT;
+}
+
+/*
+ * --abandon-after passed with no block (the source end silent, or stopped
+ * mid-record, or not reading): the session is abandoned, exit 3.
+ */
+static void dest_give_up(int fd, pid_t pid, int to, int from, double abandon_after)
+{
+	int status;
+
+	stop_source(pid, to, from, &status);
+	if (ioctl(fd, GPUMIG_PC_ABANDON))
+		die(1, "abandon: %s", strerror(errno));
+	die(3, "no block arrived for %.0f s: abandoned, the rest is lost", abandon_after);
+}
+
 static int run_destination(const uint8_t *token, double abandon_after, char **cmd)
 {
 	struct gpumig_pc_attach a;
@@ -419,6 +533,7 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 	bool acks_lost = false, dev_over = false;
 	uint64_t blk;
 	struct mv_msg m;
+	ssize_t n;
 	pid_t pid;
 
 	if (!rec)
@@ -426,8 +541,11 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 	signal(SIGPIPE, SIG_IGN);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	pid = spawn(cmd, &to, &from);
-	if (read_full(from, &m, sizeof(m)) != 1 || m.magic != MV_MAGIC || m.type != MV_HELLO ||
-	    m.block != a.block_size)
+	/* Every wait on the link ends by --abandon-after, if given. */
+	n = read_full(from, &m, sizeof(m), deadline(last, abandon_after));
+	if (timed_out(n))
+		dest_give_up(fd, pid, to, from, abandon_after);
+	if (n != 1 || m.magic != MV_MAGIC || m.type != MV_HELLO || m.block != a.block_size)
 		die(1, "the source end did not start (or has another block size)");
 	fprintf(stderr, "%s: %llu of %llu blocks owed\n", prog, (unsigned long long)a.owed,
 		(unsigned long long)a.total);
@@ -442,21 +560,21 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 				       { .fd = dfd, .events = POLLIN } };
 		int tmo = abandon_after > 0 ? 1000 : -1;
 		struct gpumig_pc_event ev;
-		ssize_t n;
 
 		if (poll(p, 2, tmo) < 0 && errno != EINTR)
 			die(1, "poll: %s", strerror(errno));
-		if (abandon_after > 0 && now_s() - last > abandon_after) {
-			if (ioctl(fd, GPUMIG_PC_ABANDON))
-				die(1, "abandon: %s", strerror(errno));
-			die(3, "no block arrived for %.0f s: abandoned, the rest is lost",
-			    abandon_after);
-		}
+		if (abandon_after > 0 && now_s() - last > abandon_after)
+			dest_give_up(fd, pid, to, from, abandon_after);
 		while (!acks_lost && !dev_over) {
 			n = read(fd, &ev, sizeof(ev));
 			if (n == 0)
 				dev_over = true;	/* nothing owed any more */
-			if (n != sizeof(ev) || send_msg(to, MV_WANT, ev.block))
+			if (n != sizeof(ev))
+				break;
+			n = send_msg(to, MV_WANT, ev.block, deadline(last, abandon_after));
+			if (timed_out(n))
+				dest_give_up(fd, pid, to, from, abandon_after);
+			if (n)
 				break;
 			asked++;
 		}
@@ -467,7 +585,10 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 		}
 		if (!(p[0].revents & (POLLIN | POLLHUP)))
 			continue;
-		if (read_full(from, &m, sizeof(m)) != 1 || m.magic != MV_MAGIC)
+		n = read_full(from, &m, sizeof(m), deadline(last, abandon_after));
+		if (timed_out(n))
+			dest_give_up(fd, pid, to, from, abandon_after);
+		if (n != 1 || m.magic != MV_MAGIC)
 			break;	/* the source end went */
 		if (m.type == MV_END) {
 			waitpid(pid, &status, 0);
@@ -475,7 +596,12 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 				prog, delivered, again, asked);
 			return 0;
 		}
-		if (m.type != MV_BLOCK || read_full(from, rec, reclen) != 1)
+		if (m.type != MV_BLOCK)
+			break;
+		n = read_full(from, rec, reclen, deadline(last, abandon_after));
+		if (timed_out(n))
+			dest_give_up(fd, pid, to, from, abandon_after);
+		if (n != 1)
 			break;
 		blk = le64toh(((struct gpumig_pc_block *)rec)->block);
 		if (write(fd, rec, reclen) == (ssize_t)reclen) {
@@ -497,7 +623,10 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 
 			fprintf(stderr, "%s: block %llu refused: %s\n", prog,
 				(unsigned long long)blk, strerror(err));
-			if (send_msg(to, MV_NAK, err) && !acks_lost) {
+			n = send_msg(to, MV_NAK, err, deadline(last, abandon_after));
+			if (timed_out(n))
+				dest_give_up(fd, pid, to, from, abandon_after);
+			if (n && !acks_lost) {
 				acks_lost = true;
 				fprintf(stderr, "%s: the source end stopped reading after %llu blocks\n",
 					prog, delivered);
@@ -511,7 +640,10 @@ static int run_destination(const uint8_t *token, double abandon_after, char **cm
 		 * acknowledgment it no longer reads is no failure.  Read on;
 		 * an end of the link without MV_END still is one.
 		 */
-		if (send_msg(to, MV_ACK, blk) && !acks_lost) {
+		n = send_msg(to, MV_ACK, blk, deadline(last, abandon_after));
+		if (timed_out(n))
+			dest_give_up(fd, pid, to, from, abandon_after);
+		if (n && !acks_lost) {
 			acks_lost = true;
 			fprintf(stderr, "%s: the source end stopped reading after %llu blocks\n",
 				prog, delivered);
@@ -630,8 +762,9 @@ int main(int argc, char **argv)
 		}
 		if (c == '?')
 			return bad_usage();
+		/* digits and a point only: strtod would take nan, inf, hex */
 		v = strtod(optarg, &end);
-		if (*end || v < 0)
+		if (*end || !*optarg || strspn(optarg, "0123456789.") != strlen(optarg))
 			die(2, "--%s: not a number: %s", c == 'r' ? "rate" : c == 'a' ?
 			    "abandon-after" : "timeout", optarg);
 		if (c == 'r')

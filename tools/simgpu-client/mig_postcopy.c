@@ -743,6 +743,18 @@ int t_postcopy_threads(struct gpu *src)
 	return 0;
 }
 
+/*
+ * In a forked mover: none of the client's files (its VFIO group and
+ * device fds) may outlive the client in a process the mover leaves behind.
+ */
+static void pc_child_close_fds(void)
+{
+	int fd;
+
+	for (fd = 3; fd < 1024; fd++)
+		close(fd);
+}
+
 /* gpumig-mover destination TOKEN -- gpumig-mover source TOKEN [--rate R]: its pid. */
 static pid_t pc_spawn_mover(const char *mover, const char *hex, const char *rate)
 {
@@ -778,6 +790,25 @@ static pid_t pc_spawn_mover_bad_link(const char *mover, const char *hex, const c
 		execl(mover, mover, "destination", hex, "--", "sh", "-c",
 		      "\"$0\" source \"$1\" | { dd bs=1 count=56 2>/dev/null; "
 		      "dd bs=1 count=1 2>/dev/null | tr '\\000-\\377' '\\001-\\377\\000'; exec cat; }",
+		      mover, hex, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * The same over a link that stops in the middle of the first record (its
+ * HELLO and BLOCK messages and 8 bytes of it pass, then nothing), the
+ * destination end giving up after @after seconds without a block.
+ */
+static pid_t pc_spawn_mover_stalled(const char *mover, const char *hex, const char *after)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pc_child_close_fds();
+		execl(mover, mover, "destination", hex, "--abandon-after", after, "--", "sh", "-c",
+		      "\"$0\" source \"$1\" | { dd bs=1 count=40 2>/dev/null; exec sleep 30; }",
 		      mover, hex, (char *)NULL);
 		_exit(127);
 	}
@@ -898,7 +929,48 @@ int t_postcopy_mover(struct gpu *src)
 		CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
 		close(sfd);
 	}
-	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted over a link that changed a block number (refused, sent again), done; a destination that went: exit 3\n",
+
+	/*
+	 * A link that stops in the middle of a record: --abandon-after
+	 * still counts while the destination end waits for the rest of
+	 * it, abandons the session and exits 3.
+	 */
+	{
+		char name[sizeof(src->name)];
+		uint64_t t0;
+
+		memcpy(name, src->name, sizeof(name));
+		CHECK(gpu_reset(src) == 0, "source VFIO_DEVICE_RESET: %s", strerror(errno));
+		gpu_close(src);
+		CHECK(gpu_open(src, name) == 0, "reopen the source");
+		ret = pc_migrate(src, &dst, &data);
+		if (ret)
+			return ret;
+		mig_attr(src, "postcopy_token", hex, sizeof(hex));
+		t0 = now_ms();
+		pid = pc_spawn_mover_stalled(mover, hex, "1");
+		CHECK(pid > 0, "fork");
+		ret = pc_wait(pid, 30000);
+		CHECK(ret == 3, "the mover exited %d on a link stalled mid-record with --abandon-after 1, not 3",
+		      ret);
+		CHECK(now_ms() - t0 < 20000, "the mover took %llu ms to give up on a stalled link",
+		      (unsigned long long)(now_ms() - t0));
+		CHECK(pc_state(&dst, "abandoned") == 0,
+		      "the destination's post-copy is not abandoned after --abandon-after");
+		gpu_close(&dst);
+	}
+	{
+		struct gpumig_pc_attach sa;
+		uint8_t token[GPUMIG_PC_TOKEN_LEN];
+		int sfd;
+
+		CHECK(pc_token(src, token) == 0, "no session token on the source");
+		sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+		CHECK(sfd >= 0, "the source's hold cannot be attached to (%d)", sfd);
+		CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
+		close(sfd);
+	}
+	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted over a link that changed a block number (refused, sent again), done; a destination that went: exit 3; a link stalled mid-record: abandoned after 1 s, exit 3\n",
 	       v);
 	return 0;
 }
