@@ -220,6 +220,21 @@ static int gpumig_pc_publish(struct gpumig_pc *s)
 	return ret;
 }
 
+/* Is @token's side already on the list? */
+static bool gpumig_pc_listed(const u8 *token, bool source)
+{
+	struct gpumig_pc *old;
+	bool listed;
+
+	mutex_lock(&gpumig_pc_list_lock);
+	old = gpumig_pc_find(token, source);
+	mutex_unlock(&gpumig_pc_list_lock);
+	listed = old;
+	if (old)
+		gpumig_pc_put(old);
+	return listed;
+}
+
 static void gpumig_pc_unpublish(struct gpumig_pc *s)
 {
 	bool listed;
@@ -471,6 +486,16 @@ int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 	s = gpumig_pc_new(m, migf->pc_token, false, migf->pc_owed);
 	if (!s)
 		return -ENOMEM;
+	/*
+	 * A token in use on this host (a replayed or forged stream) is
+	 * refused before any block goes absent: with no session to deliver
+	 * or lose them, they would wait for ever.
+	 */
+	if (s->nr_owed && gpumig_pc_listed(s->token, false)) {
+		gpumig_set_why(m, "post-copy: session token already in use on this host");
+		gpumig_pc_put(s);
+		return -EEXIST;
+	}
 	ret = m->ops->vram_absent(m->priv, migf->pc_owed, s->nr_blocks);
 	if (ret) {
 		gpumig_pc_put(s);
@@ -484,7 +509,18 @@ int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 	if (s->nr_owed) {
 		ret = gpumig_pc_publish(s);
 		if (ret) {
+			unsigned long blk;
+
+			/*
+			 * Another device took the token since the check
+			 * above: no session will ever bring these blocks,
+			 * so they are lost now, loudly, not waited on.
+			 */
+			for_each_set_bit(blk, s->owed, s->nr_blocks)
+				m->ops->vram_lose(m->priv, blk);
 			gpumig_set_why(m, "post-copy: session token already in use on this host");
+			dev_err(m->vdev->dev, "post-copy: token taken meanwhile: %lu owed blocks lost\n",
+				s->nr_owed);
 			gpumig_pc_put(s);
 			return ret;
 		}

@@ -74,6 +74,10 @@ static int gpumig_rx_vram_placed(void *priv, u64 off, u32 len, u32 crc)
 {
 	struct gpumig_mig_file *migf = priv;
 
+	/* As gpumig_rx_vram(); the write path offers no room then. */
+	if (migf->tail_seen || migf->pc_next)
+		return gpumig_parser_set_error(&migf->parser, -EINVAL,
+			"VRAM chunk at 0x%llx after the device's state or the owed blocks", off);
 	if (trace_gpumig_vram_enabled())
 		trace_gpumig_vram(migf->m->vdev->dev, false, off, len, false, crc);
 	return 0;
@@ -228,13 +232,22 @@ static int gpumig_rx_owed(void *priv, const u8 *token, u64 first, u64 nr, const 
 	if (gpumig_wire_bitmap_order() && !(first % 8)) {
 		/* The wire's byte order is the bitmap's: a copy (16 GiB: 32 KiB). */
 		memcpy((u8 *)migf->pc_owed + first / 8, map, DIV_ROUND_UP(nr, 8));
+		/*
+		 * Bits past @nr in the last byte are not the sender's to set
+		 * (that byte lies inside the bitmap: @first is on a byte).
+		 */
+		if (nr % 8)
+			bitmap_clear(migf->pc_owed, first + nr, 8 - nr % 8);
 	} else {
-		for (i = 0; i < nr; i += 8)
-			bitmap_set_value8(migf->pc_owed, map[i / 8], first + i);
+		/*
+		 * Bit by bit: eight at a time from an unaligned @first would
+		 * write past the last block, past the bitmap's last word
+		 * when the device's block count is a multiple of its bits.
+		 */
+		for (i = 0; i < nr; i++)
+			if (map[i / 8] & BIT(i % 8))
+				__set_bit(first + i, migf->pc_owed);
 	}
-	/* Bits past @nr in the last byte are not the sender's to set. */
-	if (nr % 8)
-		bitmap_clear(migf->pc_owed, first + nr, 8 - nr % 8);
 	migf->pc_next = first + nr;
 	return 0;
 }
@@ -411,7 +424,8 @@ static ssize_t gpumig_resume_write(struct kiocb *iocb, struct iov_iter *from)
 		cond_resched();
 		mutex_lock(&migf->lock);
 		if (!gpumig_file_usable(migf)) {
-			room = place && migf->m->ops->vram_write_iter && !migf->tail_seen ?
+			room = place && migf->m->ops->vram_write_iter && !migf->tail_seen &&
+			       !migf->pc_next ?
 			       gpumig_parser_vram_room(&migf->parser, &off, &crc) : 0;
 			if (room) {
 				n = min(n, room);
@@ -485,7 +499,11 @@ int gpumig_file_finish_resume(struct gpumig_mig_file *migf)
 	if (!ret && migf->pc) {
 		/* The device runs without the owed blocks: they follow, by the mover. */
 		ret = gpumig_pc_dest_begin(migf->m, migf);
-		if (ret) {
+		if (ret == -EEXIST) {
+			gpumig_parser_set_error(&migf->parser, ret, "%s",
+						"post-copy: session token already in use on this host");
+			gpumig_resume_refused(migf, ret);
+		} else if (ret) {
 			gpumig_parser_set_error(&migf->parser, ret,
 						"post-copy: the device cannot run with VRAM owed (%d)",
 						ret);
