@@ -333,10 +333,19 @@ static void dirty_bad_input(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_dirty_collect(d, 0, PG, record, s));
 	gpumig_dirty_mark(d, 0x100000, PG);		/* ignored when stopped */
 	gpumig_dirty_mark(d, ~0ULL - 10, 100);		/* wraps: ignored */
-	ps = 3000;
-	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_dirty_start(d, &root, 0, &ps));
+	/* A page size is a hint: the nearest the tracker can do, said back. */
+	ps = 3 * PG;
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_start(d, &root, 0, &ps));
+	KUNIT_EXPECT_EQ(test, ps, 2 * PG);
+	gpumig_dirty_stop(d);
 	ps = 512;
-	KUNIT_EXPECT_EQ(test, -EINVAL, gpumig_dirty_start(d, &root, 0, &ps));
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_start(d, &root, 0, &ps));
+	KUNIT_EXPECT_EQ(test, ps, (u64)PAGE_SIZE);
+	gpumig_dirty_stop(d);
+	ps = 1ULL << 40;
+	KUNIT_EXPECT_EQ(test, 0, gpumig_dirty_start(d, &root, 0, &ps));
+	KUNIT_EXPECT_EQ(test, ps, (u64)SZ_1G);
+	gpumig_dirty_stop(d);
 	ps = PG;
 	KUNIT_EXPECT_EQ(test, -E2BIG,
 			gpumig_dirty_start(d, &root, GPUMIG_DIRTY_MAX_RANGES + 1, &ps));

@@ -179,12 +179,13 @@ EXPORT_SYMBOL_IF_KUNIT(gpumig_dirty_bitmap_bytes);
  * @d: log
  * @ranges: the ranges from the VFIO core
  * @nnodes: how many
- * @page_size: in: the page size asked for; out: the one used
+ * @page_size: in: the page size asked for, a hint; out: the one used (a
+ *	power of two from PAGE_SIZE to 1 GiB, the nearest not above the hint)
  *
  * All bitmap memory is allocated here, charged to the caller's memory
  * cgroup.
  *
- * Return: 0, -EINVAL for a bad page size or range, -E2BIG for too many
+ * Return: 0, -EINVAL for a bad range, -E2BIG for too many
  * ranges or bitmaps over the budget, -EBUSY when already logging,
  * -ENOMEM.
  */
@@ -201,8 +202,16 @@ int gpumig_dirty_start(struct gpumig_dirty *d, struct rb_root_cached *ranges,
 	mutex_lock(&d->lock);
 	budget = d->budget;
 	mutex_unlock(&d->lock);
-	if (ps < PAGE_SIZE || !is_power_of_2(ps) || ps > SZ_1G)
-		return -EINVAL;
+	/*
+	 * The page size asked for is a hint (the uAPI's DMA_LOGGING_START):
+	 * the tracker takes the nearest it can do and says which.
+	 */
+	if (ps < PAGE_SIZE)
+		ps = PAGE_SIZE;
+	else if (ps > SZ_1G)
+		ps = SZ_1G;
+	else
+		ps = rounddown_pow_of_two(ps);
 	if (nnodes > GPUMIG_DIRTY_MAX_RANGES)
 		return -E2BIG;
 	shift = ilog2(ps);
@@ -260,6 +269,7 @@ int gpumig_dirty_start(struct gpumig_dirty *d, struct rb_root_cached *ranges,
 	d->shift = shift;
 	WRITE_ONCE(d->active, true);
 	mutex_unlock(&d->lock);
+	*page_size = ps;
 	return 0;
 
 err:
