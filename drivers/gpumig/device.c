@@ -48,7 +48,9 @@ EXPORT_SYMBOL_GPL(gpumig_mig_reset);
  * For a front end that loses the services its backend needs (a VF whose
  * PF's driver goes away).  A stream in flight ends at once with @err
  * unless it was produced whole or restored; the state machine goes on,
- * its transitions failing wherever the backend fails.  Sleeps.
+ * its transitions failing wherever the backend fails.  A post-copy still
+ * owing VRAM to the device ends: nothing can deliver those blocks any
+ * more, so they are lost now, not waited on.  Sleeps.
  */
 void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why)
 {
@@ -59,6 +61,7 @@ void gpumig_mig_abort(struct gpumig_mig *m, int err, const char *why)
 		aborted |= gpumig_file_abort(m->saving, err);
 	if (m->resuming)
 		aborted |= gpumig_file_abort(m->resuming, err);
+	gpumig_pc_dest_end(m, why);
 	gpumig_set_why(m, "migration aborted: %s", why);
 	gpumig_view_changed(m);
 	gpumig_state_mutex_unlock(m);

@@ -706,10 +706,15 @@ static __poll_t gpumig_save_poll(struct file *filp, struct poll_table_struct *wa
 	switch (migf->state) {
 	case GPUMIG_FILE_PRECOPY:
 		mask = 0;
-		if (gpumig_buffered(migf) || gpumig_owed_vram_bytes(migf->m, false, 0))
+		/*
+		 * A post-copy stream sends no VRAM before the stop (every
+		 * block stays dirty): only its announcement, while it is due.
+		 */
+		if (gpumig_buffered(migf) || gpumig_pc_wanted(migf) ||
+		    (!migf->pc && gpumig_owed_vram_bytes(migf->m, false, 0)))
 			mask = EPOLLIN | EPOLLRDNORM;
 		else
-			recheck = !migf->m->ops->notifies_dirty;
+			recheck = !migf->pc && !migf->m->ops->notifies_dirty;
 		break;
 	case GPUMIG_FILE_ERROR:
 	case GPUMIG_FILE_DISABLED:

@@ -202,6 +202,17 @@ static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 		dev_warn(m->vdev->dev, "migration refused: post-copy of its VRAM is still under way\n");
 		return ERR_PTR(-EBUSY);
 	}
+	/*
+	 * Its VRAM left with a post-copy and it has not run since: the
+	 * blocks it owed are held for that destination, no longer in it, and
+	 * a second stream would carry zeroes for them under valid CRCs.
+	 */
+	if (stop_copy && m->migrated_away && m->pc_src) {
+		gpumig_set_why(m, "%s",
+			       "post-copy: its owed VRAM left with the last migration; not saved again until it runs");
+		dev_warn(m->vdev->dev, "migration refused: its VRAM left with a post-copy\n");
+		return ERR_PTR(-EBUSY);
+	}
 	/* A cap the device cannot honour: refused before anything moves. */
 	if (m->stream_need > m->stream_max) {
 		gpumig_set_why(m, "this device needs stream %u.%u; migration/stream_max is %u.%u",

@@ -258,10 +258,14 @@ struct gpumig_vf {
  * @owner: THIS_MODULE
  * @claim: a VF of a PF this provider drives: claim it (one claimer at a
  *	time) and return its services.  ERR_PTR(-ENODEV) for a function that
- *	is not one of its VFs (the next provider is asked); any other errno
- *	refuses the VF (-EBUSY claimed already, -EAGAIN while its PF changes
- *	SR-IOV or is being reset, -EOPNOTSUPP a VF the engine cannot
- *	migrate...) with @why, of @len bytes, saying why for the operator
+ *	is not one of its VFs (the next provider is asked); -ENXIO for one of
+ *	its kind whose PF it does not drive (nobody else is asked; the VF is
+ *	bound without migration, its VRAM the PF's driver's business); any
+ *	other errno refuses the VF and fails gpumig-vfio-pci's bind (-EBUSY
+ *	claimed already, -EAGAIN while its PF changes SR-IOV or is being
+ *	reset, -EOPNOTSUPP a VF the engine cannot migrate...), since nothing
+ *	would scrub its VRAM between tenants; @why, of @len bytes, says why
+ *	for the operator
  * @node: on the engine's list (the engine's)
  */
 struct gpumig_provider {

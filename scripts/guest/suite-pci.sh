@@ -209,7 +209,8 @@ pf_plain() {
 # SR-IOV disabled while a VF is being bound to gpumig-vfio-pci: the PF's
 # driver finds nothing bound and, with sriov_delay_ms holding that window
 # open, the bind starts and asks the PF for the VF's services.  Both must
-# end (the VF goes with SR-IOV), neither may hang.
+# end (the VF goes with SR-IOV), neither may hang, and the bind is refused
+# (bound without its provider, nothing would scrub the VF's VRAM).
 sriov_bind_race() {
 	local pf=$1 vf dbg=/sys/kernel/debug/simgpu-pf/$1 d b t
 	echo 1 >"/sys/bus/pci/devices/$pf/sriov_numvfs" || return 1
@@ -233,7 +234,17 @@ sriov_bind_race() {
 		return 1
 	fi
 	wait $d || { echo "SR-IOV disable failed"; return 1; }
+	# Refused, not bound without migration: nothing would scrub its VRAM.
+	dmesg | grep -q "$vf: not bound: its PF is enabling or disabling SR-IOV" ||
+		{ echo "the VF's bind in that window was not refused"; return 1; }
 	[ ! -e "/sys/bus/pci/devices/$vf" ] && [ "$(cat "/sys/bus/pci/devices/$pf/sriov_numvfs")" = 0 ]
+}
+
+# pf_back PF VF: PF bound to simgpu-pf again, its four VFs enabled (the
+# second 256M), VF bound to gpumig-vfio-pci.
+pf_back() {
+	echo "$1" >"$PFDRV/bind" && echo 256M >"/sys/bus/pci/devices/$1/simgpu/vf1_profile" &&
+		echo 4 >"/sys/bus/pci/devices/$1/sriov_numvfs" && vf_bind "$2" "$GVP"
 }
 
 # profile_race PF: a VF's profile written while SR-IOV is being enabled
@@ -501,7 +512,13 @@ pci_suite() {
 		-d "$vf3" "$vf1" >"$out/client-gvp-postcopy-pf-reset.ktap" 2>>"$out/guest.log"
 	echo "vm: client postcopy_pf_reset on VFs 1 and 3 exited $?"
 
-	# The PF's driver goes away while VF 1 migrates.
+	# The PF's driver goes away halfway through a post-copy from VF 1 to
+	# VF 3 (the destination's blocks lost at once, not waited on); then,
+	# the PF driven again, while VF 1 migrates.
+	timeout 300 "$tooldir/simgpu-client" -s postcopy_pf_gone -n gvp_postcopy_pf_gone \
+		-d "$vf3" "$vf1" >"$out/client-gvp-postcopy-pf-gone.ktap" 2>>"$out/guest.log"
+	echo "vm: client postcopy_pf_gone on VFs 1 and 3 exited $?"
+	check "the PF binds to simgpu-pf again, VF 1 (256M) to $GVP" pf_back "$pf" "$vf1"
 	timeout 300 "$tooldir/simgpu-client" -s pf_gone -n gvp_pf_gone "$vf1" \
 		>"$out/client-gvp-pf-gone.ktap" 2>>"$out/guest.log"
 	check "every VF went with its PF's driver" sh -c "[ ! -e /sys/bus/pci/devices/$vf0 ] &&
@@ -511,7 +528,7 @@ pci_suite() {
 	check "the PF binds to simgpu-pf again and enables VFs" sh -c \
 		"echo $pf > $PFDRV/bind && echo 2 > /sys/bus/pci/devices/$pf/sriov_numvfs &&
 		 echo 0 > /sys/bus/pci/devices/$pf/sriov_numvfs"
-	check "SR-IOV disabled while a VF binds to $GVP: both end, nothing hangs" \
+	check "SR-IOV disabled while a VF binds to $GVP: both end, nothing hangs, the bind refused" \
 		sriov_bind_race "$pf"
 	check "a VF profile written while SR-IOV is being enabled: EBUSY, the VF keeps its profile" \
 		profile_race "$pf"

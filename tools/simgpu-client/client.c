@@ -123,6 +123,7 @@ static const struct scenario {
 	{ "postcopy_timeout", t_postcopy_timeout, NEEDS_DST | NEEDS_MIGRATION },
 	{ "postcopy_hold", t_postcopy_hold, NEEDS_DST | NEEDS_MIGRATION },	/* VFs */
 	{ "postcopy_pf_reset", t_postcopy_pf_reset, NEEDS_DST | NEEDS_MIGRATION },	/* VFs */
+	{ "postcopy_pf_gone", t_postcopy_pf_gone, NEEDS_DST | NEEDS_MIGRATION },	/* the PF */
 	{ "postcopy_remove", t_postcopy_remove, NEEDS_DST | NEEDS_MIGRATION },	/* mdevs */
 	{ "postcopy_save", t_postcopy_save, NEEDS_MIGRATION },	/* GOLDEN_STREAM: writes it */
 	{ "incompatible", t_incompatible, NEEDS_DST | NEEDS_MIGRATION },

@@ -81,6 +81,7 @@ int t_postcopy_save(struct gpu *g);
 int t_bench_postcopy(struct gpu *g);
 int t_postcopy_hold(struct gpu *g);
 int t_postcopy_pf_reset(struct gpu *g);
+int t_postcopy_pf_gone(struct gpu *g);
 int t_postcopy_remove(struct gpu *g);
 
 /* mig_states.c */

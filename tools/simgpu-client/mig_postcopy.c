@@ -344,6 +344,13 @@ static int pc_migrate(struct gpu *src, struct gpu *dst, uint8_t **data)
 	CHECK(info.initial_bytes == 0 && info.dirty_bytes == 0,
 	      "announced post-copy, PRECOPY_INFO still owes %llu + %llu",
 	      (unsigned long long)info.initial_bytes, (unsigned long long)info.dirty_bytes);
+	{
+		/* Nothing more to read before the stop: poll says so. */
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		CHECK(poll(&p, 1, 0) == 0, "poll on the saving fd says readable (0x%x) while a read gives ENOMSG",
+		      p.revents);
+	}
 	CHECK(pre.len < 4096, "pre-copy carried %zu bytes: VRAM went before the stop", pre.len);
 	mig_attr(src, "postcopy", v, sizeof(v));
 	CHECK(!strcmp(v, "0"), "postcopy reads %s after the announcement: one migration's", v);
@@ -358,6 +365,12 @@ static int pc_migrate(struct gpu *src, struct gpu *dst, uint8_t **data)
 	TRY(pc_manifest_sparse(&stop, PC_DATA / PC_BLOCK));
 	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP");
 	data_fd_close(fd);
+	/* Its owed VRAM is held now, not in it: a second save is refused. */
+	fd = -1;
+	ret = mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, &fd);
+	if (fd >= 0)
+		data_fd_close(fd);
+	CHECK(ret == -EBUSY, "a second STOP_COPY of a post-copy source: %d, not -EBUSY", ret);
 	CHECK(pc_state(src, "active") == 0, "the source does not say it holds VRAM");
 	mig_attr(src, "postcopy_owed_blocks", v, sizeof(v));
 	CHECK(atoi(v) == PC_DATA / PC_BLOCK, "the source owes %s blocks, not %d", v,
@@ -830,6 +843,33 @@ static int pc_wait(pid_t pid, int ms)
 	return -1;
 }
 
+/* The source's hold, which no destination will take any more, let go. */
+static int pc_abandon_source(struct gpu *src)
+{
+	struct gpumig_pc_attach sa;
+	uint8_t token[GPUMIG_PC_TOKEN_LEN];
+	int sfd;
+
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	CHECK(sfd >= 0, "the source's hold cannot be attached to (%d)", sfd);
+	CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
+	close(sfd);
+	return 0;
+}
+
+/* The source afresh, as a new tenant's VM would have it (reset, reopened). */
+static int pc_reopen_source(struct gpu *src)
+{
+	char name[sizeof(src->name)];
+
+	memcpy(name, src->name, sizeof(name));
+	CHECK(gpu_reset(src) == 0, "source VFIO_DEVICE_RESET: %s", strerror(errno));
+	gpu_close(src);
+	CHECK(gpu_open(src, name) == 0, "reopen the source");
+	return 0;
+}
+
 /*
  * The project's mover (GPUMIG_MOVER names it), as an operator runs it on
  * one host: the waiting queue's block arrives first even at a low rate
@@ -900,14 +940,7 @@ int t_postcopy_mover(struct gpu *src)
 	 * waiting for acknowledgments that never come.  The source starts
 	 * afresh, as a new tenant's VM would (the first one stopped it).
 	 */
-	{
-		char name[sizeof(src->name)];
-
-		memcpy(name, src->name, sizeof(name));
-		CHECK(gpu_reset(src) == 0, "source VFIO_DEVICE_RESET: %s", strerror(errno));
-		gpu_close(src);
-		CHECK(gpu_open(src, name) == 0, "reopen the source");
-	}
+	TRY(pc_reopen_source(src));
 	ret = pc_migrate(src, &dst, &data);
 	if (ret)
 		return ret;
@@ -918,17 +951,7 @@ int t_postcopy_mover(struct gpu *src)
 	gpu_close(&dst);
 	ret = pc_wait(pid, 20000);
 	CHECK(ret == 3, "the mover exited %d when the destination's post-copy ended, not 3", ret);
-	{
-		struct gpumig_pc_attach sa;
-		uint8_t token[GPUMIG_PC_TOKEN_LEN];
-		int sfd;
-
-		CHECK(pc_token(src, token) == 0, "no session token on the source");
-		sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
-		CHECK(sfd >= 0, "the source's hold cannot be attached to (%d)", sfd);
-		CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
-		close(sfd);
-	}
+	TRY(pc_abandon_source(src));
 
 	/*
 	 * A link that stops in the middle of a record: --abandon-after
@@ -936,13 +959,9 @@ int t_postcopy_mover(struct gpu *src)
 	 * it, abandons the session and exits 3.
 	 */
 	{
-		char name[sizeof(src->name)];
 		uint64_t t0;
 
-		memcpy(name, src->name, sizeof(name));
-		CHECK(gpu_reset(src) == 0, "source VFIO_DEVICE_RESET: %s", strerror(errno));
-		gpu_close(src);
-		CHECK(gpu_open(src, name) == 0, "reopen the source");
+		TRY(pc_reopen_source(src));
 		ret = pc_migrate(src, &dst, &data);
 		if (ret)
 			return ret;
@@ -959,17 +978,7 @@ int t_postcopy_mover(struct gpu *src)
 		      "the destination's post-copy is not abandoned after --abandon-after");
 		gpu_close(&dst);
 	}
-	{
-		struct gpumig_pc_attach sa;
-		uint8_t token[GPUMIG_PC_TOKEN_LEN];
-		int sfd;
-
-		CHECK(pc_token(src, token) == 0, "no session token on the source");
-		sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
-		CHECK(sfd >= 0, "the source's hold cannot be attached to (%d)", sfd);
-		CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
-		close(sfd);
-	}
+	TRY(pc_abandon_source(src));
 	printf("    # postcopy_mover: the demanded block first under a cap; killed at %s owed, restarted over a link that changed a block number (refused, sent again), done; a destination that went: exit 3; a link stalled mid-record: abandoned after 1 s, exit 3\n",
 	       v);
 	return 0;
@@ -1309,6 +1318,105 @@ int t_postcopy_pf_reset(struct gpu *src)
 	gpu_close(&dst);
 	CHECK(gpu_reset(src) == 0, "source VFIO_DEVICE_RESET");
 	printf("    # postcopy_pf_reset: the hold lost with the PF, loudly; the destination's blocks lost, not waited on\n");
+	return 0;
+}
+
+/*
+ * The PF's driver goes away while a destination VF (@dst, of the same PF)
+ * still waits for owed blocks: nothing can deliver them any more, so its
+ * post-copy ends at once, the blocks lost, and a CPU read through the
+ * aperture that waited on one ends with a memory error, instead of
+ * waiting for the session's timeout (300 s) while the PF's removal waits
+ * for the VF's user.  Unbinds the PF: every VF goes with it.
+ */
+int t_postcopy_pf_gone(struct gpu *src)
+{
+	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
+	char pf[64], v[64], sname[sizeof(src->name)], dname[sizeof(src->name)];
+	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *ap, *rec;
+	struct gpumig_pc_attach sa;
+	pid_t pid, probe;
+	struct gpu dst;
+	int ret, st, i, sfd;
+	ssize_t got;
+
+	if (!src->pci || !pf_of(src->name, pf, sizeof(pf))) {
+		snprintf(fail_msg, sizeof(fail_msg), "not a VF");
+		return SKIP;
+	}
+	ret = pc_migrate(src, &dst, &data);
+	if (ret)
+		return ret;
+	ap = aperture_map(&dst, PC_DATA);
+	CHECK(ap, "map the destination's aperture");
+	probe = fork();
+	if (probe == 0) {
+		struct sigaction sa = { .sa_sigaction = pc_sigbus, .sa_flags = SA_SIGINFO };
+
+		data_fds_close();
+		sigaction(SIGBUS, &sa, NULL);
+		alarm(60);
+		_exit(__atomic_load_n(ap + PC_CPU_BLK * PC_BLOCK, __ATOMIC_RELAXED) & 0);
+	}
+	CHECK(probe > 0, "fork");
+	usleep(300000);
+	CHECK(waitpid(probe, &st, WNOHANG) == 0, "a CPU read of an owed block did not wait");
+	CHECK(pc_token(src, token) == 0, "no session token on the source");
+	memcpy(sname, src->name, sizeof(sname));
+	memcpy(dname, dst.name, sizeof(dname));
+	pid = fork();
+	if (pid == 0) {
+		/*
+		 * The child holds nothing of the devices': not even the
+		 * aperture's mapping, which keeps the device open (the
+		 * unbind would wait for itself).
+		 */
+		munmap(ap, PC_DATA);
+		data_fds_close();
+		gpu_close(src);
+		gpu_close(&dst);
+		_exit(sysfs_write("/sys/bus/pci/drivers/simgpu-pf/unbind", pf) ? 1 : 0);
+	}
+	CHECK(pid > 0, "fork");
+	/*
+	 * The PF's driver tells each VF's claimer first, then removes the
+	 * VFs one by one, each waiting for its user (this process) to let
+	 * go: the session must have ended before any of that.
+	 */
+	for (i = 0; i < 1000 && pc_state(&dst, "abandoned"); i++)
+		usleep(10000);
+	CHECK(i < 1000, "the destination's post-copy still waits 10 s after its PF's driver began to go");
+	mig_attr(&dst, "postcopy_lost_blocks", v, sizeof(v));
+	CHECK(atoi(v) > 0, "%s blocks lost with the PF's driver", v);
+	for (i = 0; i < 1000 && waitpid(probe, &st, WNOHANG) != probe; i++)
+		usleep(10000);
+	if (i == 1000) {
+		kill(probe, SIGKILL);
+		waitpid(probe, &st, 0);
+	}
+	CHECK(i < 1000 && WIFEXITED(st) && WEXITSTATUS(st) == 2,
+	      "the CPU read that waited on an owed block did not end with a memory error within 10 s of its PF's driver going");
+	munmap(ap, PC_DATA);
+	gpu_close(&dst);
+	gpu_close(src);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+	      "unbinding the PF's driver failed");
+	CHECK(!dev_sysdir(sname) && !dev_sysdir(dname),
+	      "a VF is still there after its PF's driver went away");
+	/* The source's hold went with the PF's driver: a mover is told so. */
+	sfd = pc_attach(token, GPUMIG_PC_ROLE_SOURCE, &sa);
+	CHECK(sfd >= 0, "attach to the source after its PF's driver went: %s", strerror(-sfd));
+	rec = malloc(reclen);
+	CHECK(rec, "out of memory");
+	got = read(sfd, rec, reclen);
+	st = errno;
+	free(rec);
+	CHECK(got < 0 && st == ENODEV, "a held block read after the PF's driver went: %zd (%s)",
+	      got, strerror(st));
+	CHECK(ioctl(sfd, GPUMIG_PC_ABANDON) == 0, "source ABANDON: %s", strerror(errno));
+	close(sfd);
+	printf("    # postcopy_pf_gone: the destination's %s owed blocks lost at once; a CPU read that waited on one: a memory error; both VFs went with the PF's driver, the source's hold with them\n",
+	       v);
 	return 0;
 }
 

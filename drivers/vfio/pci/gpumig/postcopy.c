@@ -57,6 +57,7 @@ static void gvp_pc_unmap(struct gvp_glue *gl)
 static int gvp_vram_absent(void *priv, const unsigned long *map, unsigned long nr)
 {
 	struct gvp_glue *gl = priv;
+	struct gvp_dev *g = container_of(gl, struct gvp_dev, glue);
 	unsigned long *absent, *lost;
 	int ret;
 
@@ -75,12 +76,22 @@ static int gvp_vram_absent(void *priv, const unsigned long *map, unsigned long n
 		return ret;
 	}
 	gvp_pc_forget(gl);
+	/*
+	 * Published and zapped under the memory lock, as vfio-pci-core
+	 * changes what may be mapped: a fault that found the block present
+	 * before this inserts its page under that lock too, so it either
+	 * finishes before the zap (which removes it) or sees the block
+	 * absent.  The reset path takes this lock and only tries the
+	 * engine's state mutex, held here.
+	 */
+	down_write(&g->core.memory_lock);
 	spin_lock(&gl->pc_lock);
 	gl->absent = absent;
 	gl->lost = lost;
 	gl->pc_blocks = nr;
 	spin_unlock(&gl->pc_lock);
 	gvp_pc_unmap(gl);
+	up_write(&g->core.memory_lock);
 	return 0;
 }
 

@@ -66,9 +66,14 @@ static const struct gpumig_vf_events gvp_events = {
 
 /*
  * Give a VF its provider's services and the engine, its VRAM scrubbed.  A
- * function that cannot migrate is still assignable and @not_migratable
- * says why; the probe fails only when memory runs out or a VF's VRAM
- * cannot be scrubbed (it would hand the last tenant's data to the next).
+ * function no provider serves (a PF, another vendor's VF, a VF whose PF
+ * another driver drives) is still assignable and @not_migratable says
+ * why, as under plain vfio-pci.  The probe fails when memory runs out,
+ * when a VF's VRAM cannot be scrubbed, and when a provider serves the VF
+ * but refuses it (its PF changing SR-IOV or being reset, a VF the engine
+ * cannot migrate): bound without its provider, nothing would scrub its
+ * VRAM between tenants, and it would hand the last tenant's data to the
+ * next.
  */
 static int gvp_migration_init(struct gvp_dev *g)
 {
@@ -83,8 +88,14 @@ static int gvp_migration_init(struct gvp_dev *g)
 	}
 	vf = gpumig_vf_claim(pdev, &gvp_events, g, g->not_migratable,
 			     sizeof(g->not_migratable));
-	if (IS_ERR(vf))
-		return PTR_ERR(vf) == -ENOMEM ? -ENOMEM : 0;
+	if (IS_ERR(vf)) {
+		ret = PTR_ERR(vf);
+		if (ret == -ENODEV || ret == -ENXIO)
+			return 0;
+		pci_err(pdev, "not bound: %s (%d)%s\n", g->not_migratable, ret,
+			ret == -EAGAIN ? ": bind it again once that is over" : "");
+		return ret;
+	}
 	g->glue.vf = vf;
 	g->glue.pdev = pdev;
 	g->glue.mapping = g->core.vdev.inode->i_mapping;
