@@ -279,6 +279,7 @@ int gpumig_mig_close(struct gpumig_mig *m)
 	m->quiesced = false;
 	m->p2p_stopped = false;	/* scrubbed: reset, or quarantined and never run */
 	m->migrated_away = false;
+	m->vram_left = false;	/* the hold outlives the tenant; it is no longer its */
 	gpumig_view_changed(m);
 	gpumig_state_mutex_unlock(m);
 	return ret ? -EBUSY : 0;

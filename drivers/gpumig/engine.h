@@ -281,13 +281,17 @@ struct gpumig_view {
  *	saving file exists
  * @log_ops: the VFIO core was given DMA-logging ops (fixed)
  * @state_mutex: guards @state, @saving, @resuming, @quiesced,
- *	@migrated_away, @quarantined
+ *	@migrated_away, @vram_left, @quarantined
  * @state: current VFIO migration state
  * @saving: data file of PRE_COPY/STOP_COPY, or NULL
  * @resuming: data file of RESUMING, or NULL
  * @quiesced: the engine quiesced the backend (the P2P states, STOP and below)
  * @p2p_stopped: the engine stopped the backend's P2P DMA (@p2p)
  * @migrated_away: a STOP_COPY stream was read to its end
+ * @vram_left: that stream was a post-copy's and its owed blocks moved into
+ *	a hold: they are not in the device, which has not run or been reset
+ *	since (a second save would carry zeroes for them; a failed
+ *	switchover gives them back)
  * @quarantined: teardown verification failed: do not reuse; written under
  *	@state_mutex, read locklessly for reports
  * @reset_lock: guards @deferred_reset; never held across a sleep
@@ -336,6 +340,7 @@ struct gpumig_mig {
 	bool quiesced;
 	bool p2p_stopped;
 	bool migrated_away;
+	bool vram_left;
 	bool quarantined;
 
 	spinlock_t reset_lock;		/* see above */

@@ -383,6 +383,7 @@ void gpumig_pc_source_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 		}
 	}
 	m->pc_src = s;
+	m->vram_left = true;
 	if (s->nr_owed)
 		gpumig_pc_trace(s);
 	dev_info(m->vdev->dev, "post-copy: holding %lu VRAM blocks for the destination\n",
@@ -408,8 +409,10 @@ void gpumig_pc_source_resumed(struct gpumig_mig *m)
 	struct gpumig_pc *s = m->pc_src;
 
 	lockdep_assert_held(&m->state_mutex);
-	if (!s)
+	/* Only what this tenant's own migration moved out goes back. */
+	if (!s || !m->vram_left)
 		return;
+	m->vram_left = false;
 	mutex_lock(&s->lock);
 	if (s->hold) {
 		m->ops->hold_return(m->priv, s->hold);
@@ -1397,6 +1400,11 @@ int gpumig_pc_store(struct gpumig_mig *m, unsigned int which, const char *buf)
 		return -EOPNOTSUPP;
 	}
 	WRITE_ONCE(m->pc_enabled, on);
+	/* Asked for during a pre-copy: its announcement is due, tell a poller. */
+	spin_lock_irq(&m->poll_lock);
+	if (on && m->poll_file)
+		gpumig_file_wake(m->poll_file);
+	spin_unlock_irq(&m->poll_lock);
 	gpumig_state_mutex_unlock(m);
 	return 0;
 }

@@ -69,6 +69,7 @@ void gpumig_reset_locked(struct gpumig_mig *m)
 	gpumig_disable_files(m);
 	m->quiesced = false;	/* the device's own reset restarted it */
 	m->p2p_stopped = false;
+	m->vram_left = false;	/* what it holds stays its destination's */
 	WRITE_ONCE(m->state, VFIO_DEVICE_STATE_RUNNING);
 	gpumig_view_changed(m);
 	gpumig_notify(m, GPUMIG_NOTIFY_STATE);
@@ -207,7 +208,7 @@ static struct file *gpumig_new_saving(struct gpumig_mig *m, bool stop_copy)
 	 * blocks it owed are held for that destination, no longer in it, and
 	 * a second stream would carry zeroes for them under valid CRCs.
 	 */
-	if (stop_copy && m->migrated_away && m->pc_src) {
+	if (stop_copy && m->vram_left) {
 		gpumig_set_why(m, "%s",
 			       "post-copy: its owed VRAM left with the last migration; not saved again until it runs");
 		dev_warn(m->vdev->dev, "migration refused: its VRAM left with a post-copy\n");
@@ -285,8 +286,7 @@ static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state
 	}
 	if (cur == VFIO_DEVICE_STATE_STOP && next == VFIO_DEVICE_STATE_RUNNING_P2P) {
 		/* A failed switchover: what post-copy held goes back first. */
-		if (m->migrated_away)
-			gpumig_pc_source_resumed(m);
+		gpumig_pc_source_resumed(m);
 		if (!m->ops->p2p)
 			return NULL;	/* stays quiesced: a target only, until RUNNING */
 		/* Runs again, its P2P DMA stopped first. */

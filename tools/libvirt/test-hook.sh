@@ -71,4 +71,9 @@ done
 sleep 0.3
 [ "$(wc -l <"$d/runs2")" = 3 ] ||
 	{ echo "GPUMIG_MOVER_RETRIES=2: the mover ran $(wc -l <"$d/runs2") times, not 3"; rc=1; }
+# A count the shell would read as octal (08) is refused, with a message.
+xml "source='local'" | GPUMIG_MOVER=$d/mover GPUMIG_MOVER_LOGDIR=$d/log GPUMIG_MOVER_TIMEOUT=1 \
+	GPUMIG_MOVER_RETRIES=08 GPUMIG_MOVER_RETRY_DELAY=0 "$hook" dom migrate begin - 2>"$d/err8"
+grep -q "GPUMIG_MOVER_RETRIES '08' is not a count" "$d/err8" ||
+	{ echo "GPUMIG_MOVER_RETRIES=08 taken: $(cat "$d/err8")"; rc=1; }
 exit $rc

@@ -774,6 +774,7 @@ static pid_t pc_spawn_mover(const char *mover, const char *hex, const char *rate
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		pc_child_close_fds();
 		if (rate)
 			execl(mover, mover, "destination", hex, "--", mover, "source", hex,
 			      "--rate", rate, (char *)NULL);
@@ -796,8 +797,10 @@ static pid_t pc_spawn_mover_bad_link(const char *mover, const char *hex, const c
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		int fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		int fd;
 
+		pc_child_close_fds();
+		fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd < 0 || dup2(fd, 2) < 0)
 			_exit(127);
 		execl(mover, mover, "destination", hex, "--", "sh", "-c",

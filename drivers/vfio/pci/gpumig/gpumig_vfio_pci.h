@@ -49,6 +49,10 @@
  * @lost: blocks it will never get (with @absent)
  * @pc_blocks: bits of both
  * @pc_wq: the aperture's faults wait here for their block
+ * @map_sem: held for reading by a fault from its last look at @absent to
+ *	its page's insertion, for writing while blocks go absent and the
+ *	aperture is unmapped (postcopy.c); its own lock, not vfio-pci-core's
+ *	memory_lock, which a reset holds while it ends the data files
  */
 struct gvp_glue {
 	struct gpumig_vf *vf;
@@ -64,6 +68,7 @@ struct gvp_glue {
 	unsigned long *lost;
 	unsigned long pc_blocks;
 	wait_queue_head_t pc_wq;
+	struct rw_semaphore map_sem;
 };
 
 /**

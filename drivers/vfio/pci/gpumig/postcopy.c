@@ -57,7 +57,6 @@ static void gvp_pc_unmap(struct gvp_glue *gl)
 static int gvp_vram_absent(void *priv, const unsigned long *map, unsigned long nr)
 {
 	struct gvp_glue *gl = priv;
-	struct gvp_dev *g = container_of(gl, struct gvp_dev, glue);
 	unsigned long *absent, *lost;
 	int ret;
 
@@ -77,21 +76,20 @@ static int gvp_vram_absent(void *priv, const unsigned long *map, unsigned long n
 	}
 	gvp_pc_forget(gl);
 	/*
-	 * Published and zapped under the memory lock, as vfio-pci-core
-	 * changes what may be mapped: a fault that found the block present
-	 * before this inserts its page under that lock too, so it either
-	 * finishes before the zap (which removes it) or sees the block
-	 * absent.  The reset path takes this lock and only tries the
-	 * engine's state mutex, held here.
+	 * Published and zapped under @map_sem: a fault that found the block
+	 * present before this inserts its page under that lock too, so it
+	 * either finishes before the zap (which removes it) or sees the
+	 * block absent.  (Not vfio-pci-core's memory_lock: this runs under
+	 * the resuming file's lock, which a reset takes under memory_lock.)
 	 */
-	down_write(&g->core.memory_lock);
+	down_write(&gl->map_sem);
 	spin_lock(&gl->pc_lock);
 	gl->absent = absent;
 	gl->lost = lost;
 	gl->pc_blocks = nr;
 	spin_unlock(&gl->pc_lock);
 	gvp_pc_unmap(gl);
-	up_write(&g->core.memory_lock);
+	up_write(&gl->map_sem);
 	return 0;
 }
 
@@ -175,6 +173,7 @@ void gvp_pc_glue_init(struct gvp_glue *gl)
 
 	spin_lock_init(&gl->pc_lock);
 	init_waitqueue_head(&gl->pc_wq);
+	init_rwsem(&gl->map_sem);
 	b->owner = THIS_MODULE;
 	if (o->vram_absent && o->vram_deliver && o->vram_lose) {
 		b->vram_absent = gvp_vram_absent;
@@ -274,12 +273,14 @@ static vm_fault_t gvp_aperture_fault(struct vm_fault *vmf)
 	if (ret)
 		return ret;
 	down_read(&vdev->memory_lock);
+	down_read(&g->glue.map_sem);
 	if (!gvp_memory_enabled(vdev))
 		ret = VM_FAULT_SIGBUS;
 	else if (gvp_pc_block(&g->glue, blk))
 		ret = VM_FAULT_NOPAGE;	/* absent again meanwhile: fault again */
 	else
 		ret = vmf_insert_pfn(vma, vmf->address, pfn);
+	up_read(&g->glue.map_sem);
 	up_read(&vdev->memory_lock);
 	return ret;
 }
