@@ -177,15 +177,21 @@ static int pcb_stop(struct gpu *src, struct gpu *dst, int fd, int rfd, struct re
 	uint64_t t0 = now_ns(), t[PARTS + 1];
 	int ret = 0, p;
 
+	/* Each part timed as it ends; the first that fails ends the stop. */
 	t[0] = t0;
-	if (mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL) ||
-	    (t[1] = now_ns(), mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL)))
+	if (mig_set(src, VFIO_DEVICE_STATE_PRE_COPY_P2P, NULL))
+		ret = fail("to PRE_COPY_P2P: %s", strerror(errno));
+	t[1] = now_ns();
+	if (!ret && mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL))
 		ret = fail("to STOP_COPY: %s", strerror(errno));
-	else if (t[2] = now_ns(), mig_read(fd, &stop))
+	t[2] = now_ns();
+	if (!ret && mig_read(fd, &stop))
 		ret = fail("stop-copy read");
-	else if (t[3] = now_ns(), mig_write(rfd, stop.p, stop.len, 1 << 20))
+	t[3] = now_ns();
+	if (!ret && mig_write(rfd, stop.p, stop.len, 1 << 20))
 		ret = fail("destination: writing stop-copy: %s", strerror(errno));
-	else if (t[4] = now_ns(), mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL))
+	t[4] = now_ns();
+	if (!ret && mig_set(dst, VFIO_DEVICE_STATE_STOP, NULL))
 		ret = fail("destination: RESUMING -> STOP refused the stream: %s", strerror(errno));
 	t[5] = now_ns();
 	r->down_us = (t[5] - t0) / 1e3;

@@ -111,6 +111,7 @@ int gvp_check_inert(struct pci_dev *pdev, bool reset, char *why, size_t len);
 /* postcopy.c */
 void gvp_pc_glue_init(struct gvp_glue *gl);
 void gvp_pc_scrubbed(struct gvp_glue *gl);
+void gvp_pc_release(struct gvp_glue *gl);
 void gvp_pc_reset(struct gvp_glue *gl);
 int gvp_mmap(struct vfio_device *vdev, struct vm_area_struct *vma);
 

@@ -199,6 +199,18 @@ void gvp_pc_scrubbed(struct gvp_glue *gl)
 }
 
 /**
+ * gvp_pc_release() - the driver lets go of the VF: the maps go with it
+ * @gl: the glue
+ *
+ * A VF whose VRAM was never scrubbed after a post-copy (its PF's driver
+ * went, so it was quarantined instead) still has them.
+ */
+void gvp_pc_release(struct gvp_glue *gl)
+{
+	gvp_pc_forget(gl);
+}
+
+/**
  * gvp_pc_reset() - the VF was reset: its lost blocks read again (as
  *	zeroes), its absent ones stay owed
  * @gl: the glue

@@ -151,6 +151,7 @@ static void gvp_migration_release(struct gvp_dev *g)
 	 * needs no service any more (close_device ended every data file).
 	 */
 	gpumig_vf_release(vf);
+	gvp_pc_release(&g->glue);
 	gpumig_mig_destroy(g->mig);
 	g->mig = NULL;
 	g->glue.vf = NULL;
