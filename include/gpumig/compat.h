@@ -33,4 +33,18 @@
 #define gpumig_alloc_pages_bulk(gfp, nr, pages)	alloc_pages_bulk(gfp, nr, pages)
 #endif
 
+/*
+ * A huge mapping of device memory (a PMD or PUD of pfns, read-only in the
+ * page tables as vfio-pci-core's): 6.12 takes a pfn_t, which 6.17 removed
+ * with its header: Kbuild defines GPUMIG_HAVE_PFN_T where the header is.
+ */
+#ifdef GPUMIG_HAVE_PFN_T
+#include <linux/pfn_t.h>
+#define gpumig_insert_pfn_pmd(vmf, pfn)	vmf_insert_pfn_pmd(vmf, __pfn_to_pfn_t(pfn, PFN_DEV), false)
+#define gpumig_insert_pfn_pud(vmf, pfn)	vmf_insert_pfn_pud(vmf, __pfn_to_pfn_t(pfn, PFN_DEV), false)
+#else
+#define gpumig_insert_pfn_pmd(vmf, pfn)	vmf_insert_pfn_pmd(vmf, pfn, false)
+#define gpumig_insert_pfn_pud(vmf, pfn)	vmf_insert_pfn_pud(vmf, pfn, false)
+#endif
+
 #endif /* _GPUMIG_COMPAT_H */

@@ -5,7 +5,9 @@
  * destination's absent blocks, a source's hold), and the VF's VRAM
  * aperture while blocks are absent.  The device parks its own accesses to
  * an absent block, but the CPU's through the aperture never reach it: so
- * this driver maps the aperture page by page, and a fault on an absent
+ * this driver maps the aperture itself, a 2 MiB window (a huge page where
+ * the kernel has them) at a fault where all of its blocks are present,
+ * page by page near absent ones, and a fault on an absent
  * block asks the mover for it first and waits for it, killably and never
  * under vfio-pci-core's memory lock; once the block is lost it fails with
  * VM_FAULT_HWPOISON (a machine check in a KVM guest).  Before the device
@@ -22,6 +24,8 @@
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/sched/signal.h>
+
+#include <gpumig/compat.h>
 
 #include "gpumig_vfio_pci.h"
 
@@ -269,36 +273,120 @@ static bool gvp_memory_enabled(struct vfio_pci_core_device *vdev)
 	       (pdev->no_command_memory || (cmd & PCI_COMMAND_MEMORY));
 }
 
-static vm_fault_t gvp_aperture_fault(struct vm_fault *vmf)
+/* Nothing in blocks [@first, @last] is absent or lost: a page there may be mapped. */
+static bool gvp_pc_range_clear(struct gvp_glue *gl, unsigned long first, unsigned long last)
+{
+	unsigned long end;
+	bool clear = true;
+
+	spin_lock(&gl->pc_lock);
+	if (gl->absent && first < gl->pc_blocks) {
+		end = min(last + 1, gl->pc_blocks);
+		clear = find_next_bit(gl->absent, end, first) >= end &&
+			find_next_bit(gl->lost, end, first) >= end;
+	}
+	spin_unlock(&gl->pc_lock);
+	return clear;
+}
+
+/* The aperture's page offset (from the BAR's start) of @addr in @vma. */
+static unsigned long gvp_aperture_pgoff(struct vm_area_struct *vma, unsigned long addr)
+{
+	return (vma->vm_pgoff & (BIT(VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT) - 1)) +
+	       ((addr - vma->vm_start) >> PAGE_SHIFT);
+}
+
+/*
+ * Pages [@start, @end) of @vma, all in present blocks, mapped; under
+ * memory_lock and @map_sem, read.  A huge mapping where the kernel can
+ * (@order: PMD or PUD, @start aligned to it and to its pfn), else each
+ * page: either way one fault maps a whole window, not one page.  (QEMU's
+ * type1 DMA mapping of the aperture faults in every page of it, on the
+ * destination inside the downtime: page by page a 256 MiB VF cost 65,536
+ * faults, seconds under emulation, where vfio-pci-core's own huge faults
+ * cost 128.)
+ */
+static vm_fault_t gvp_aperture_insert(struct vm_fault *vmf, unsigned long start,
+				      unsigned long end, unsigned long pfn, unsigned int order)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	unsigned long addr;
+	vm_fault_t ret;
+
+#ifdef CONFIG_ARCH_SUPPORTS_PMD_PFNMAP
+	if (order == PMD_ORDER)
+		return gpumig_insert_pfn_pmd(vmf, pfn);
+#endif
+#ifdef CONFIG_ARCH_SUPPORTS_PUD_PFNMAP
+	if (order == PUD_ORDER)
+		return gpumig_insert_pfn_pud(vmf, pfn);
+#endif
+	if (order)
+		return VM_FAULT_FALLBACK;
+	ret = vmf_insert_pfn(vma, vmf->address, pfn + ((vmf->address - start) >> PAGE_SHIFT));
+	if (ret != VM_FAULT_NOPAGE)
+		return ret;
+	/* the rest of the window: a page already mapped is left as it is */
+	for (addr = start; addr < end; addr += PAGE_SIZE)
+		if (addr != vmf->address &&
+		    vmf_insert_pfn(vma, addr, pfn + ((addr - start) >> PAGE_SHIFT)) != VM_FAULT_NOPAGE)
+			break;
+	return ret;
+}
+
+static vm_fault_t gvp_aperture_huge_fault(struct vm_fault *vmf, unsigned int order)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct vfio_pci_core_device *vdev = vma->vm_private_data;
 	struct gvp_dev *g = container_of(vdev, struct gvp_dev, core);
-	u64 pgoff = (vma->vm_pgoff & (BIT(VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT) - 1)) +
-		    ((vmf->address - vma->vm_start) >> PAGE_SHIFT);
-	unsigned long pfn = (pci_resource_start(vdev->pdev, g->glue.vf->vram_bar) >> PAGE_SHIFT) +
-			    pgoff;
-	unsigned long blk = (pgoff << PAGE_SHIFT) >> g->glue.block_shift;
+	struct gvp_glue *gl = &g->glue;
+	unsigned long pfn = pci_resource_start(vdev->pdev, gl->vf->vram_bar) >> PAGE_SHIFT;
+	unsigned long win = order ? PAGE_SIZE << order : PMD_SIZE;
+	unsigned long start = max(vmf->address & ~(win - 1), vma->vm_start);
+	unsigned long end = min((vmf->address & ~(win - 1)) + win, vma->vm_end);
+	unsigned int shift = gl->block_shift - PAGE_SHIFT;
+	unsigned long blk = gvp_aperture_pgoff(vma, vmf->address) >> shift;
 	vm_fault_t ret;
 
-	ret = gvp_aperture_wait(g, blk);
-	if (ret)
-		return ret;
+	if (order && (end - start != win ||
+		      !IS_ALIGNED(pfn + gvp_aperture_pgoff(vma, start), 1UL << order)))
+		return VM_FAULT_FALLBACK;
+	if (!order) {
+		ret = gvp_aperture_wait(g, blk);
+		if (ret)
+			return ret;
+	}
 	down_read(&vdev->memory_lock);
-	down_read(&g->glue.map_sem);
+	down_read(&gl->map_sem);
 	if (!gvp_memory_enabled(vdev))
 		ret = VM_FAULT_SIGBUS;
-	else if (gvp_pc_block(&g->glue, blk))
-		ret = VM_FAULT_NOPAGE;	/* absent again meanwhile: fault again */
+	else if (!gvp_pc_range_clear(gl, blk, blk))
+		/* absent again meanwhile: fault again (a huge fault: page by page) */
+		ret = order ? VM_FAULT_FALLBACK : VM_FAULT_NOPAGE;
+	else if (!gvp_pc_range_clear(gl, gvp_aperture_pgoff(vma, start) >> shift,
+				     gvp_aperture_pgoff(vma, end - 1) >> shift))
+		/* the window holds an absent or lost block: this page alone */
+		ret = order ? VM_FAULT_FALLBACK :
+		      gvp_aperture_insert(vmf, vmf->address, vmf->address + PAGE_SIZE,
+					  pfn + gvp_aperture_pgoff(vma, vmf->address), 0);
 	else
-		ret = vmf_insert_pfn(vma, vmf->address, pfn);
-	up_read(&g->glue.map_sem);
+		ret = gvp_aperture_insert(vmf, start, end, pfn + gvp_aperture_pgoff(vma, start),
+					  order);
+	up_read(&gl->map_sem);
 	up_read(&vdev->memory_lock);
 	return ret;
 }
 
+static vm_fault_t gvp_aperture_fault(struct vm_fault *vmf)
+{
+	return gvp_aperture_huge_fault(vmf, 0);
+}
+
 static const struct vm_operations_struct gvp_aperture_ops = {
 	.fault = gvp_aperture_fault,
+#ifdef CONFIG_ARCH_SUPPORTS_HUGE_PFNMAP
+	.huge_fault = gvp_aperture_huge_fault,
+#endif
 };
 
 /**
