@@ -49,9 +49,10 @@
  * @lost: blocks it will never get (with @absent)
  * @pc_blocks: bits of both
  * @pc_wq: the aperture's faults wait here for their block
- * @map_sem: held for reading by a fault from its last look at @absent to
- *	its page's insertion, for writing while blocks go absent and the
- *	aperture is unmapped (postcopy.c); its own lock, not vfio-pci-core's
+ * @map_sem: held by a fault from its last look at @absent to its pages'
+ *	insertion (for reading; a huge fault's for writing), for writing
+ *	while blocks go absent and the aperture is unmapped (postcopy.c);
+ *	its own lock, not vfio-pci-core's
  *	memory_lock, which a reset holds while it ends the data files
  */
 struct gvp_glue {

@@ -298,7 +298,7 @@ static unsigned long gvp_aperture_pgoff(struct vm_area_struct *vma, unsigned lon
 
 /*
  * Pages [@start, @end) of @vma, all in present blocks, mapped; under
- * memory_lock and @map_sem, read.  A huge mapping where the kernel can
+ * memory_lock (read) and @map_sem.  A huge mapping where the kernel can
  * (@order: PMD or PUD, @start aligned to it and to its pfn), else each
  * page: either way one fault maps a whole window, not one page.  (QEMU's
  * type1 DMA mapping of the aperture faults in every page of it, on the
@@ -327,13 +327,26 @@ static vm_fault_t gvp_aperture_insert(struct vm_fault *vmf, unsigned long start,
 	if (ret != VM_FAULT_NOPAGE)
 		return ret;
 	/* the rest of the window: a page already mapped is left as it is */
-	for (addr = start; addr < end; addr += PAGE_SIZE)
-		if (addr != vmf->address &&
-		    vmf_insert_pfn(vma, addr, pfn + ((addr - start) >> PAGE_SHIFT)) != VM_FAULT_NOPAGE)
+	for (addr = start; addr < end; addr += PAGE_SIZE, pfn++)
+		if (addr != vmf->address && vmf_insert_pfn(vma, addr, pfn) != VM_FAULT_NOPAGE)
 			break;
 	return ret;
 }
 
+/* The VRAM block of the aperture's page at @addr in @vma. */
+static unsigned long gvp_aperture_blk(struct gvp_glue *gl, struct vm_area_struct *vma,
+				      unsigned long addr)
+{
+	return ((u64)gvp_aperture_pgoff(vma, addr) << PAGE_SHIFT) >> gl->block_shift;
+}
+
+/*
+ * A huge fault holds @map_sem for writing, a page's for reading: a window's
+ * pages are never inserted beside the huge entry of a huge fault that
+ * found it clear meanwhile (a page's fault may have waited for its block
+ * while another block of the window was absent, then another thread's
+ * huge fault mapped the window: it sees the huge entry and is done).
+ */
 static vm_fault_t gvp_aperture_huge_fault(struct vm_fault *vmf, unsigned int order)
 {
 	struct vm_area_struct *vma = vmf->vma;
@@ -344,8 +357,7 @@ static vm_fault_t gvp_aperture_huge_fault(struct vm_fault *vmf, unsigned int ord
 	unsigned long win = order ? PAGE_SIZE << order : PMD_SIZE;
 	unsigned long start = max(vmf->address & ~(win - 1), vma->vm_start);
 	unsigned long end = min((vmf->address & ~(win - 1)) + win, vma->vm_end);
-	unsigned int shift = gl->block_shift - PAGE_SHIFT;
-	unsigned long blk = gvp_aperture_pgoff(vma, vmf->address) >> shift;
+	unsigned long blk = gvp_aperture_blk(gl, vma, vmf->address);
 	vm_fault_t ret;
 
 	if (order && (end - start != win ||
@@ -357,14 +369,19 @@ static vm_fault_t gvp_aperture_huge_fault(struct vm_fault *vmf, unsigned int ord
 			return ret;
 	}
 	down_read(&vdev->memory_lock);
-	down_read(&gl->map_sem);
+	if (order)
+		down_write(&gl->map_sem);
+	else
+		down_read(&gl->map_sem);
 	if (!gvp_memory_enabled(vdev))
 		ret = VM_FAULT_SIGBUS;
+	else if (!order && pmd_leaf(pmdp_get_lockless(vmf->pmd)))
+		ret = VM_FAULT_NOPAGE;	/* a huge fault mapped the window meanwhile */
 	else if (!gvp_pc_range_clear(gl, blk, blk))
 		/* absent again meanwhile: fault again (a huge fault: page by page) */
 		ret = order ? VM_FAULT_FALLBACK : VM_FAULT_NOPAGE;
-	else if (!gvp_pc_range_clear(gl, gvp_aperture_pgoff(vma, start) >> shift,
-				     gvp_aperture_pgoff(vma, end - 1) >> shift))
+	else if (!gvp_pc_range_clear(gl, gvp_aperture_blk(gl, vma, start),
+				     gvp_aperture_blk(gl, vma, end - 1)))
 		/* the window holds an absent or lost block: this page alone */
 		ret = order ? VM_FAULT_FALLBACK :
 		      gvp_aperture_insert(vmf, vmf->address, vmf->address + PAGE_SIZE,
@@ -372,7 +389,10 @@ static vm_fault_t gvp_aperture_huge_fault(struct vm_fault *vmf, unsigned int ord
 	else
 		ret = gvp_aperture_insert(vmf, start, end, pfn + gvp_aperture_pgoff(vma, start),
 					  order);
-	up_read(&gl->map_sem);
+	if (order)
+		up_write(&gl->map_sem);
+	else
+		up_read(&gl->map_sem);
 	up_read(&vdev->memory_lock);
 	return ret;
 }
