@@ -456,12 +456,14 @@ pci_suite() {
 		quarantine_rebind "$vf2" "$pf"
 	# One ping-pong on VFs (two on mdevs): each VF migration under nested
 	# emulation takes about ten times an mdev's (make check's budget).
+	# Last, all four VFs in one VM, saved live to a file and restored onto
+	# them (eight would be needed for a live migration between two sets).
 	if qemu10_here; then
 		vram_trace on
 		check "QEMU end to end on VFs: every check passed (qemu-pci/qemu.ktap)" \
 			timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" --pingpong 1 \
 			--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
-			--pci "256M=$vf1,$vf3" "64M=$vf0"
+			--pci "256M=$vf1,$vf3" "64M=$vf0,$vf2" --several file:256M,256M,64M,64M
 		vram_trace off "$out/qemu-pci"
 	fi
 	# A Linux guest (Debian's kernel, simgpu-guest, simgpu-work: guest/)
