@@ -198,6 +198,14 @@ charged_allocs() {
 	return $bad
 }
 
+# slowest DIR: the eight slowest checks of a VM run (scripts/guest/lib.sh
+# times each), where its minutes went.
+slowest() {
+	[ -s "$1/check-times.tsv" ] || return 0
+	log "the slowest checks of $(basename "$1") (seconds):"
+	sort -rn "$1/check-times.tsv" | head -n 8 | cut -c1-150 | sed 's/^/    /'
+}
+
 # Kernel log and kmemleak of a VM run: any splat fails it.
 log_clean() {
 	local dir=$1 pat
@@ -367,6 +375,7 @@ debug_vm() {
 		"$DEBUG_KDIR"
 	run_check "debug VM: kernel log clean (KASAN, lockdep, WARN, kmemleak)" \
 		log_clean "$RES/debug"
+	slowest "$RES/debug"
 }
 
 if named pci-vm && [ -n "$DEBUG_KDIR" ] && [ -n "$QEMU_BIN" ]; then
@@ -502,6 +511,7 @@ distro_boot() {
 		"$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$RES/distro" "${DISTRO_VM_ARGS[@]}" -- \
 		"$GPUMIG_TOP/scripts/guest/run.sh" distro "$RES/distro" "$BUILD/distro" "$TOOLS"
 	run_check "distro VM: kernel log clean" log_clean "$RES/distro"
+	slowest "$RES/distro"
 }
 
 # Two hosts: VM A on the debug kernel and VM B on Debian's, each with
@@ -593,16 +603,20 @@ two_host() {
 # lanes were starved of CPU on two cores (a migration from B, which
 # re-sends all guest memory each round, no longer converged; QEMU's
 # pre-copy ended before the sampler saw it).  What runs on the host alone
-# (the static step's rest, DKMS, the distro VM's inputs: about 6 minutes,
+# (the static step's rest, DKMS, the distro VM's inputs: about 5 minutes,
 # one process at a time, where the debug VM leaves about a third of the
-# two cores idle) runs beside the debug VM instead of after it; the fuzzer
-# (two processes) does not.
+# two cores idle) runs beside the debug VM instead of after it, at the
+# lowest priority; the fuzzer (two processes) does not.
 dvm_pid=""
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 	timed "the debug VM" debug_vm &
 	dvm_pid=$!
 fi
 t_host=$(date +%s)
+# At the lowest priority while the debug VM runs: they take the cycles it
+# leaves idle, not its own (at the same priority they slowed its boot and
+# KUnit by half).
+[ -n "$dvm_pid" ] && renice -n 19 -p $$ >/dev/null
 want static && static_rest
 want dkms && dkms_step
 want distro-vm && distro_prep
@@ -610,6 +624,8 @@ log "host steps beside the debug VM took $(($(date +%s) - t_host)) s"
 if [ -n "$dvm_pid" ]; then
 	wait "$dvm_pid"
 	log "then waited for the debug VM until $(($(date +%s) - t_host)) s"
+	# Back to the usual priority (root may); alone, it does not matter.
+	renice -n 0 -p $$ >/dev/null 2>&1 || true
 fi
 want distro-vm && timed "the distro VM" distro_boot
 if named releases && ! want distro-vm; then

@@ -54,9 +54,12 @@ not_ok() {
 
 # check DESC CMD...: run CMD, report it; the status says whether it passed.
 check() {
-	local desc=$1
+	local desc=$1 t0=$SECONDS rc=0
 	shift
-	if "$@" >>"$out/guest.log" 2>&1; then
+	"$@" >>"$out/guest.log" 2>&1 || rc=1
+	# each check's seconds, for make check's list of the slowest
+	printf '%s\t%s\n' $((SECONDS - t0)) "$desc" >>"$out/check-times.tsv"
+	if [ $rc -eq 0 ]; then
 		ok "$desc"
 	else
 		not_ok "$desc"
