@@ -77,9 +77,13 @@ sparse_runs() {
 # DKMS built it from the guest's package for that kernel
 # (scripts/guest-pkg.sh, scripts/linux-guest.sh); TOOLS/linux-guest.args
 # says where both are.
+# Both files are replaced whole (made aside, then renamed): the debug VM
+# may read them meanwhile (its QEMU 10 lanes, when QEMU 11.1's root failed).
 linux_guest_image() {
-	"$GPUMIG_TOP/scripts/linux-guest.sh" "$1" "$TOOLS/linux-guest.cpio.gz" &&
-		echo "$DISTRO_VMLINUZ,$TOOLS/linux-guest.cpio.gz" >"$TOOLS/linux-guest.args"
+	"$GPUMIG_TOP/scripts/linux-guest.sh" "$1" "$TOOLS/linux-guest.cpio.gz.new" &&
+		mv "$TOOLS/linux-guest.cpio.gz.new" "$TOOLS/linux-guest.cpio.gz" &&
+		echo "$DISTRO_VMLINUZ,$TOOLS/linux-guest.cpio.gz" >"$TOOLS/linux-guest.args.new" &&
+		mv "$TOOLS/linux-guest.args.new" "$TOOLS/linux-guest.args"
 }
 
 # build_clean NAME KDIR [MAKE ARGS]: build with W=1 and sparse; any
@@ -446,7 +450,6 @@ distro_prep() {
 	mkdir -p "$RES/distro"
 	releases_build "$RES/distro"
 	t0=$(date +%s)
-	rm -f "$TOOLS/linux-guest.args"
 	deb="" gdeb=""
 	if debs=$("$GPUMIG_TOP/scripts/deb.sh" 2>"$RES/deb.log"); then
 		record "Debian packages gpumig-dkms (dh-dkms), gpumig-tools, simgpu-guest-dkms, simgpu-guest-tools built; lintian: no error" pass $(($(date +%s) - t0))
@@ -607,10 +610,16 @@ two_host() {
 # one process at a time, where the debug VM leaves about a third of the
 # two cores idle) runs beside the debug VM instead of after it, at the
 # lowest priority; the fuzzer (two processes) does not.
+# The Linux guest's image is this run's or none (distro_prep makes it).
+want distro-vm && rm -f "$TOOLS/linux-guest.args"
 dvm_pid=""
 if want debug-vm && [ -n "$DEBUG_KDIR" ]; then
 	timed "the debug VM" debug_vm &
 	dvm_pid=$!
+	# Interrupted, the VM goes too (a background job ignores SIGINT, and
+	# vm.sh's timeout runs in a process group of its own): else it ran on
+	# into the next run's results.
+	trap 'pkill -TERM -P "$dvm_pid"; wait; exit 130' INT TERM
 fi
 t_host=$(date +%s)
 # At the lowest priority while the debug VM runs: they take the cycles it
@@ -620,9 +629,10 @@ t_host=$(date +%s)
 want static && static_rest
 want dkms && dkms_step
 want distro-vm && distro_prep
-log "host steps beside the debug VM took $(($(date +%s) - t_host)) s"
 if [ -n "$dvm_pid" ]; then
+	log "host steps beside the debug VM took $(($(date +%s) - t_host)) s"
 	wait "$dvm_pid"
+	trap - INT TERM
 	log "then waited for the debug VM until $(($(date +%s) - t_host)) s"
 	# Back to the usual priority (root may); alone, it does not matter.
 	renice -n 0 -p $$ >/dev/null 2>&1 || true

@@ -777,6 +777,24 @@ def postcopy(suite, a, cur, spare):
     return cur, spare
 
 
+def drives_every_device(run, vm, n, label):
+    """The guest in @vm runs and drives all @n of its simgpus."""
+    return run.check("%s: QEMU boots the guest and it drives every device" % label,
+                     vm.wait_iter(3) and vm.gpus() == n,
+                     "gpus %s; %s" % (vm.gpus(), "; ".join(vm.lines()[-3:])))
+
+
+def each_device_sent(run, devs, after, label):
+    """Each of @devs (@after: their migration/ files once the migration
+    completed) pre-copied and sent its own stop-copy data."""
+    run.check("%s: every device pre-copied and sent its own stop-copy data" % label,
+              all(int(x.get("precopy_rounds", 0)) > 0 and int(x.get("stopcopy_bytes", 0)) > 0
+                  for x in after),
+              "; ".join("%s: %s pre-copy rounds, %s bytes at stop" % (
+                  d, x.get("precopy_rounds"), x.get("stopcopy_bytes"))
+                  for d, x in zip(devs, after)))
+
+
 def several(suite, spec, failures):
     """--several: one VM holding several simgpus (@spec: their profiles,
     e.g. "64M,64M,64M,64M" or "256M,mdev:64M"), the guest driving all of
@@ -799,9 +817,7 @@ def several(suite, spec, failures):
     vms = [suite.vm("s0", src)]
     try:
         a = vms[0]
-        if not run.check("%s: QEMU boots the guest and it drives every device" % label,
-                         a.wait_iter(3) and a.gpus() == len(src),
-                         "gpus %s; %s" % (a.gpus(), "; ".join(a.lines()[-3:]))):
+        if not drives_every_device(run, a, len(src), label):
             return
         for k, (frm, to) in enumerate(((src, dst), (dst, src))):
             nxt = suite.vm("s%d" % (k + 1), to, incoming=True)
@@ -814,14 +830,8 @@ def several(suite, spec, failures):
                                      "%s: %s" % (label, ("there", "back")[k]))
             if not info:
                 return
-            after = [d.status() for d in frm]
-            run.check("%s: %s: every device pre-copied and sent its own stop-copy data" % (
-                label, ("there", "back")[k]),
-                all(int(x.get("precopy_rounds", 0)) > 0 and int(x.get("stopcopy_bytes", 0)) > 0
-                    for x in after),
-                "; ".join("%s: %s pre-copy rounds, %s bytes at stop" % (
-                    d, x.get("precopy_rounds"), x.get("stopcopy_bytes"))
-                    for d, x in zip(frm, after)))
+            each_device_sent(run, frm, [d.status() for d in frm],
+                             "%s: %s" % (label, ("there", "back")[k]))
             suite.quit(cur)
         cur = vms[-1]
         if failures:
@@ -848,20 +858,20 @@ def several_file(suite, spec):
     run, pool = suite.run, suite.pool
     profs = spec.split(",")
     label = "%d devices (%s) through a file" % (len(profs), spec)
-    devs = [pool.get(p) for p in profs]
-    for d in devs:
-        d.knob("kernel_step_us", 1000)
-        d.knob("dirty_rate", 200)
-    # QEMU 11.1 runs chrooted and sees OUT only; QEMU 10 writes the test
-    # VM's own /tmp, not OUT's 9p share (a round trip a write).
-    where = suite.args.out if mig_vm.QEMU[0] == "chroot" else tempfile.mkdtemp(prefix="gpumig-")
-    path = os.path.join(where, "several.mig")
-    vms = [suite.vm("f0", devs)]
+    devs, vms, where, path = [], [], None, None
     try:
+        devs = [pool.get(p) for p in profs]
+        for d in devs:
+            d.knob("kernel_step_us", 1000)
+            d.knob("dirty_rate", 200)
+        # QEMU 11.1 runs chrooted and sees OUT only; QEMU 10 writes the
+        # test VM's own /tmp, not OUT's 9p share (a round trip a write).
+        where = (suite.args.out if mig_vm.QEMU[0] == "chroot"
+                 else tempfile.mkdtemp(prefix="gpumig-"))
+        path = os.path.join(where, "several.mig")
+        vms.append(suite.vm("f0", devs))
         a = vms[0]
-        if not run.check("%s: QEMU boots the guest and it drives every device" % label,
-                         a.wait_iter(3) and a.gpus() == len(devs),
-                         "gpus %s; %s" % (a.gpus(), "; ".join(a.lines()[-3:]))):
+        if not drives_every_device(run, a, len(devs), label):
             return
         a.qmp.cmd("migrate", uri="file:" + path)
         info = wait_migration(a, timeout=600)
@@ -872,12 +882,7 @@ def several_file(suite, spec):
                          "%s %s; %s" % (info.get("status"), info.get("error-desc", ""),
                                         "; ".join(a.failures()[:3]))):
             return
-        run.check("%s: every device pre-copied and sent its own stop-copy data" % label,
-                  all(int(x.get("precopy_rounds", 0)) > 0 and int(x.get("stopcopy_bytes", 0)) > 0
-                      for x in after),
-                  "; ".join("%s: %s pre-copy rounds, %s bytes at stop" % (
-                      d, x.get("precopy_rounds"), x.get("stopcopy_bytes"))
-                      for d, x in zip(devs, after)))
+        each_device_sent(run, devs, after, label)
         suite.quit(a)
         b = suite.vm("f1", devs, incoming=True)
         vms.append(b)
@@ -898,9 +903,9 @@ def several_file(suite, spec):
                 suite.quit(vm)
         for d in devs:
             pool.put(d)
-        if os.path.exists(path):
+        if path and os.path.exists(path):
             os.unlink(path)
-        if where != suite.args.out:
+        if where and where != suite.args.out:
             os.rmdir(where)
 
 
