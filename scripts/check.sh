@@ -445,6 +445,11 @@ releases_build() {
 # the package lane.  distro_prep builds the boot's inputs on the host (it
 # runs beside the debug VM).
 distro_prep() {
+	# The static step builds the modules and the guest driver for Debian's
+	# kernel (the guest driver's check loads them); without it (--only),
+	# here.
+	want static || build_clean distro "$DISTRO_KDIR" >"$RES/build-distro-vm.log" 2>&1 ||
+		record "build modules for the distro VM" FAIL 0 "see build/results/build-distro-vm.log"
 	# The package lane's inputs: gpumig-dkms built with dh-dkms, and a
 	# Debian root for it to be installed into (scripts/guest/suite-package.sh).
 	mkdir -p "$RES/distro"
