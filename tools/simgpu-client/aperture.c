@@ -78,7 +78,7 @@ static int ap_window(const uint8_t *a)
 		(void)__atomic_load_n((const uint8_t *)(w + (i + win / 2) % win), __ATOMIC_RELAXED);
 	CHECK(getrusage(RUSAGE_SELF, &r1) == 0, "getrusage: %s", strerror(errno));
 	faults = (r1.ru_minflt - r0.ru_minflt) + (r1.ru_majflt - r0.ru_majflt);
-	CHECK(faults <= 8, "reading the %zu pages of a 2 MiB window of the aperture faulted %ld times",
+	CHECK(faults <= 8, "the %zu pages of a 2 MiB aperture window: %ld faults",
 	      win / pg, faults);
 	printf("    # aperture: a 2 MiB window of %zu pages read with %ld page faults\n",
 	       win / pg, faults);
