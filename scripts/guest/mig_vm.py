@@ -193,6 +193,15 @@ class VM:
                 return int(m.group(1))
         return None
 
+    def peers(self):
+        """How many devices write into each other's VRAM through their
+        apertures ("peers N"), or None yet."""
+        for ln in self.lines():
+            m = re.match(r"gpumig-guest: peers (\d+)", ln)
+            if m:
+                return int(m.group(1))
+        return None
+
     def failures(self):
         return [ln for ln in self.lines() if "FAIL" in ln]
 

@@ -778,10 +778,17 @@ def postcopy(suite, a, cur, spare):
 
 
 def drives_every_device(run, vm, n, label):
-    """The guest in @vm runs and drives all @n of its simgpus."""
-    return run.check("%s: QEMU boots the guest and it drives every device" % label,
-                     vm.wait_iter(3) and vm.gpus() == n,
-                     "gpus %s; %s" % (vm.gpus(), "; ".join(vm.lines()[-3:])))
+    """The guest in @vm runs and drives all @n of its simgpus; where two
+    or more are VFs, those also copy into each other's VRAM through their
+    apertures (peer to peer), every copy checked."""
+    vfs = sum(1 for d in vm.devs if d.pci)
+    peers = vfs if vfs > 1 else 0
+    what = (", the %d VFs copying into each other's VRAM through their apertures" % vfs
+            if peers else "")
+    return run.check("%s: QEMU boots the guest and it drives every device%s" % (label, what),
+                     vm.wait_iter(3) and vm.gpus() == n and vm.peers() == peers,
+                     "gpus %s, peers %s; %s" % (vm.gpus(), vm.peers(),
+                                                "; ".join(vm.lines()[-3:])))
 
 
 def each_device_sent(run, devs, after, label):

@@ -481,13 +481,14 @@ pci_suite() {
 			--pci "256M=$vf1,$vf3"
 		check "unload simgpu" rmmod simgpu
 	fi
-	# With QEMU 11.1, also VMs of two VFs and of a VF and an mdev (simgpu
-	# loaded for it meanwhile).
+	# With QEMU 11.1, also VMs of two VFs and of four devices, two VFs
+	# and two mdevs (simgpu loaded for them meanwhile), live between two
+	# such sets: every VF of the first PF is used.
 	if [ -s "$out/qemu11-root" ]; then
 		check "load simgpu beside simgpu-pf, for mdevs beside VFs" $loadmod "$moddir_simgpu"
 		qemu11_lane "QEMU 11.1 end to end on VFs: every check passed (qemu11-pci/qemu.ktap)" \
 			"$out/qemu11-pci" $(reinit_arg) --pingpong 1 --pci "256M=$vf1,$vf3" "64M=$vf0,$vf2" \
-			--several 256M,64M 256M,mdev:64M
+			--several 256M,64M 256M,64M,mdev:64M,mdev:64M
 		check "unload simgpu" rmmod simgpu
 	fi
 

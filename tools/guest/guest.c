@@ -46,6 +46,19 @@
  * CONTROL register ("gpuK: control-register reset done"), set it up again
  * and clear mailbox[3].
  *
+ * With two or more devices that have a VRAM aperture (BAR2: a VF has
+ * one, an mdev has none), each of them also writes into the next one's
+ * VRAM through that aperture every iteration, a peer-to-peer copy: device
+ * A copies 64 KiB from its own VRAM to B's BAR2 (QEMU maps an assigned
+ * device's BARs for the other devices' DMA), then B copies that VRAM out
+ * into memory and the CPU checks it, and the window A wrote
+ * the iteration before, which must still be there (so a migration between
+ * the two iterations must have carried a peer's write).  The guest says
+ *
+ *   gpumig-guest: peers N: gpuA -> gpuB, ...
+ *
+ * once at start (N is 0 without two such devices).
+ *
  * Guest physical addresses are IOVAs (QEMU maps guest RAM 1:1 for the
  * device), and paging is off, so a pointer is what the device sees.
  */
@@ -70,6 +83,16 @@ typedef unsigned char u8;
 #define RING		64
 #define POLL_LIMIT	20000000U
 #define MAX_GPUS	4
+/*
+ * Peer copies: VA_PEER maps the next device's aperture at PEER_VRAM (two
+ * windows, one per iteration in turn), VA_PEER_IN this device's own VRAM
+ * there (what its predecessor wrote), VA_PEER_OUT the VRAM a device sends
+ * from.  All three in one last-level table, clear of the hot set.
+ */
+#define PEER_VRAM	(8 << 20)
+#define VA_PEER		(VA_VRAM + (6 << 20))
+#define VA_PEER_IN	(VA_PEER + 2 * CBYTES)
+#define VA_PEER_OUT	(VA_PEER + 4 * CBYTES)
 
 /* Everything the device reads or writes, page aligned, mapped at VA_SYS. */
 struct dma_area {
@@ -81,6 +104,8 @@ struct dma_area {
 	u32 rcheck[CBYTES / 4];
 	u64 hcheck[CBYTES / 8];
 	u32 fill[1024];
+	u32 psrc[CBYTES / 4];		/* what this device sends its peer */
+	u32 pcheck[2][CBYTES / 4];	/* its own peer windows, copied out */
 	u64 fence[SIMGPU_PAGE_SIZE / sizeof(u64)];
 	u64 stamps[STAMP_PAGES][SIMGPU_PAGE_SIZE / sizeof(u64)];
 } __attribute__((aligned(4096)));
@@ -93,14 +118,18 @@ struct gpu_mem {
 	struct dma_area dma;
 	u64 pt_root[SIMGPU_PT_ENTRIES];
 	u64 pt_l1[2][SIMGPU_PT_ENTRIES];
-	/* system memory's table, then VRAM's: VA_VRAM's 2 MiB, the hot set's 4 */
-	u64 pt_l0[4][SIMGPU_PT_ENTRIES];
+	/* system memory's table, then VRAM's: VA_VRAM's 2 MiB, the hot set's 4, the peers' */
+	u64 pt_l0[5][SIMGPU_PT_ENTRIES];
 } __attribute__((aligned(4096)));
 
 /* One simgpu, as the driver keeps it. */
 struct gpu {
 	struct gpu_mem *m;
 	u32 *bar;		/* BAR0, accessed with rd()/wr() */
+	u64 bar2;		/* the VRAM aperture's bus address, or 0 (an mdev) */
+	struct gpu *peer;	/* the device this one writes into, or none */
+	struct gpu *from;	/* the device that writes into this one */
+	u32 peer_in;		/* the iteration whose window from wrote last, or 0 */
 	u32 idx;
 	u32 bus, dev;		/* where it is, function 0 */
 	u32 tail[2];
@@ -345,6 +374,51 @@ static int wait_idle(struct gpu *g, u32 n)
 	return 0;
 }
 
+/*
+ * The devices with an aperture, in a ring: each writes into the next.
+ * Says who writes into whom ("peers 0" without two of them).
+ */
+static void find_peers(void)
+{
+	struct gpu *first = 0, *prev = 0;
+	u32 k, n = 0;
+
+	for (k = 0; k < ngpus; k++) {
+		struct gpu *g = &gpus[k];
+
+		if (!g->bar2)
+			continue;
+		if (prev)
+			prev->peer = g;
+		else
+			first = g;
+		prev = g;
+		n++;
+	}
+	if (n < 2) {
+		if (first)
+			first->peer = 0;
+		say("peers 0");
+		return;
+	}
+	prev->peer = first;
+	puts("gpumig-guest: peers ");
+	putu(n, 10);
+	puts(":");
+	for (k = 0; k < ngpus; k++) {
+		struct gpu *g = &gpus[k];
+
+		if (!g->peer)
+			continue;
+		g->peer->from = g;
+		puts(g == first ? " gpu" : ", gpu");
+		putu(g->idx, 10);
+		puts(" -> gpu");
+		putu(g->peer->idx, 10);
+	}
+	putc('\n');
+}
+
 /* Every simgpu on the first buses, in bus order: gpu0, gpu1... */
 static void find_gpus(void)
 {
@@ -360,6 +434,12 @@ static void find_gpus(void)
 			g->bar = (u32 *)(pci_read(bus, dev, 0, 0x10) & ~0xfU);
 			if (!g->bar)
 				continue;
+			g->bar2 = pci_read(bus, dev, 0, 0x18);
+			if ((g->bar2 & 0x7) == 0x4)	/* memory, 64-bit */
+				g->bar2 = (g->bar2 & ~0xfULL) |
+					  (u64)pci_read(bus, dev, 0, 0x1c) << 32;
+			else
+				g->bar2 = 0;
 			/* memory space and bus master */
 			pci_write(bus, dev, 0, 0x04, pci_read(bus, dev, 0, 0x04) | 0x6);
 			g->bus = bus;
@@ -369,6 +449,7 @@ static void find_gpus(void)
 			say("gpu%u: simgpu at %x:%x.0, BAR0 0x%x", g->idx, bus, dev, (u32)g->bar);
 		}
 	say("gpus %u", ngpus);
+	find_peers();
 }
 
 /* Return: 0, 1 when the device was reset again meanwhile, -1 on failure. */
@@ -388,6 +469,17 @@ static int gpu_setup(struct gpu *g)
 		map(g, VA_SYS + i * 4096ULL, (u32)dma + i * 4096, SIMGPU_PTE_WRITE);
 	for (i = 0; i < VRAM_MAPPED / 4096; i++)
 		map(g, VA_VRAM + i * 4096ULL, i * 4096, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	/* the peer's aperture, and this device's own VRAM for the peer copies */
+	for (i = 0; g->peer && i < 2 * CBYTES / 4096; i++)
+		map(g, VA_PEER + i * 4096ULL, g->peer->bar2 + PEER_VRAM + i * 4096ULL,
+		    SIMGPU_PTE_WRITE);
+	for (i = 0; g->from && i < 2 * CBYTES / 4096; i++)
+		map(g, VA_PEER_IN + i * 4096ULL, PEER_VRAM + i * 4096ULL,
+		    SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	for (i = 0; g->peer && i < CBYTES / 4096; i++)
+		map(g, VA_PEER_OUT + i * 4096ULL, PEER_VRAM + 2 * CBYTES + i * 4096ULL,
+		    SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	g->peer_in = 0;	/* a reset may have cleared what the peer wrote */
 	wr(g, SIMGPU_REG_PT_ROOT_LO, pt_root_iova(g));
 	wr(g, SIMGPU_REG_PT_ROOT_HI, 0);
 	for (q = 0; q < 2; q++) {
@@ -773,9 +865,129 @@ static int iteration_check(struct gpu *g, u32 n)
 	return bad ? -1 : 0;
 }
 
+/* Word @i of what device @a sends its peer in iteration @n: never all zero. */
+static u32 peer_word(u32 n, u32 a, u32 i)
+{
+	u32 x = (n * 0x10001U + a * 0x3b9ac9ffU) * 2654435761U + i * 0x9e3779b9U + 7;
+
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	return x | 2;
+}
+
+/*
+ * In iteration @cur, check device @b's copy of peer window @w (copied out
+ * into @got): what its peer wrote in iteration @n.  Says whether it holds
+ * the write before (a peer's write lost) when it is wrong.
+ */
+static int peer_check(struct gpu *b, u32 cur, u32 n, u32 w, const u32 *got)
+{
+	u32 a = b->from->idx, i, bad = 0, first = ~0U, older = 0;
+
+	for (i = 0; i < CBYTES / 4; i++)
+		if (got[i] != peer_word(n, a, i)) {
+			if (first == ~0U)
+				first = i;
+			bad++;
+		}
+	if (!bad)
+		return 0;
+	if (n > 2 && got[first] == peer_word(n - 2, a, first))
+		older = n - 2;
+	say("FAIL iter %u: gpu%u: peer window %u, gpu%u's write of iter %u: %u words wrong, first %u is 0x%x, expected 0x%x; %s",
+	    cur, b->idx, w, a, n, bad, first, got[first], peer_word(n, a, first),
+	    older ? "it holds the write before" : "not an earlier write");
+	return -1;
+}
+
+/*
+ * Iteration @n's peer copies, once every device's own results were
+ * right: each device with a peer copies 64 KiB from its VRAM into the
+ * peer's through the peer's aperture, then each device copies out the
+ * window written now and the one written the iteration before, and the
+ * CPU checks both.  A device reset meanwhile voids its part (set up
+ * again), it is not a failure.  Return: 0, or -1 on a wrong result.
+ */
+static int peer_round(u32 n)
+{
+	u32 k, i, w = n % 2;
+	int bad = 0, r;
+
+	for (k = 0; k < ngpus; k++) {
+		struct gpu *g = &gpus[k];
+		struct dma_area *dma = &g->m->dma;
+
+		g->state = 0;	/* here: 1 once this device's write was sent */
+		if (!g->peer)
+			continue;
+		for (i = 0; i < CBYTES / 4; i++)
+			dma->psrc[i] = peer_word(n, g->idx, i);
+		submit(g, 1, SIMGPU_OP_COPY, VA_PEER_OUT, VA_OF(psrc), CBYTES, 0);
+		submit(g, 1, SIMGPU_OP_COPY, VA_PEER + w * CBYTES, VA_PEER_OUT, CBYTES, 0);
+		g->state = 1;
+	}
+	for (k = 0; k < ngpus; k++) {
+		struct gpu *g = &gpus[k];
+
+		if (!g->state)
+			continue;
+		r = wait_idle(g, n);
+		if (r > 0 || device_lost(g)) {
+			say("gpu%u: device reset under iter %u's peer copy: set up again",
+			    g->idx, n);
+			g->state = 0;
+			if (gpu_setup(g) < 0)
+				bad = -1;
+		} else if (r) {
+			say("FAIL iter %u: gpu%u: its copy into gpu%u's aperture", n, g->idx,
+			    g->peer->idx);
+			g->state = 0;
+			bad = -1;
+		}
+	}
+	for (k = 0; k < ngpus; k++) {
+		struct gpu *b = &gpus[k];
+		struct dma_area *dma = &b->m->dma;
+		int old = b->peer_in && b->peer_in == n - 1;
+
+		if (!b->from || !b->from->state)
+			continue;
+		for (i = 0; i < CBYTES / 4; i++) {
+			dma->pcheck[0][i] = 0;
+			dma->pcheck[1][i] = 0;
+		}
+		submit(b, 1, SIMGPU_OP_COPY, VA_OF(pcheck[0]), VA_PEER_IN + w * CBYTES, CBYTES, 0);
+		if (old)
+			submit(b, 1, SIMGPU_OP_COPY, VA_OF(pcheck[1]),
+			       VA_PEER_IN + (1 - w) * CBYTES, CBYTES, 0);
+		r = wait_idle(b, n);
+		if (r > 0 || device_lost(b)) {
+			say("gpu%u: device reset under iter %u's peer check: set up again",
+			    b->idx, n);
+			if (gpu_setup(b) < 0)
+				bad = -1;
+			continue;
+		}
+		if (r) {
+			bad = -1;
+			continue;
+		}
+		r = peer_check(b, n, n, w, dma->pcheck[0]);
+		if (old && peer_check(b, n, n - 1, 1 - w, dma->pcheck[1]))
+			r = -1;
+		if (r)
+			bad = -1;
+		else
+			b->peer_in = n;
+	}
+	return bad;
+}
+
 /*
  * Iteration @n on every device at once: all submitted, then each
  * checked; a device reset under it runs its part again, a few times.
+ * Then the peer copies (peer_round()).
  * Return: 0 when every device's results were right, -1 otherwise.
  */
 static int iteration(u32 n)
@@ -801,6 +1013,8 @@ static int iteration(u32 n)
 	}
 	for (k = 0; k < ngpus; k++)
 		bad |= gpus[k].state;	/* still reset after five: not ok either */
+	if (!bad)
+		bad = peer_round(n);
 	return bad ? -1 : 0;
 }
 
