@@ -554,6 +554,8 @@ two_host() {
 		record "bookworm root with libvirt 11.3 and QEMU 10.0 ready" pass $(($(date +%s) - t0))
 		TH=$RES/two-host
 		mkdir -p "$TH/a" "$TH/b" "$TH/shared"
+		# B ends as a host of the older release (0.1), built for its kernel.
+		releases_build "$TH/b"
 		echo "$round_trips" >"$TH/shared/round-trips"
 		for h in a b; do
 			echo "$lvroot" >"$TH/$h/libvirt-root"
@@ -570,7 +572,7 @@ two_host() {
 		# Both hosts on the project's QEMU: each has simgpu-pci, for the VF.
 		# 3 GiB, as the PCI suite's VMs: with 2 GiB the firmware put the
 		# 64-bit PCI window where the VFs' 1 GiB BAR found no room.
-		VM_MEMORY=3G VM_TIMEOUT=3000 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
+		VM_MEMORY=3G VM_TIMEOUT=3600 "$GPUMIG_TOP/scripts/vm.sh" "$DISTRO_VMLINUZ" "$TH/b" \
 			--rwdir "$TH/shared" --qemu "$QEMU_BIN" --append "intel_iommu=on" \
 			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p2,remote.port=$p1 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:02,romfile=" -- \
 			"$GPUMIG_TOP/scripts/guest/run.sh" libvirt-b "$TH/b" "$BUILD/distro" "$TOOLS" \
@@ -585,7 +587,7 @@ two_host() {
 			[ -s "$TH/b/console.log" ] && break
 			sleep 1
 		done
-		VM_MEMORY=3G VM_TIMEOUT=3000 run_check "two hosts: A ($DEBUG_SERIES debug) migrates domains (an mdev, a VF) to B ($KVER_DISTRO) and back with virsh" \
+		VM_MEMORY=3G VM_TIMEOUT=3600 run_check "two hosts: A ($DEBUG_SERIES debug) migrates domains (an mdev, a VF) to B ($KVER_DISTRO) and back with virsh" \
 			"$GPUMIG_TOP/scripts/vm.sh" "$DEBUG_KDIR" "$TH/a" --rwdir "$TH/shared" \
 			--qemu "$QEMU_BIN" --append "intel_iommu=on" \
 			--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $net,local.port=$p1,remote.port=$p2 -device virtio-net-pci,netdev=lv,mac=52:54:00:77:00:01,romfile=" -- \

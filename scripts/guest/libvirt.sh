@@ -411,9 +411,49 @@ lv_qemu_logs() {
 	return 0
 }
 
-# host B: set up, say so, wait for A.
+# lv_b_end: B's checks of what A did, on today's modules (each reads a
+# file of this release), and its logs.
+lv_b_end() {
+	local i
+	check "B: the domain that arrived ran as libvirt-qemu (DAC), in its own cgroup v2 group whose device control held" \
+		sh -c "[ -n '$1' ] && cat $out/qemu-runs-as.txt"
+	kill $LV_WATCH 2>/dev/null
+	check "B: gpumigctl watch --domain while B sent the VF domain back: libvirt's RAM figures and the whole migration's" \
+		lv_watch_saw
+	check "B: the simgpu-64M instance refused A's simgpu-256M stream and says why" \
+		grep -q "type mismatch: source simgpu-256M, destination simgpu-64M" \
+		/sys/bus/mdev/devices/$LV_U3/migration/last_error
+	check "B: the instance A migrated to through --xml names the stream's producer" \
+		grep -q "^gpumig/" /sys/bus/mdev/devices/$LV_U2/migration/source
+	for i in $LV_U1 $LV_U2 $LV_U3; do
+		echo "$i: $(cat /sys/bus/mdev/devices/$i/migration/status 2>&1)"
+	done >"$out/instances-b.txt"
+}
+
+# lv_b_swap: B becomes a host of the older release (the first line of
+# OUT/releases: scripts/release.sh built it for this kernel): no domain
+# left here, its instances stopped and SR-IOV off, today's modules out,
+# the older gpumig.ko and simgpu.ko in, $LV_U1 started again; its
+# migration/compat descriptor in SHARED/b-compat for A's check-compat.
+lv_b_swap() {
+	local ver dir u
+	read -r ver dir <"$out/releases" || return 1
+	for u in $LV_U1 $LV_U2 $LV_U3; do
+		chroot "$LVR" mdevctl stop --uuid $u || return 1
+	done
+	echo 0 >"/sys/bus/pci/devices/$(pf_addrs | head -n 1)/sriov_numvfs" &&
+		unload_gpumig && insmod "$dir/gpumig.ko" && insmod "$dir/simgpu.ko" &&
+		[ "$(cat /sys/module/gpumig/version)" = "$ver" ] &&
+		lv_mdev $LV_U1 simgpu-256M &&
+		cat /sys/bus/mdev/devices/$LV_U1/migration/compat >"$shared/b-compat" &&
+		echo "B: gpumig $(cat /sys/module/gpumig/version), $LV_U1: $(cat "$shared/b-compat")"
+}
+
+# host B: set up, say so, wait for A; halfway through A's last part,
+# become a host of the older release (lv_b_swap) when A asks.
 libvirt_b() {
-	local i seen=
+	local i seen= ended= rel
+	rel=$(awk 'NR == 1 { print "gpumig " $1 }' "$out/releases" 2>/dev/null)
 	check "B: load the VFIO stack, gpumig.ko and simgpu.ko" bash -c \
 		"$(declare -f unload_gpumig vfio_stack); kdir='$kdir'; unload_gpumig && vfio_stack && insmod $moddir/gpumig.ko && insmod $moddir/simgpu.ko"
 	check "B: the network to host A ($LV_B)" lv_net 2
@@ -430,28 +470,70 @@ libvirt_b() {
 	check "B: gpumigctl watch --domain $LV_VF_DOM on VF $LV_VF, in the background" lv_watch
 	check "B: sshd, root's login by host A's key (virsh's qemu+ssh://)" lv_sshd b
 	touch "$shared/b-ready"
-	for i in $(seq 3000); do
+	for i in $(seq 3600); do
 		[ -e "$shared/a-done" ] && break
 		# The first domain to arrive: how its QEMU runs here.
 		[ -n "$seen" ] || { lv_qemu_runs_as $LV_DOM devices >"$out/qemu-runs-as.txt" 2>&1 && seen=1; }
+		if [ -e "$shared/b-swap" ] && [ -z "$ended" ]; then
+			lv_b_end "$seen"
+			ended=1
+			if check "B: ${rel:-an older release (none was built)} loaded in place of today's, $LV_U1 started again" \
+				lv_b_swap; then
+				touch "$shared/b-swapped"
+			else
+				touch "$shared/b-swap-failed"
+			fi
+		fi
 		sleep 1
 	done
-	check "B: the domain that arrived ran as libvirt-qemu (DAC), in its own cgroup v2 group whose device control held" \
-		sh -c "[ -n '$seen' ] && cat $out/qemu-runs-as.txt"
 	check "B: host A finished" test -e "$shared/a-done"
-	kill $LV_WATCH 2>/dev/null
-	check "B: gpumigctl watch --domain while B sent the VF domain back: libvirt's RAM figures and the whole migration's" \
-		lv_watch_saw
-	check "B: the simgpu-64M instance refused A's simgpu-256M stream and says why" \
-		grep -q "type mismatch: source simgpu-256M, destination simgpu-64M" \
-		/sys/bus/mdev/devices/$LV_U3/migration/last_error
-	check "B: the instance A migrated to through --xml names the stream's producer" \
-		grep -q "^gpumig/" /sys/bus/mdev/devices/$LV_U2/migration/source
+	[ -n "$ended" ] || lv_b_end "$seen"
 	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-b.log" 2>/dev/null
 	lv_qemu_logs b
-	for i in $LV_U1 $LV_U2 $LV_U3; do
-		echo "$i: $(cat /sys/bus/mdev/devices/$i/migration/status 2>&1)"
-	done >"$out/instances-b.txt"
+}
+
+# lv_releases: two releases in one pool (operating.rst).  B turns into a
+# host of the older release (lv_b_swap); a guest started there moves to
+# A (today's) and back, A's instance capped at the stream version
+# gpumigctl check-compat names for B's descriptor.
+lv_releases() {
+	local i it cap
+	LV_DOM=gpumig-guest LV_LOG=gpumig-guest
+	touch "$shared/b-swap"
+	for i in $(seq 300); do
+		[ -e "$shared/b-swapped" ] || [ -e "$shared/b-swap-failed" ] && break
+		sleep 1
+	done
+	check "A: host B now runs the older release" test -e "$shared/b-swapped" || return
+	check "A: B (older release) starts gpumig-guest on its simgpu-256M $LV_U1" \
+		lv_virsh -c "qemu+tcp://$LV_B/system" create "$LV_DOC/gpumig-guest.xml"
+	check "A: the guest drives its simgpu on B (older release)" lv_verifying b 0 || return
+	it=$(lv_iter b)
+	check "A: virsh migrate --live gpumig-guest from B (older release) to A (today's)" \
+		lv_migrate $LV_B $LV_A
+	check "A: the guest runs on A and verifies 3 more iterations" lv_runs_on $LV_A a "${it:-0}"
+	# Both directions, as operating.rst says; then A's instance pinned to
+	# the stream version the older release writes itself (B's stream=), as
+	# a pool being upgraded pins its devices, or to the cap check-compat
+	# names if it names one.
+	"$tooldir/gpumigctl" check-compat "$(cat "$shared/b-compat")" $LV_U1 >"$out/check-compat-b-a.txt"
+	check "A: gpumigctl check-compat: B's instance (older release) to A's: $(cat "$out/check-compat-b-a.txt")" \
+		grep -q '^compatible' "$out/check-compat-b-a.txt"
+	"$tooldir/gpumigctl" check-compat $LV_U1 "$(cat "$shared/b-compat")" >"$out/check-compat-a-b.txt"
+	check "A: gpumigctl check-compat: A's instance to B's (older release): $(cat "$out/check-compat-a-b.txt")" \
+		grep -q '^compatible' "$out/check-compat-a-b.txt"
+	cap=$(sed -n 's/^compatible with the source.s migration\/stream_max at \([0-9.]*\) .*/\1/p' \
+		"$out/check-compat-a-b.txt")
+	[ -n "$cap" ] || cap=$(tr ' ' '\n' <"$shared/b-compat" | sed -n 's/^stream=//p')
+	check "A: migration/stream_max of $LV_U1 set to ${cap:-?}, the older release's stream version" \
+		sh -c "[ -n '$cap' ] && echo $cap >/sys/bus/mdev/devices/$LV_U1/migration/stream_max &&
+		       [ \"\$(cat /sys/bus/mdev/devices/$LV_U1/migration/stream_max)\" = $cap ]"
+	it=$(lv_iter a)
+	check "A: virsh migrate --live gpumig-guest from A (today's, capped) back to B (older release)" \
+		lv_migrate $LV_A $LV_B
+	check "A: the guest runs on B (older release) and verifies 3 more iterations" \
+		lv_runs_on $LV_B b "${it:-0}"
+	lv_virsh -c "qemu+tcp://$LV_B/system" destroy $LV_DOM >/dev/null 2>&1
 }
 
 # host A: the operator's commands of libvirt.rst, each a check.
@@ -585,6 +667,7 @@ libvirt_a() {
 	# in a run on 2026-12-06).
 	check "A: virsh domjobinfo during a migration showed the job and its data remaining" \
 		grep -q 'Data remaining' "$out/domjobinfo.txt"
+	lv_releases
 	cp "$LVR/var/log/libvirt/libvirtd.log" "$out/libvirtd-a.log" 2>/dev/null
 	lv_qemu_logs a
 	touch "$shared/a-done"

@@ -19,7 +19,8 @@
 # in OUT/nova-capture (OUT/libvirt-root names libvirt's root).
 # MODES "libvirt-a" and "libvirt-b": the two hosts of the libvirt lane
 # (scripts/guest/libvirt.sh); OUT/libvirt-root names libvirt's root and
-# OUT/shared the directory both hosts have.
+# OUT/shared the directory both hosts have; B's OUT/releases names the
+# older release it swaps to at the end (two releases in one pool).
 # MODE "demo": one QEMU live migration, report in OUT/qemu/demo.txt.
 # MODE "demo-linux": the same with the small Linux guest (Debian's kernel:
 # modules from MODDIR; OUT/linux-guest.args names the guest's kernel and
