@@ -24,7 +24,10 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-only="" fuzz_seconds=${FUZZ_SECONDS:-30} round_trips=0
+# The fuzzers run a number of executions (FUZZ_RUNS: the stream parser's;
+# the validator a tenth), which is what 30 s on two idle cores gave, or
+# for a time (--fuzz-seconds, FUZZ_SECONDS).
+only="" fuzz_seconds=${FUZZ_SECONDS:-} fuzz_runs=${FUZZ_RUNS:-400000} round_trips=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=$2; shift 2 ;;
@@ -608,6 +611,16 @@ two_host() {
 	fi
 }
 
+# fuzz_step: the fuzz targets built and run (scripts/fuzz.sh).
+fuzz_step() {
+	local limit=(--runs "$fuzz_runs") what="$fuzz_runs executions of the parser, $((fuzz_runs / 10)) of the validator"
+	[ -z "$fuzz_seconds" ] || limit=(--seconds "$fuzz_seconds") what="$fuzz_seconds s"
+	run_check "fuzz: build the fuzz targets (clang, libFuzzer, ASan, UBSan)" \
+		make -C "$GPUMIG_TOP/tools/fuzz" O="$BUILD/fuzz-bin" all
+	run_check "fuzz: stream parser and architectural-state validator, $what on 2 processes" \
+		"$GPUMIG_TOP/scripts/fuzz.sh" "${limit[@]}" "$BUILD/fuzz-bin"
+}
+
 # One VM at a time: the debug VM, then the distro VM, then (only when
 # named) the two hosts (two VMs, alone).  Run beside the debug VM, the
 # lanes were starved of CPU on two cores (a migration from B, which
@@ -616,7 +629,9 @@ two_host() {
 # (the static step's rest, DKMS, the distro VM's inputs: about 5 minutes,
 # one process at a time, where the debug VM leaves about a third of the
 # two cores idle) runs beside the debug VM instead of after it, at the
-# lowest priority; the fuzzer (two processes) does not.
+# lowest priority; the fuzzers too, as a number of executions (at that
+# priority they get what the VM leaves: the same work, more time, off the
+# run's critical path).
 # The Linux guest's image is this run's or none (distro_prep makes it).
 want distro-vm && rm -f "$TOOLS/linux-guest.args"
 dvm_pid=""
@@ -636,6 +651,7 @@ t_host=$(date +%s)
 want static && static_rest
 want dkms && dkms_step
 want distro-vm && distro_prep
+want fuzz && fuzz_step
 if [ -n "$dvm_pid" ]; then
 	log "host steps beside the debug VM took $(($(date +%s) - t_host)) s"
 	wait "$dvm_pid"
@@ -655,13 +671,6 @@ if named releases && ! want distro-vm; then
 	run_check "releases VM: kernel log clean" log_clean "$RES/releases"
 fi
 named two-host && timed "the two hosts" two_host
-
-if want fuzz; then
-	run_check "fuzz: build the fuzz targets (clang, libFuzzer, ASan, UBSan)" \
-		make -C "$GPUMIG_TOP/tools/fuzz" O="$BUILD/fuzz-bin" all
-	run_check "fuzz: stream parser and architectural-state validator, $fuzz_seconds s on 2 processes" \
-		"$GPUMIG_TOP/scripts/fuzz.sh" --seconds "$fuzz_seconds" "$BUILD/fuzz-bin"
-fi
 
 log "all steps took $(($(date +%s) - T_START)) s"
 python3 "$GPUMIG_TOP/scripts/summary.py" "$RES"

@@ -884,9 +884,18 @@ def several_file(suite, spec):
         # device dirty tracking of guest RAM (a VF on Debian's 6.12) QEMU
         # resends all of it each round, and under emulation it never
         # converged within the default 300 ms: the test VM's /tmp filled.
-        # Switch over after the first round.
-        a.qmp.cmd("migrate-set-parameters", **{"downtime-limit": 60000})
+        # Switch over once every device finished a pre-copy round (at once,
+        # two of four had none: a file has no return path, so no
+        # switchover-ack waits for their initial data).
         a.qmp.cmd("migrate", uri="file:" + path)
+        deadline = time.time() + 300
+        while time.time() < deadline and not all(
+                int(d.status().get("precopy_rounds", 0)) > 0 for d in devs):
+            if a.qmp.cmd("query-migrate").get("status") in ("completed", "failed",
+                                                            "cancelled"):
+                break
+            time.sleep(0.2)
+        a.qmp.cmd("migrate-set-parameters", **{"downtime-limit": 60000})
         info = wait_migration(a, timeout=600)
         after = [d.status() for d in devs]
         saved = a.last_iter()
