@@ -436,12 +436,19 @@ lv_b_end() {
 # the older gpumig.ko and simgpu.ko in, $LV_U1 started again; its
 # migration/compat descriptor in SHARED/b-compat for A's check-compat.
 lv_b_swap() {
-	local ver dir u
+	local ver dir u pf vf
 	read -r ver dir <"$out/releases" || return 1
 	for u in $LV_U1 $LV_U2 $LV_U3; do
 		chroot "$LVR" mdevctl stop --uuid $u || return 1
 	done
-	echo 0 >"/sys/bus/pci/devices/$(pf_addrs | head -n 1)/sriov_numvfs" &&
+	# simgpu-pf keeps SR-IOV on while a VF is bound to its migration
+	# driver ("claimed by its migration driver"): those are unbound first.
+	pf=$(pf_addrs | head -n 1)
+	for vf in /sys/bus/pci/devices/$pf/virtfn*; do
+		[ "$(basename "$(readlink -f "$vf/driver")")" = gpumig-vfio-pci ] &&
+			{ vf_unbind "$(basename "$(readlink -f "$vf")")" || return 1; }
+	done
+	echo 0 >"/sys/bus/pci/devices/$pf/sriov_numvfs" &&
 		unload_gpumig && insmod "$dir/gpumig.ko" && insmod "$dir/simgpu.ko" &&
 		[ "$(cat /sys/module/gpumig/version)" = "$ver" ] &&
 		lv_mdev $LV_U1 simgpu-256M &&
