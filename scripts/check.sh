@@ -494,15 +494,17 @@ distro_prep() {
 	# The package lane's root as a read-only disk: the installed one, or
 	# the plain one (bookworm-root.sh).
 	[ -z "$pkgimg" ] && [ -s "$RES/distro/pkg-root" ] && pkgimg=$(cat "$RES/distro/pkg-root").img
-	DISTRO_VM_ARGS=("${PCI_VM_ARGS[@]}")
-	if [ -n "$pkgimg" ] && [ -f "$pkgimg" ]; then
+	# Its hardware has a third PF (lib.sh): four VFs live between two sets.
+	disk=""
+	[ -n "$pkgimg" ] && [ -f "$pkgimg" ] &&
 		disk="-drive file=$pkgimg,if=virtio,format=raw,readonly=on"
-		if [ -n "$QEMU_BIN" ]; then
-			DISTRO_VM_ARGS=(--qemu "$QEMU_BIN" --append "intel_iommu=on"
-					--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $disk")
-		else
-			DISTRO_VM_ARGS=(--qemu-opts "$disk")
-		fi
+	if [ -n "$QEMU_BIN" ]; then
+		DISTRO_VM_ARGS=(--qemu "$QEMU_BIN" --append "intel_iommu=on"
+				--qemu-opts "$SIMGPU_PCI_QEMU_OPTS $SIMGPU_PCI_THIRD_PF${disk:+ $disk}")
+	elif [ -n "$disk" ]; then
+		DISTRO_VM_ARGS=(--qemu-opts "$disk")
+	else
+		DISTRO_VM_ARGS=()
 	fi
 	# The guest's packages, natively in that root as a Debian guest has
 	# them; the module DKMS built there goes into the small Linux guest.

@@ -92,6 +92,9 @@ SIMGPU_PCI_QEMU_OPTS="-L /usr/share/seabios -L /usr/share/qemu -device intel-iom
 -device pcie-root-port,id=rp1,chassis=1,pref64-reserve=2G -device simgpu-pf,bus=rp1 \
 -device pcie-root-port,id=rp2,chassis=2,pref64-reserve=512M \
 -device simgpu-pf,bus=rp2,total-vfs=1,aperture=64M,x-vfs-offered=0"
+# A third PF, as the first, for the distro VM only: its four VFs are the
+# destination of a VM holding all four of the first PF's (issue 39).
+SIMGPU_PCI_THIRD_PF="-device pcie-root-port,id=rp3,chassis=3,pref64-reserve=2G -device simgpu-pf,bus=rp3"
 
 BUILD=$GPUMIG_TOP/build
 SRC_FILES="Kbuild Makefile dkms.conf include drivers kunit guest"

@@ -42,6 +42,33 @@ gvp_bind() {
 		[ "$(cat "/sys/bus/pci/devices/$1/simgpu/profile")" = "$2" ]
 }
 
+# third_pf PF: the third PF's four VFs as the first's (64M, 256M, 64M,
+# 256M), each on $GVP.
+third_pf() {
+	# (not "n": check's counter)
+	local sys=/sys/bus/pci/devices/$1/simgpu k v
+
+	check "a third PF ($1): VF profiles 64M, 256M, 64M, 256M, 4 VFs enabled" sh -c \
+		"echo 256M > $sys/vf1_profile && echo 256M > $sys/vf3_profile &&
+		 echo 4 > /sys/bus/pci/devices/$1/sriov_numvfs" || return 1
+	for k in 0 1 2 3; do
+		v=$(vf_addr "$1" $k)
+		check "bind the third PF's VF $k ($v) to $GVP" \
+			gvp_bind "$v" "$( [ $((k % 2)) = 1 ] && echo 256M || echo 64M)" "$tracking" || return 1
+	done
+}
+
+# third_pf_off PF VF...: the VFs unbound, SR-IOV off.
+third_pf_off() {
+	local pf=$1 v
+
+	shift
+	for v in "$@"; do
+		vf_unbind "$v" || return 1
+	done
+	echo 0 >"/sys/bus/pci/devices/$pf/sriov_numvfs"
+}
+
 # geometry_vf SRC DST GEOMETRY WHAT: with simgpu-pf's test_geometry, the
 # two VFs migrate as a device of another shape would: the descriptor says
 # WHAT (the stream version, the block), a kernel in flight finishes on DST
@@ -373,7 +400,7 @@ pci_suite() {
 		sh -c "$loadmod $moddir_gpumig && $loadmod $moddir_pf && $loadmod $moddir_gvp &&
 		       dmesg | grep -q 'gpumig: simgpu-pf serves VFs'"
 	set -- $(pf_addrs)
-	pf=${1:-} pf2=${2:-}
+	pf=${1:-} pf2=${2:-} pf3=${3:-}
 	check "two simgpu PFs probed ($pf, $pf2)" sh -c "[ -e $PFDRV/$pf ] && [ -e $PFDRV/$pf2 ]"
 	check "a PF whose device offers fewer VFs than its capability: sriov_totalvfs says so, more refused" \
 		sh -c "[ \$(cat /sys/bus/pci/devices/$pf2/sriov_totalvfs) = 0 ] &&
@@ -456,15 +483,25 @@ pci_suite() {
 		quarantine_rebind "$vf2" "$pf"
 	# One ping-pong on VFs (two on mdevs): each VF migration under nested
 	# emulation takes about ten times an mdev's (make check's budget).
-	# Last, all four VFs in one VM, saved live to a file and restored onto
-	# them (eight would be needed for a live migration between two sets).
+	# Last, all four VFs in one VM: live to the third PF's four and back
+	# where the VM has that PF (the distro VM, lib.sh), else saved live to
+	# a file and restored onto them.
 	if qemu10_here; then
+		local several=file:256M,256M,64M,64M p256="256M=$vf1,$vf3" p64="64M=$vf0,$vf2"
+		local w0="" w1="" w2="" w3=""
+		if [ -n "$pf3" ] && third_pf "$pf3"; then
+			w0=$(vf_addr "$pf3" 0) w1=$(vf_addr "$pf3" 1)
+			w2=$(vf_addr "$pf3" 2) w3=$(vf_addr "$pf3" 3)
+			several=256M,256M,64M,64M p256="$p256,$w1,$w3" p64="$p64,$w0,$w2"
+		fi
 		vram_trace on
 		check "QEMU end to end on VFs: every check passed (qemu-pci/qemu.ktap)" \
 			timeout 2400 python3 "$(dirname "$0")/qemu_mig.py" --pingpong 1 \
 			--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
-			--pci "256M=$vf1,$vf3" "64M=$vf0,$vf2" --several file:256M,256M,64M,64M
+			--pci "$p256" "$p64" --several "$several" --no-several-failures
 		vram_trace off "$out/qemu-pci"
+		[ -z "$w0" ] || check "the third PF's VFs released, its SR-IOV disabled" \
+			third_pf_off "$pf3" "$w0" "$w1" "$w2" "$w3"
 	fi
 	# A Linux guest (Debian's kernel, simgpu-guest, simgpu-work: guest/)
 	# holding a VF and an mdev (simgpu loaded for it meanwhile), booted
