@@ -270,11 +270,23 @@ lv_migrate() {
 	timeout 900 chroot "$LVR" virsh -c "qemu+ssh://root@$from/system" migrate --live --verbose "$@" \
 		$LV_DOM "qemu+ssh://root@$to/system" --migrateuri "tcp://$to" &
 	pid=$!
+	# What this host's CPUs do a minute into the job, and its TCP
+	# retransmissions over it (OUT/during-FROM-TO.txt): the lane's
+	# migrations took minutes with little sent, and the host's own
+	# UDP counters showed no drop of the VMs' network.
+	local t0 tops=0 rt0
+	t0=$(date +%s) rt0=$(awk '/^Tcp: [0-9]/ { print $13 }' /proc/net/snmp)
 	while kill -0 $pid 2>/dev/null; do
 		lv_virsh -c "qemu+tcp://$from/system" domjobinfo $LV_DOM >"$out/domjobinfo.now" 2>&1 &&
 			grep -q 'Data remaining' "$out/domjobinfo.now" && cp "$out/domjobinfo.now" "$out/domjobinfo.txt"
+		if [ $tops = 0 ] && [ $(($(date +%s) - t0)) -ge 60 ]; then
+			top -b -n 1 -w 160 | head -n 25 >"$out/during-$from-$to.txt" 2>&1
+			tops=1
+		fi
 		sleep 0.5
 	done
+	echo "TCP segments retransmitted by this host during the job: $(($(awk '/^Tcp: [0-9]/ { print $13 }' /proc/net/snmp) - rt0)), $(($(date +%s) - t0)) s" \
+		>>"$out/during-$from-$to.txt"
 	wait $pid
 	rc=$?
 	lv_keep_serial "$from-$to"
@@ -441,11 +453,12 @@ lv_b_swap() {
 	for u in $LV_U1 $LV_U2 $LV_U3; do
 		chroot "$LVR" mdevctl stop --uuid $u || return 1
 	done
-	# simgpu-pf keeps SR-IOV on while a VF is bound to its migration
-	# driver ("claimed by its migration driver"): those are unbound first.
+	# simgpu-pf keeps SR-IOV on while a VF is bound to a driver ("claimed
+	# by its migration driver", or "in use, bound to a driver": the Nova
+	# host's VF on plain vfio-pci): every bound VF is unbound first.
 	pf=$(pf_addrs | head -n 1)
 	for vf in /sys/bus/pci/devices/$pf/virtfn*; do
-		[ "$(basename "$(readlink -f "$vf/driver")")" = gpumig-vfio-pci ] &&
+		[ -e "$vf/driver" ] &&
 			{ vf_unbind "$(basename "$(readlink -f "$vf")")" || return 1; }
 	done
 	echo 0 >"/sys/bus/pci/devices/$pf/sriov_numvfs" &&
