@@ -120,6 +120,7 @@ enum gpumig_file_state {
  * @pc_token: then: the session token
  * @pc_owed: then: the blocks owed (saving: found as stop-copy goes;
  *	resuming: as the manifest says)
+ * @pc_owed_end: saving: one past the last block owed, 0 while none is
  * @pc_next: saving: the first block of the next manifest section;
  *	resuming: the one expected next
  * @pc_payload: saving: one manifest section's payload
@@ -163,6 +164,7 @@ struct gpumig_mig_file {
 	bool pc_refused;
 	u8 pc_token[GPUMIG_TOKEN_LEN];
 	unsigned long *pc_owed;
+	unsigned long pc_owed_end;
 	unsigned long pc_next;
 	u8 *pc_payload;
 };
@@ -419,6 +421,7 @@ void gpumig_pc_source_resumed(struct gpumig_mig *m);
 bool gpumig_pc_dest_possible(struct gpumig_mig *m);
 int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf);
 void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how);
+int gpumig_pc_dest_replaced(struct gpumig_mig *m);
 void gpumig_pc_dest_end(struct gpumig_mig *m, const char *how);
 bool gpumig_pc_busy(struct gpumig_mig *m);
 void gpumig_pc_device_gone(struct gpumig_mig *m);

@@ -639,7 +639,7 @@ static void gpumig_pc_dest_stop(struct gpumig_mig *m, struct gpumig_pc *s, const
  * @how: why, for the log
  *
  * What is still owed is lost (the device's accesses fail, loudly); the
- * device goes on showing the ended session until the next one or its
+ * device goes on showing the ended session until the next restore or its
  * tenant's close.
  */
 void gpumig_pc_dest_end(struct gpumig_mig *m, const char *how)
@@ -666,6 +666,39 @@ void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how)
 	spin_unlock_irq(&m->pc_lock);
 	gpumig_pc_dest_stop(m, s, how);
 	gpumig_pc_put(s);
+}
+
+/**
+ * gpumig_pc_dest_replaced() - a whole ordinary stream replaces what a post-copy left
+ * @m: device, state mutex held, about to leave RESUMING
+ *
+ * A device that was a post-copy destination (its session ended: delivered,
+ * or abandoned with blocks lost) took a stream without post-copy: every
+ * block is the new stream's now, so none may stay lost (or absent) from
+ * before.  Nothing to do, and no call to the backend, on a device that
+ * never was one.
+ *
+ * Return: 0, or an errno when the backend could not forget them (the
+ * restore is refused: the device would fail reads of restored blocks).
+ */
+int gpumig_pc_dest_replaced(struct gpumig_mig *m)
+{
+	unsigned long nr = m->compat.vram_size >> m->geo.block_shift, *none;
+	int ret;
+
+	lockdep_assert_held(&m->state_mutex);
+	if (!m->pc_dst)
+		return 0;
+	none = bitmap_zalloc(nr, GFP_KERNEL);
+	if (!none)
+		return -ENOMEM;
+	ret = m->ops->vram_absent(m->priv, none, nr);
+	bitmap_free(none);
+	if (ret)
+		return ret;
+	gpumig_pc_dest_detach(m, "a new stream was restored");
+	gpumig_view_changed(m);
+	return 0;
 }
 
 /**

@@ -511,6 +511,14 @@ int gpumig_file_finish_resume(struct gpumig_mig_file *migf)
 		}
 		goto out;
 	}
+	if (!ret) {
+		/* Blocks a post-copy into this device lost are this stream's now. */
+		ret = gpumig_pc_dest_replaced(migf->m);
+		if (ret)
+			gpumig_parser_set_error(&migf->parser, ret,
+						"the blocks an earlier post-copy lost stay marked (%d)",
+						ret);
+	}
 	if (ret)
 		gpumig_resume_refused(migf, ret);
 out:

@@ -374,6 +374,13 @@ static ssize_t gpumig_produce_announce(struct gpumig_mig_file *migf, u8 *buf, si
 	return gpumig_emit_blob(&migf->w, buf, room, GPUMIG_SEC_POSTCOPY, &pc, sizeof(pc));
 }
 
+/* Stop-copy of a post-copy stream: @blk's data is owed, not sent. */
+static void gpumig_pc_owe(struct gpumig_mig_file *migf, unsigned long blk)
+{
+	__set_bit(blk, migf->pc_owed);
+	migf->pc_owed_end = max(migf->pc_owed_end, blk + 1);
+}
+
 /* The next manifest section, or 0 once all of it was produced. */
 static ssize_t gpumig_produce_owed(struct gpumig_mig_file *migf)
 {
@@ -390,7 +397,16 @@ static ssize_t gpumig_produce_owed(struct gpumig_mig_file *migf)
 	 */
 	for (;;) {
 		n = min(nr - first, gpumig_owed_chunk(migf));
-		if (first + n == nr || find_next_bit(migf->pc_owed, first + n, first) < first + n)
+		if (first + n == nr)
+			break;
+		if (first >= migf->pc_owed_end) {
+			/* Nothing owed from here: straight to the last one. */
+			first += (nr - first - 1) / gpumig_owed_chunk(migf) *
+				 gpumig_owed_chunk(migf);
+			n = nr - first;
+			break;
+		}
+		if (find_next_bit(migf->pc_owed, first + n, first) < first + n)
 			break;
 		first += n;
 	}
@@ -434,7 +450,7 @@ static ssize_t gpumig_produce_pc_vram(struct gpumig_mig_file *migf)
 			blk = migf->ahead;
 			migf->ahead = -1;
 			if (!migf->ahead_zero) {
-				__set_bit(blk, migf->pc_owed);
+				gpumig_pc_owe(migf, blk);
 				continue;
 			}
 			return gpumig_emit_zero(&migf->w, migf->buf, migf->buf_size,
@@ -455,7 +471,7 @@ static ssize_t gpumig_produce_pc_vram(struct gpumig_mig_file *migf)
 						(u64)blk << m->geo.block_shift,
 						(u64)run << m->geo.block_shift);
 		}
-		__set_bit(blk, migf->pc_owed);
+		gpumig_pc_owe(migf, blk);
 		migf->cursor = blk + 1;
 		if (!(++looked % GPUMIG_RESCHED_BLOCKS))
 			cond_resched();

@@ -575,8 +575,9 @@ int t_postcopy_abandon(struct gpu *src)
 	const size_t reclen = sizeof(struct gpumig_pc_block) + PC_BLOCK;
 	struct gpumig_pc_attach sa, da;
 	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *out, *rec, *ap;
+	struct blob pre, stop;
 	uint64_t blk;
-	int sfd, dfd, ret, n;
+	int sfd, dfd, fd, ret, n;
 	struct gpu dst;
 	uint32_t err;
 	char v[64];
@@ -641,6 +642,35 @@ int t_postcopy_abandon(struct gpu *src)
 	close(dfd);
 	free(rec);
 	CHECK(pc_state(src, "abandoned") == 0, "the source does not say it was abandoned");
+	/*
+	 * The same open destination then restores an ordinary stream of the
+	 * same data: the blocks the post-copy lost are that stream's, and
+	 * read back whole (before, they stayed lost).
+	 */
+	CHECK(gpu_reset(src) == 0, "reset the source: %s", strerror(errno));
+	gpu_setup(src, 64);
+	memcpy(sysbuf(src, VA_SYS, PC_DATA, NULL), data, PC_DATA);
+	gpu_map_range(src, VA_VRAM, 0, 8 << 20, SIMGPU_PTE_VRAM | SIMGPU_PTE_WRITE);
+	gpu_submit(src, 0, SIMGPU_OP_COPY, 0, VA_VRAM, VA_SYS, PC_DATA, 0);
+	CHECK(gpu_wait_idle(src, 0, TMO) == 0, "fill the source's VRAM again");
+	pre = (struct blob){ 0 };
+	stop = (struct blob){ 0 };
+	fd = -1;
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_PRE_COPY, &fd) == 0, "PRE_COPY again");
+	CHECK(mig_read(fd, &pre) == -ENOMSG, "pre-copy read again");
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP_COPY, NULL) == 0, "STOP_COPY again");
+	CHECK(mig_read(fd, &stop) == 0, "stop-copy read again");
+	CHECK(mig_set(src, VFIO_DEVICE_STATE_STOP, NULL) == 0, "STOP again");
+	data_fd_close(fd);
+	ret = migrate_into(&dst, src, src->mem, &pre, &stop);
+	free(pre.p);
+	free(stop.p);
+	TRY(ret);
+	CHECK(qrd(&dst, 0, SIMGPU_QREG_ERROR) == 0, "queue 0 restored with error %u",
+	      qrd(&dst, 0, SIMGPU_QREG_ERROR));
+	TRY(pc_verify(&dst, data, PC_DATA));
+	mig_attr(&dst, "postcopy_lost_blocks", v, sizeof(v));
+	CHECK(atoi(v) == 0, "%s blocks still lost after an ordinary restore", v);
 	gpu_close(&dst);
 	return 0;
 }

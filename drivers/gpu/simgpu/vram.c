@@ -367,10 +367,16 @@ unsigned long simgpu_vram_take_zero_run(struct simgpu_vram *vram,
 	if (WARN_ON_ONCE(!vram->dirty) || from >= vram->nr_blocks || !max)
 		return 0;
 	end = from + min(max, vram->nr_blocks - from);
-	end = find_next_zero_bit(vram->dirty, end, from);
+	/*
+	 * The first backed page bounds the run before the bitmap is searched:
+	 * at a stop every block may be dirty, and a search from here to the
+	 * end of VRAM would pass over all of its map for a short run.
+	 */
 	first = from << shift;
-	if (end > from && xa_find(&vram->pages, &first, (end << shift) - 1, XA_PRESENT))
+	if (xa_find(&vram->pages, &first, (end << shift) - 1, XA_PRESENT))
 		end = first >> shift;
+	if (end > from)
+		end = find_next_zero_bit(vram->dirty, end, from);
 	if (end <= from)
 		return 0;
 	bitmap_clear(vram->dirty, from, end - from);
