@@ -689,7 +689,7 @@ int gpumig_pc_dest_replaced(struct gpumig_mig *m)
 	lockdep_assert_held(&m->state_mutex);
 	if (!m->pc_dst)
 		return 0;
-	none = bitmap_zalloc(nr, GFP_KERNEL);
+	none = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
 	if (!none)
 		return -ENOMEM;
 	ret = m->ops->vram_absent(m->priv, none, nr);
