@@ -280,7 +280,9 @@ lv_migrate() {
 		lv_virsh -c "qemu+tcp://$from/system" domjobinfo $LV_DOM >"$out/domjobinfo.now" 2>&1 &&
 			grep -q 'Data remaining' "$out/domjobinfo.now" && cp "$out/domjobinfo.now" "$out/domjobinfo.txt"
 		if [ $tops = 0 ] && [ $(($(date +%s) - t0)) -ge 60 ]; then
-			top -b -n 1 -w 160 | head -n 25 >"$out/during-$from-$to.txt" 2>&1
+			# top's first frame averages since boot: its second.
+			top -b -n 2 -d 1 -w 160 | awk '/^top -/ { f++ } f == 2' | head -n 25 \
+				>"$out/during-$from-$to.txt" 2>&1
 			tops=1
 		fi
 		sleep 0.5

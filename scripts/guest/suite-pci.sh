@@ -58,15 +58,16 @@ third_pf() {
 	done
 }
 
-# third_pf_off PF VF...: the VFs unbound, SR-IOV off.
+# third_pf_off PF: every VF of PF that is bound unbound (third_pf may have
+# stopped halfway), SR-IOV off.
 third_pf_off() {
-	local pf=$1 v
+	local v
 
-	shift
-	for v in "$@"; do
-		vf_unbind "$v" || return 1
+	for v in /sys/bus/pci/devices/$1/virtfn*; do
+		[ -e "$v/driver" ] || continue
+		vf_unbind "$(basename "$(readlink -f "$v")")" || return 1
 	done
-	echo 0 >"/sys/bus/pci/devices/$pf/sriov_numvfs"
+	echo 0 >"/sys/bus/pci/devices/$1/sriov_numvfs"
 }
 
 # geometry_vf SRC DST GEOMETRY WHAT: with simgpu-pf's test_geometry, the
@@ -393,7 +394,7 @@ guest_drv() {
 }
 
 pci_suite() {
-	local pf pf2 sys vf0 vf1 vf2 vf3 tracking=device
+	local pf pf2 pf3 sys vf0 vf1 vf2 vf3 tracking=device
 
 	check "VFIO type1 and vfio-pci available" vfio_stack
 	check "load gpumig, simgpu-pf (its provider registers) and gpumig-vfio-pci" \
@@ -500,8 +501,8 @@ pci_suite() {
 			--guest "$tooldir/gpumig-guest.elf" --out "$out/qemu-pci" \
 			--pci "$p256" "$p64" --several "$several" --no-several-failures
 		vram_trace off "$out/qemu-pci"
-		[ -z "$w0" ] || check "the third PF's VFs released, its SR-IOV disabled" \
-			third_pf_off "$pf3" "$w0" "$w1" "$w2" "$w3"
+		[ -z "$pf3" ] || check "the third PF's VFs released, its SR-IOV disabled" \
+			third_pf_off "$pf3"
 	fi
 	# A Linux guest (Debian's kernel, simgpu-guest, simgpu-work: guest/)
 	# holding a VF and an mdev (simgpu loaded for it meanwhile), booted
