@@ -833,8 +833,10 @@ def several(suite, spec, failures):
             if k and failures and not to[-1].pci:
                 info = several_mdev_reset(suite, a, cur, nxt, "%s: back" % label)
             else:
+                # Each device is to pre-copy (each_device_sent below).
                 info = one_migration(run, cur, nxt, suite.sock,
-                                     "%s: %s" % (label, ("there", "back")[k]))
+                                     "%s: %s" % (label, ("there", "back")[k]),
+                                     precopied=frm)
             if not info:
                 return
             each_device_sent(run, frm, [d.status() for d in frm],
