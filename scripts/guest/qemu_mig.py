@@ -833,10 +833,12 @@ def several(suite, spec, failures):
             if k and failures and not to[-1].pci:
                 info = several_mdev_reset(suite, a, cur, nxt, "%s: back" % label)
             else:
-                # Each device is to pre-copy (each_device_sent below).
+                # Each device is to pre-copy (each_device_sent below):
+                # where QEMU switches over at the link's rate (VFs
+                # without DMA logging) it must wait for every round.
                 info = one_migration(run, cur, nxt, suite.sock,
                                      "%s: %s" % (label, ("there", "back")[k]),
-                                     precopied=frm)
+                                     precopied=frm if mig_checks.SWITCHOVER_AT_LINK else None)
             if not info:
                 return
             each_device_sent(run, frm, [d.status() for d in frm],
