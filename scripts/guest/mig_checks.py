@@ -167,6 +167,18 @@ def link_bandwidth(vm):
     return vm.qmp.cmd("query-migrate-parameters")["max-bandwidth"]
 
 
+def wait_precopied(src, devs, timeout=300):
+    """Until each of @devs finished a pre-copy round, or @src's migration
+    ended, or @timeout seconds passed."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and not all(
+            int(d.status().get("precopy_rounds", 0)) > 0 for d in devs):
+        if src.qmp.cmd("query-migrate").get("status") in ("completed", "failed",
+                                                          "cancelled"):
+            return
+        time.sleep(0.2)
+
+
 def migrate(src, dst, sock, precopied=None):
     """Migrate src -> dst to the end; query-migrate's last answer.  With
     @precopied (devices), QEMU may switch over only once each of them
@@ -179,13 +191,7 @@ def migrate(src, dst, sock, precopied=None):
     start_migration(src, dst, sock, 1 if precopied else None,
                     switchover_bw=link_bandwidth(src))
     if precopied:
-        deadline = time.time() + 300
-        while time.time() < deadline and not all(
-                int(d.status().get("precopy_rounds", 0)) > 0 for d in precopied):
-            if src.qmp.cmd("query-migrate").get("status") in ("completed", "failed",
-                                                              "cancelled"):
-                break
-            time.sleep(0.2)
+        wait_precopied(src, precopied)
         src.qmp.cmd("migrate-set-parameters", **{"downtime-limit": DOWNTIME_MS or limit})
     info = wait_migration(src)
     if info["status"] == "timeout":

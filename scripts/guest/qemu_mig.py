@@ -891,13 +891,7 @@ def several_file(suite, spec):
         # two of four had none: a file has no return path, so no
         # switchover-ack waits for their initial data).
         a.qmp.cmd("migrate", uri="file:" + path)
-        deadline = time.time() + 300
-        while time.time() < deadline and not all(
-                int(d.status().get("precopy_rounds", 0)) > 0 for d in devs):
-            if a.qmp.cmd("query-migrate").get("status") in ("completed", "failed",
-                                                            "cancelled"):
-                break
-            time.sleep(0.2)
+        mig_checks.wait_precopied(a, devs)
         a.qmp.cmd("migrate-set-parameters", **{"downtime-limit": 60000})
         info = wait_migration(a, timeout=600)
         after = [d.status() for d in devs]
