@@ -74,7 +74,11 @@ def migrate_sampled(src, dst, sock, samples, release=None):
     With @release (two Events, enough and some, and a max-bandwidth), the
     migration starts at RELEASE_BW and gets that bandwidth once enough is
     set, or after RELEASE_AFTER seconds once some is, or after
-    RELEASE_LATEST: pre-copy lasts until the samplers have enough."""
+    RELEASE_LATEST: pre-copy lasts until the samplers have enough.  Not
+    before each of @src's devices finished a pre-copy round either (up to
+    PRECOPIED_LATEST): the samplers watch the first device only, and a
+    Linux guest's mdev beside a VF had none when the release let QEMU
+    switch over."""
     path = src.dev.sysdir() + "/migration/"
     hold = None
     if release:
@@ -89,7 +93,8 @@ def migrate_sampled(src, dst, sock, samples, release=None):
     while time.time() < deadline:
         el = time.time() - start
         if release and (release[0].is_set() or el > RELEASE_LATEST or
-                        (el > RELEASE_AFTER and release[1].is_set())):
+                        (el > RELEASE_AFTER and release[1].is_set())) and \
+                (el > PRECOPIED_LATEST or all_precopied(src.devs)):
             src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[2],
                                                      "downtime-limit": limit})
             src.qmp.cmd("migrate-set-parameters",
@@ -167,12 +172,16 @@ def link_bandwidth(vm):
     return vm.qmp.cmd("query-migrate-parameters")["max-bandwidth"]
 
 
+def all_precopied(devs):
+    """Whether each of @devs finished a pre-copy round."""
+    return all(int(d.status().get("precopy_rounds", 0)) > 0 for d in devs)
+
+
 def wait_precopied(src, devs, timeout=300):
     """Until each of @devs finished a pre-copy round, or @src's migration
     ended, or @timeout seconds passed."""
     deadline = time.time() + timeout
-    while time.time() < deadline and not all(
-            int(d.status().get("precopy_rounds", 0)) > 0 for d in devs):
+    while time.time() < deadline and not all_precopied(devs):
         if src.qmp.cmd("query-migrate").get("status") in ("completed", "failed",
                                                           "cancelled"):
             return
@@ -233,6 +242,7 @@ def describe(info, src_dev):
 RELEASE_BW = 1 << 20
 RELEASE_AFTER = 8
 RELEASE_LATEST = 150
+PRECOPIED_LATEST = 300
 # ...and with a downtime limit of 10 ms until then.  With device dirty
 # tracking the guest's RAM dirties only its 64 stamp pages between two
 # syncs: at RELEASE_BW and QEMU's 300 ms (about 300 KiB) QEMU once
