@@ -1762,6 +1762,121 @@ static void mig_pc_manifest_edges(struct kunit *test)
 				  reason(test, c));
 }
 
+/* ---- a post-copy source's two passes ----------------------------------- */
+
+struct f_hold {
+	unsigned long map;
+};
+
+/* The fake's hold: the map it was given (the contents are not needed). */
+static void *f_vram_hold(void *priv, const unsigned long *map, unsigned long nr)
+{
+	struct f_hold *h = kzalloc(sizeof(*h), GFP_KERNEL);
+
+	if (!h)
+		return ERR_PTR(-ENOMEM);
+	h->map = map[0];
+	((struct fake_dev *)priv)->absent = h->map;	/* what the test reads */
+	return h;
+}
+
+static int f_hold_read(void *hold, u64 off, void *buf, u32 len)
+{
+	memset(buf, 0xab, len);
+	return 0;
+}
+
+static void f_hold_return(void *priv, void *hold)
+{
+	kfree(hold);
+}
+
+static void f_hold_free(void *hold)
+{
+	kfree(hold);
+}
+
+static struct gpumig_backend_ops fake_pc_src_ops;
+
+/*
+ * A post-copy stream's VRAM goes in two passes: in pre-copy the zero runs
+ * (blocks with data owed, not read), at the stop what changed since.  A
+ * block owed by the first pass and zeroed before the stop goes as zeroes
+ * and is owed no more; a block sent as zeroes and written since is owed;
+ * a block neither pass found dirty again stays owed.  The destination
+ * gets the zero ranges over whatever it held, and exactly the owed blocks
+ * absent; the source reads no VRAM and holds exactly those blocks.
+ */
+static void mig_pc_two_passes(struct kunit *test)
+{
+	struct fake_dev *src, *dst;
+	struct vfio_precopy_info info;
+	struct file *sf, *rf, *to;
+	u8 *stream = vzalloc(2 * F_VRAM);
+	ssize_t n, n2, w;
+	loff_t pos = 0;
+	int last, b;
+
+	KUNIT_ASSERT_NOT_NULL(test, stream);
+	fake_pc_src_ops = fake_ops;
+	fake_pc_src_ops.vram_hold = f_vram_hold;
+	fake_pc_src_ops.hold_read = f_hold_read;
+	fake_pc_src_ops.hold_return = f_hold_return;
+	fake_pc_src_ops.hold_free = f_hold_free;
+	fake_pc_src_ops.owner = THIS_MODULE;
+	fake_pc_ops_init();
+	src = fake_new_ops(test, 4, &fake_pc_src_ops);
+	dst = fake_new_ops(test, 4, &fake_pc_ops);
+	/* 0 and 1: data; 2-7: zero */
+	memset(src->vram, 0x11, GPUMIG_BLOCK_SIZE);
+	memset(src->vram + GPUMIG_BLOCK_SIZE, 0x22, GPUMIG_BLOCK_SIZE);
+	WRITE_ONCE(src->mig->pc_enabled, true);
+
+	sf = go(test, src, VFIO_DEVICE_STATE_PRE_COPY);
+	KUNIT_ASSERT_NOT_NULL(test, sf);
+	n = drain(sf, stream, 2 * F_VRAM, &last);
+	KUNIT_EXPECT_EQ(test, last, -ENOMSG);
+	KUNIT_EXPECT_LT(test, n, (ssize_t)GPUMIG_BLOCK_SIZE);	/* no data went */
+	KUNIT_EXPECT_EQ(test, src->dirty, 0UL);			/* the pass took every block */
+	KUNIT_EXPECT_EQ(test, 0, gpumig_mig_precopy_info(sf, &info));
+	KUNIT_EXPECT_EQ(test, info.initial_bytes + info.dirty_bytes, 0ULL);
+
+	/* The tenant zeroes block 0 and writes block 4. */
+	memset(src->vram, 0, GPUMIG_BLOCK_SIZE);
+	memset(src->vram + 4 * GPUMIG_BLOCK_SIZE, 0x44, 64);
+	src->dirty = BIT(0) | BIT(4);
+	memset(src->log, 0, sizeof(src->log));
+	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_PRE_COPY_P2P));
+	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP_COPY));
+	n2 = drain(sf, stream + n, 2 * F_VRAM - n, &last);
+	KUNIT_EXPECT_EQ(test, last, 0);
+	KUNIT_EXPECT_STREQ(test, src->log, "QIA");	/* no VRAM read */
+	KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP));
+	KUNIT_EXPECT_EQ_MSG(test, src->absent, BIT(1) | BIT(4), "held: %s", reason(test, src));
+	fput(sf);
+
+	/* The destination held something everywhere: the zero ranges clear it. */
+	memset(dst->vram, 0xee, F_VRAM);
+	KUNIT_EXPECT_NULL(test, go(test, dst, VFIO_DEVICE_STATE_STOP));
+	rf = go(test, dst, VFIO_DEVICE_STATE_RESUMING);
+	KUNIT_ASSERT_NOT_NULL(test, rf);
+	w = kernel_write(rf, stream, n + n2, &pos);
+	KUNIT_EXPECT_EQ(test, w, n + n2);
+	to = gpumig_mig_set_state(dst->mig, VFIO_DEVICE_STATE_STOP);
+	KUNIT_EXPECT_FALSE_MSG(test, IS_ERR(to), "%s", reason(test, dst));
+	fput(rf);
+	KUNIT_EXPECT_EQ(test, dst->absent_calls, 1U);
+	KUNIT_EXPECT_EQ(test, dst->absent, BIT(1) | BIT(4));
+	for (b = 0; b < F_BLOCKS; b++) {
+		if (b == 1 || b == 4)
+			continue;
+		KUNIT_EXPECT_NULL_MSG(test, memchr_inv(dst->vram + b * GPUMIG_BLOCK_SIZE, 0,
+						       GPUMIG_BLOCK_SIZE),
+				      "block %d is not zero on the destination", b);
+	}
+	vfree(stream);
+}
+
 static void conv_rule(struct kunit *test)
 {
 	static const u32 steps[] = { 20, 30, 40, 50, 60, 70, 80, 90, 99 };
@@ -1993,6 +2108,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_resume_placed),
 	KUNIT_CASE(mig_pc_manifest),
 	KUNIT_CASE(mig_pc_manifest_edges),
+	KUNIT_CASE(mig_pc_two_passes),
 	KUNIT_CASE(mig_stop_failures_keep_running),
 	KUNIT_CASE(mig_p2p_quiesces),
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),

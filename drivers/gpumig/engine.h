@@ -117,6 +117,8 @@ enum gpumig_file_state {
  * @pc: saving: the stream announced post-copy; resuming: it did
  * @pc_refused: saving: post-copy may not be announced (the device still
  *	holds VRAM for an earlier one)
+ * @pc_zeroed: saving: the pre-copy pass of a post-copy stream (its zero
+ *	runs sent, its blocks with data owed) is over
  * @pc_token: then: the session token
  * @pc_owed: then: the blocks owed (saving: found as stop-copy goes;
  *	resuming: as the manifest says)
@@ -162,6 +164,7 @@ struct gpumig_mig_file {
 	u64 idle_ns;
 	bool pc;
 	bool pc_refused;
+	bool pc_zeroed;
 	u8 pc_token[GPUMIG_TOKEN_LEN];
 	unsigned long *pc_owed;
 	unsigned long pc_owed_end;

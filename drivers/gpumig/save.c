@@ -319,22 +319,34 @@ static u64 gpumig_owed_bytes(struct gpumig_mig_file *migf)
 	return n;
 }
 
-/*
- * After the announcement, what the stop adds for VRAM: a range per run of
- * zero blocks (at most one run more than the blocks with data) and the
- * manifest; the blocks with data are owed, not carried.
- */
-static u64 gpumig_pc_stop_bytes(struct gpumig_mig_file *migf)
+/* The ranges the dirty zero blocks take: at most one run more than the blocks with data. */
+static u64 gpumig_pc_zero_bytes(struct gpumig_mig_file *migf)
 {
 	struct gpumig_mig *m = migf->m;
 	unsigned long nonzero, zero;
+
+	m->ops->vram_dirty_count(m->priv, &nonzero, &zero);
+	return (u64)min(zero, nonzero + 1) * gpumig_zero_section_size();
+}
+
+/*
+ * After the announcement, what the stop adds for VRAM: a range per run of
+ * zero blocks still dirty and the manifest; the blocks with data are
+ * owed, not carried.
+ */
+static u64 gpumig_pc_stop_bytes(struct gpumig_mig_file *migf)
+{
 	u64 n = 0;
 
-	if (!migf->vram_done || migf->pc_next < gpumig_nr_blocks(m)) {
-		m->ops->vram_dirty_count(m->priv, &nonzero, &zero);
-		n = (u64)min(zero, nonzero + 1) * gpumig_zero_section_size();
-	}
+	if (!migf->vram_done || migf->pc_next < gpumig_nr_blocks(migf->m))
+		n = gpumig_pc_zero_bytes(migf);
 	return n + gpumig_owed_bytes(migf);
+}
+
+/* Pre-copy of a post-copy stream: what its one pass has still to send. */
+static u64 gpumig_pc_precopy_bytes(struct gpumig_mig_file *migf)
+{
+	return migf->pc_zeroed || !gpumig_tracks(migf->m) ? 0 : gpumig_pc_zero_bytes(migf);
 }
 
 /* Does the operator want post-copy (migration/postcopy), and can the device? */
@@ -366,6 +378,8 @@ static ssize_t gpumig_produce_announce(struct gpumig_mig_file *migf, u8 *buf, si
 	gpumig_pc_new_token(migf->pc_token);
 	memcpy(pc.token, migf->pc_token, sizeof(pc.token));
 	migf->pc = true;
+	/* Its pass starts over from the first block (see gpumig_produce_pc_vram()). */
+	migf->cursor = 0;
 	/* One migration's: the next one copies VRAM first unless asked again. */
 	WRITE_ONCE(m->pc_enabled, false);
 	/* Nothing of VRAM goes before the stop any more: no initial data is owed. */
@@ -374,11 +388,25 @@ static ssize_t gpumig_produce_announce(struct gpumig_mig_file *migf, u8 *buf, si
 	return gpumig_emit_blob(&migf->w, buf, room, GPUMIG_SEC_POSTCOPY, &pc, sizeof(pc));
 }
 
-/* Stop-copy of a post-copy stream: @blk's data is owed, not sent. */
+/* A post-copy stream: @blk's data is owed, not sent. */
 static void gpumig_pc_owe(struct gpumig_mig_file *migf, unsigned long blk)
 {
 	__set_bit(blk, migf->pc_owed);
 	migf->pc_owed_end = max(migf->pc_owed_end, blk + 1);
+}
+
+/*
+ * A post-copy stream: @nr blocks from @blk go as zeroes, owed no more (a
+ * block with data when pre-copy looked, zeroed since).
+ */
+static ssize_t gpumig_pc_zero(struct gpumig_mig_file *migf, unsigned long blk,
+			      unsigned long nr)
+{
+	struct gpumig_mig *m = migf->m;
+
+	bitmap_clear(migf->pc_owed, blk, nr);
+	return gpumig_emit_zero(&migf->w, migf->buf, migf->buf_size,
+				(u64)blk << m->geo.block_shift, (u64)nr << m->geo.block_shift);
 }
 
 /* The next manifest section, or 0 once all of it was produced. */
@@ -429,14 +457,21 @@ static ssize_t gpumig_produce_owed(struct gpumig_mig_file *migf)
 }
 
 /*
- * Stop-copy of a post-copy stream: the dirty blocks that read zero go as
- * ranges, those with data are noted owed (not read: reading them would sit
- * in the downtime), then the manifest.  Return: bytes, 0 at the end, or
- * -errno.
+ * VRAM of a post-copy stream, in two passes over the dirty blocks: one in
+ * pre-copy, right after the announcement, and one at the stop.  Each sends
+ * the dirty blocks that read zero as ranges and notes those with data
+ * owed (not read: at the stop, reading them would sit in the downtime);
+ * the stop's pass then sends the manifest.  The zero runs go before the
+ * stop so that the stop's pass finds only what the tenant wrote since
+ * (on a VF each run costs the PF commands that take it, at the source and
+ * at the destination).  A block owed by the first pass and zero at the
+ * stop goes as zeroes and is owed no more; one sent as zeroes and written
+ * since is owed.  The second pass is the last word on every block either
+ * pass saw: the source's VRAM is frozen from the stop on.  Return: bytes,
+ * 0 at the end (of pre-copy's pass: nothing sent), or -errno.
  */
 static ssize_t gpumig_produce_pc_vram(struct gpumig_mig_file *migf)
 {
-	struct gpumig_mig *m = migf->m;
 	unsigned long looked = 0;
 	long blk, run;
 	bool zero;
@@ -453,13 +488,11 @@ static ssize_t gpumig_produce_pc_vram(struct gpumig_mig_file *migf)
 				gpumig_pc_owe(migf, blk);
 				continue;
 			}
-			return gpumig_emit_zero(&migf->w, migf->buf, migf->buf_size,
-						(u64)blk << m->geo.block_shift,
-						gpumig_block_size(m));
+			return gpumig_pc_zero(migf, blk, 1);
 		}
 		blk = gpumig_next_dirty(migf, migf->cursor, &zero);
 		if (blk == -ENOENT)
-			return gpumig_produce_owed(migf);
+			return migf->state == GPUMIG_FILE_PRECOPY ? 0 : gpumig_produce_owed(migf);
 		if (blk < 0)
 			return blk;
 		if (zero) {
@@ -467,9 +500,7 @@ static ssize_t gpumig_produce_pc_vram(struct gpumig_mig_file *migf)
 			if (run < 0)
 				return run;
 			migf->cursor = blk + run;
-			return gpumig_emit_zero(&migf->w, migf->buf, migf->buf_size,
-						(u64)blk << m->geo.block_shift,
-						(u64)run << m->geo.block_shift);
+			return gpumig_pc_zero(migf, blk, run);
 		}
 		gpumig_pc_owe(migf, blk);
 		migf->cursor = blk + 1;
@@ -540,8 +571,16 @@ static int gpumig_produce(struct gpumig_mig_file *migf)
 		n = gpumig_produce_announce(migf, migf->buf, migf->buf_size);
 		if (n)
 			return gpumig_produced(migf, n);
-		if (migf->pc)
-			return -ENOMSG;	/* VRAM waits for the stop, and after it */
+		if (migf->pc) {
+			/* Its zero runs go now, in one pass; VRAM with data after the stop. */
+			if (migf->pc_zeroed)
+				return -ENOMSG;
+			n = gpumig_produce_pc_vram(migf);
+			if (n)
+				return gpumig_produced(migf, n);
+			migf->pc_zeroed = true;
+			return -ENOMSG;
+		}
 		fallthrough;
 	case GPUMIG_FILE_STOPCOPY:
 		if (!migf->vram_done) {
@@ -723,10 +762,11 @@ static __poll_t gpumig_save_poll(struct file *filp, struct poll_table_struct *wa
 	case GPUMIG_FILE_PRECOPY:
 		mask = 0;
 		/*
-		 * A post-copy stream sends no VRAM before the stop (every
-		 * block stays dirty): only its announcement, while it is due.
+		 * A post-copy stream sends its announcement and one pass of
+		 * zero runs before the stop, nothing more.
 		 */
 		if (gpumig_buffered(migf) || gpumig_pc_wanted(migf) ||
+		    (migf->pc && gpumig_pc_precopy_bytes(migf)) ||
 		    (!migf->pc && gpumig_owed_vram_bytes(migf->m, false, 0)))
 			mask = EPOLLIN | EPOLLRDNORM;
 		else
@@ -761,7 +801,7 @@ u64 gpumig_file_pending_locked(struct gpumig_mig_file *migf, bool stopped)
 	case GPUMIG_FILE_PRECOPY:
 		if (migf->pc)
 			return n + (stopped ? gpumig_pc_stop_bytes(migf) + gpumig_tail_bytes(m) +
-					      gpumig_end_bytes() : 0);
+					      gpumig_end_bytes() : gpumig_pc_precopy_bytes(migf));
 		if (stopped)
 			return n + gpumig_owed_vram_bytes(m, true, 0) + gpumig_tail_bytes(m) +
 			       gpumig_end_bytes();
