@@ -1764,39 +1764,69 @@ static void mig_pc_manifest_edges(struct kunit *test)
 
 /* ---- a post-copy source's two passes ----------------------------------- */
 
+/* The fake's hold: the blocks of its map leave the device (which reads zero there). */
 struct f_hold {
 	unsigned long map;
+	u8 data[F_VRAM];
 };
 
-/* The fake's hold: the map it was given (the contents are not needed). */
 static void *f_vram_hold(void *priv, const unsigned long *map, unsigned long nr)
 {
-	struct f_hold *h = kzalloc(sizeof(*h), GFP_KERNEL);
+	struct fake_dev *f = priv;
+	struct f_hold *h = vzalloc(sizeof(*h));
+	unsigned long b;
 
 	if (!h)
 		return ERR_PTR(-ENOMEM);
 	h->map = map[0];
-	((struct fake_dev *)priv)->absent = h->map;	/* what the test reads */
+	for_each_set_bit(b, &h->map, F_BLOCKS) {
+		memcpy(h->data + b * GPUMIG_BLOCK_SIZE, f->vram + b * GPUMIG_BLOCK_SIZE,
+		       GPUMIG_BLOCK_SIZE);
+		memset(f->vram + b * GPUMIG_BLOCK_SIZE, 0, GPUMIG_BLOCK_SIZE);
+	}
+	f->absent = h->map;	/* what the test reads */
 	return h;
 }
 
 static int f_hold_read(void *hold, u64 off, void *buf, u32 len)
 {
-	memset(buf, 0xab, len);
+	struct f_hold *h = hold;
+
+	memcpy(buf, h->data + off, len);
 	return 0;
 }
 
+/* What was held goes back into the device; counted in @lost. */
 static void f_hold_return(void *priv, void *hold)
 {
-	kfree(hold);
+	struct fake_dev *f = priv;
+	struct f_hold *h = hold;
+	unsigned long b;
+
+	for_each_set_bit(b, &h->map, F_BLOCKS)
+		memcpy(f->vram + b * GPUMIG_BLOCK_SIZE, h->data + b * GPUMIG_BLOCK_SIZE,
+		       GPUMIG_BLOCK_SIZE);
+	f->lost++;
+	vfree(h);
 }
 
 static void f_hold_free(void *hold)
 {
-	kfree(hold);
+	vfree(hold);
 }
 
 static struct gpumig_backend_ops fake_pc_src_ops;
+
+/* The fake's backend, with a post-copy source's hold. */
+static void fake_pc_src_ops_init(void)
+{
+	fake_pc_src_ops = fake_ops;
+	fake_pc_src_ops.vram_hold = f_vram_hold;
+	fake_pc_src_ops.hold_read = f_hold_read;
+	fake_pc_src_ops.hold_return = f_hold_return;
+	fake_pc_src_ops.hold_free = f_hold_free;
+	fake_pc_src_ops.owner = THIS_MODULE;
+}
 
 /*
  * A post-copy stream's VRAM goes in two passes: in pre-copy the zero runs
@@ -1818,12 +1848,7 @@ static void mig_pc_two_passes(struct kunit *test)
 	int last, b;
 
 	KUNIT_ASSERT_NOT_NULL(test, stream);
-	fake_pc_src_ops = fake_ops;
-	fake_pc_src_ops.vram_hold = f_vram_hold;
-	fake_pc_src_ops.hold_read = f_hold_read;
-	fake_pc_src_ops.hold_return = f_hold_return;
-	fake_pc_src_ops.hold_free = f_hold_free;
-	fake_pc_src_ops.owner = THIS_MODULE;
+	fake_pc_src_ops_init();
 	fake_pc_ops_init();
 	src = fake_new_ops(test, 4, &fake_pc_src_ops);
 	dst = fake_new_ops(test, 4, &fake_pc_ops);
@@ -1873,6 +1898,69 @@ static void mig_pc_two_passes(struct kunit *test)
 		KUNIT_EXPECT_NULL_MSG(test, memchr_inv(dst->vram + b * GPUMIG_BLOCK_SIZE, 0,
 						       GPUMIG_BLOCK_SIZE),
 				      "block %d is not zero on the destination", b);
+	}
+	vfree(stream);
+}
+
+/*
+ * A post-copy source that holds its owed VRAM for a destination and is
+ * then restored from an ordinary stream runs with that stream's VRAM: the
+ * held blocks stay the destination's, and never go back over what was
+ * restored (as after a reset).  A failed switchover, by contrast, gets
+ * them back.
+ */
+static void mig_pc_source_restored(struct kunit *test)
+{
+	struct fake_dev *src;
+	struct file *sf, *rf;
+	u8 *stream = vzalloc(2 * F_VRAM);
+	ssize_t n, w;
+	loff_t pos = 0;
+	int last, i;
+
+	KUNIT_ASSERT_NOT_NULL(test, stream);
+	fake_pc_src_ops_init();
+	for (i = 0; i < 2; i++) {
+		/* 0: an ordinary stream of block 0 = 0x11; 1: a failed switchover */
+		src = fake_new_ops(test, 4, &fake_pc_src_ops);
+		memset(src->vram, 0x11, GPUMIG_BLOCK_SIZE);
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP));
+		sf = go(test, src, VFIO_DEVICE_STATE_STOP_COPY);
+		KUNIT_ASSERT_NOT_NULL(test, sf);
+		n = drain(sf, stream, 2 * F_VRAM, &last);
+		KUNIT_EXPECT_EQ(test, last, 0);
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP));
+		fput(sf);
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_RUNNING));
+
+		/* Block 0 = 0x22 leaves with a post-copy; the source holds it. */
+		memset(src->vram, 0x22, GPUMIG_BLOCK_SIZE);
+		WRITE_ONCE(src->mig->pc_enabled, true);
+		sf = go(test, src, VFIO_DEVICE_STATE_PRE_COPY);
+		KUNIT_ASSERT_NOT_NULL(test, sf);
+		drain(sf, stream + n, 2 * F_VRAM - n, &last);
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP_COPY));
+		drain(sf, stream + n, 2 * F_VRAM - n, &last);
+		KUNIT_EXPECT_EQ(test, last, 0);
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_STOP));
+		fput(sf);
+		KUNIT_EXPECT_EQ(test, src->absent, BIT(0));
+		src->lost = 0;
+		if (!i) {
+			rf = go(test, src, VFIO_DEVICE_STATE_RESUMING);
+			KUNIT_ASSERT_NOT_NULL(test, rf);
+			pos = 0;
+			w = kernel_write(rf, stream, n, &pos);
+			KUNIT_EXPECT_EQ(test, w, n);
+			KUNIT_EXPECT_NULL_MSG(test, go(test, src, VFIO_DEVICE_STATE_STOP), "%s",
+					      reason(test, src));
+			fput(rf);
+		}
+		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_RUNNING));
+		KUNIT_EXPECT_EQ_MSG(test, src->vram[100], i ? 0x22 : 0x11,
+				    "%s: block 0 reads 0x%02x", i ? "failed switchover" : "restored",
+				    src->vram[100]);
+		KUNIT_EXPECT_EQ(test, src->lost, i ? 1U : 0U);	/* hold_return calls */
 	}
 	vfree(stream);
 }
@@ -2109,6 +2197,7 @@ static struct kunit_case mig_cases[] = {
 	KUNIT_CASE(mig_pc_manifest),
 	KUNIT_CASE(mig_pc_manifest_edges),
 	KUNIT_CASE(mig_pc_two_passes),
+	KUNIT_CASE(mig_pc_source_restored),
 	KUNIT_CASE(mig_stop_failures_keep_running),
 	KUNIT_CASE(mig_p2p_quiesces),
 	KUNIT_CASE(mig_incompatible_refused_in_precopy),

@@ -295,8 +295,8 @@ struct gpumig_view {
  * @migrated_away: a STOP_COPY stream was read to its end
  * @vram_left: that stream was a post-copy's and its owed blocks moved into
  *	a hold: they are not in the device, which has not run or been reset
- *	since (a second save would carry zeroes for them; a failed
- *	switchover gives them back)
+ *	since, nor been restored from a stream (a second save would carry
+ *	zeroes for them; a failed switchover gives them back)
  * @quarantined: teardown verification failed: do not reuse; written under
  *	@state_mutex, read locklessly for reports
  * @reset_lock: guards @deferred_reset; never held across a sleep

@@ -325,6 +325,12 @@ static struct file *gpumig_step(struct gpumig_mig *m, enum vfio_device_mig_state
 		ret = gpumig_file_finish_resume(m->resuming);
 		if (ret)
 			return ERR_PTR(ret);
+		/*
+		 * Its VRAM is the stream's now: what it holds for an earlier
+		 * post-copy's destination stays that destination's, and never
+		 * goes back over it (as after a reset).
+		 */
+		m->vram_left = false;
 		gpumig_disable_files(m);
 		m->quiesced = true;	/* restored, stopped; RUNNING starts it */
 		return NULL;
