@@ -38,7 +38,8 @@
 #define PC_DATA		(4 << 20)	/* VRAM with data: 64 blocks of 64 KiB */
 #define PC_BLOCK	65536
 #define PC_WAIT_BLK	5		/* the block a GPU access waits on */
-#define PC_CPU_BLK	9		/* the block a CPU access (a VF's aperture) waits on */
+/* The block a CPU access (a VF's aperture) waits on; 11 and 13: pread(), pwrite(). */
+#define PC_CPU_BLK	9
 #define PC_LOST_BLK	7		/* abandoned: a block never delivered */
 #define PC_MOVER_LOG	"/tmp/simgpu-client-mover.log"
 
@@ -250,9 +251,21 @@ static int pc_probe(const uint8_t *p)
 }
 
 /* A CPU read through a VF's aperture that must wait for its block. */
+/* How a CPU reaches the aperture (pc_cpu_wait()). */
+enum pc_cpu { PC_MMAP, PC_PREAD, PC_PWRITE };
+
+static const char *const pc_cpu_name[] = {
+	"a CPU read through the mapped aperture", "a pread() of the aperture",
+	"a pwrite() to the aperture",
+};
+
 struct pc_reader {
-	const uint8_t *p;
-	uint8_t out[256];
+	const uint8_t *p;	/* PC_MMAP */
+	int fd;			/* PC_PREAD, PC_PWRITE: the device, @off in it */
+	off_t off;
+	enum pc_cpu how;
+	uint8_t out[256];	/* what was read, or is written */
+	ssize_t n;
 	int done;		/* read with __atomic_load_n() */
 };
 
@@ -260,7 +273,14 @@ static void *pc_read_thread(void *arg)
 {
 	struct pc_reader *r = arg;
 
-	memcpy(r->out, r->p, sizeof(r->out));
+	if (r->how == PC_MMAP) {
+		memcpy(r->out, r->p, sizeof(r->out));
+		r->n = sizeof(r->out);
+	} else if (r->how == PC_PREAD) {
+		r->n = pread(r->fd, r->out, sizeof(r->out), r->off);
+	} else {
+		r->n = pwrite(r->fd, r->out, sizeof(r->out), r->off);
+	}
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -444,44 +464,67 @@ static int pc_verify(struct gpu *dst, const uint8_t *want, size_t len)
 }
 
 /*
- * A VF: a CPU read through the aperture of an owed block waits, asks for
- * it (a demand event), and reads the block's data once it arrived.  The
- * blocks moved (1), or 0 without an aperture, or -1.
+ * A VF: a CPU access to an owed block through the aperture (@how: mapped,
+ * or the device fd's pread() and pwrite(), QEMU's path for a BAR it does
+ * not map) waits, asks for the block (a demand event), and once it
+ * arrived reads its data, or writes over it (@data then holds what was
+ * written: nothing the delivery brought may land over it).  The blocks
+ * moved (1), or 0 without an aperture, or -1.
  */
 static int pc_cpu_wait(struct gpu *dst, int sfd, int dfd, uint8_t *rec, size_t reclen,
-		       const uint8_t *data)
+		       uint8_t *data, enum pc_cpu how)
 {
-	struct pc_reader r = { 0 };
+	struct vfio_region_info ri = { .argsz = sizeof(ri),
+				       .index = VFIO_PCI_BAR2_REGION_INDEX };
+	uint64_t blk = PC_CPU_BLK + 2 * how;
+	size_t at = blk * PC_BLOCK + 4000;
+	struct pc_reader r = { .how = how, .fd = dst->fd };
 	struct gpumig_pc_event ev;
 	struct pollfd p = { .fd = dfd, .events = POLLIN };
-	uint64_t blk = PC_CPU_BLK;
 	uint8_t *ap = aperture_map(dst, PC_DATA);
 	pthread_t t;
 	int ret;
 
 	if (!ap)
 		return 0;
-	r.p = ap + PC_CPU_BLK * PC_BLOCK + 4000;
+	if (ioctl(dst->fd, VFIO_DEVICE_GET_REGION_INFO, &ri)) {
+		munmap(ap, PC_DATA);
+		return fail("BAR2's region: %s", strerror(errno));
+	}
+	r.p = ap + at;
+	r.off = ri.offset + at;
+	if (how == PC_PWRITE)
+		memset(r.out, 0x5d, sizeof(r.out));
 	if (pthread_create(&t, NULL, pc_read_thread, &r)) {
 		munmap(ap, PC_DATA);
 		return fail("pthread_create");
 	}
 	usleep(300000);
 	ret = __atomic_load_n(&r.done, __ATOMIC_ACQUIRE) ?
-	      fail("a CPU read of an owed block did not wait for it") : 0;
+	      fail("%s of an owed block did not wait for it (%zd)", pc_cpu_name[how], r.n) : 0;
 	if (!ret && (poll(&p, 1, TMO) != 1 || read(dfd, &ev, sizeof(ev)) != sizeof(ev) ||
-		     ev.block != PC_CPU_BLK))
-		ret = fail("no demand event for the block the CPU waits on");
-	/* Delivered whatever happened above, so that the reader ends. */
+		     ev.block != blk))
+		ret = fail("no demand event for the block %s waits on", pc_cpu_name[how]);
+	/* Delivered whatever happened above, so that the access ends. */
 	if (ioctl(sfd, GPUMIG_PC_WANT, &blk) || read(sfd, rec, reclen) != (ssize_t)reclen ||
 	    pc_put(dfd, rec, reclen) || ioctl(sfd, GPUMIG_PC_ACK, &blk))
-		ret = ret ?: fail("deliver block %d: %s", PC_CPU_BLK, strerror(errno));
+		ret = ret ?: fail("deliver block %llu: %s", (unsigned long long)blk,
+				  strerror(errno));
 	pthread_join(t, NULL);
-	if (!ret && memcmp(r.out, data + PC_CPU_BLK * PC_BLOCK + 4000, sizeof(r.out)))
-		ret = fail("the CPU read other data than the block's once it arrived");
+	if (!ret && r.n != (ssize_t)sizeof(r.out))
+		ret = fail("%s: %zd bytes, not %zu", pc_cpu_name[how], r.n, sizeof(r.out));
+	if (how == PC_PWRITE) {
+		/* what VRAM must hold from now on (pc_verify()), and the aperture reads */
+		memcpy(data + at, r.out, sizeof(r.out));
+		if (!ret && memcmp(ap + at, r.out, sizeof(r.out)))
+			ret = fail("a pwrite() to an owed block was lost when the block arrived");
+	} else if (!ret && memcmp(r.out, data + at, sizeof(r.out))) {
+		ret = fail("%s got other data than the block's once it arrived",
+			   pc_cpu_name[how]);
+	}
 	munmap(ap, PC_DATA);
 	if (!ret)
-		printf("    # postcopy: a CPU read through the aperture waited for its block\n");
+		printf("    # postcopy: %s waited for its block\n", pc_cpu_name[how]);
 	return ret ? -1 : 1;
 }
 
@@ -494,6 +537,7 @@ int t_postcopy(struct gpu *src)
 	uint8_t token[GPUMIG_PC_TOKEN_LEN], *data, *out, *rec;
 	int sfd, dfd, n, total = 0, ret;
 	uint64_t blk = PC_WAIT_BLK;
+	enum pc_cpu how;
 	struct gpu dst;
 
 	ret = pc_migrate(src, &dst, &data);
@@ -530,9 +574,11 @@ int t_postcopy(struct gpu *src)
 	CHECK(!memcmp(out, data + PC_WAIT_BLK * PC_BLOCK + 4096, 4096),
 	      "the waiting copy read other data than the block's");
 	total = 1;
-	n = pc_cpu_wait(&dst, sfd, dfd, rec, reclen, data);
-	TRY(n < 0);
-	total += n;
+	for (how = PC_MMAP; how <= PC_PWRITE; how++) {
+		n = pc_cpu_wait(&dst, sfd, dfd, rec, reclen, data, how);
+		TRY(n < 0);
+		total += n;
+	}
 
 	/* Half, then the mover dies; a new one finishes from what is left. */
 	fcntl(sfd, F_SETFL, O_NONBLOCK);

@@ -115,5 +115,8 @@ void gvp_pc_scrubbed(struct gvp_glue *gl);
 void gvp_pc_release(struct gvp_glue *gl);
 void gvp_pc_reset(struct gvp_glue *gl);
 int gvp_mmap(struct vfio_device *vdev, struct vm_area_struct *vma);
+ssize_t gvp_read(struct vfio_device *vdev, char __user *buf, size_t count, loff_t *ppos);
+ssize_t gvp_write(struct vfio_device *vdev, const char __user *buf, size_t count,
+		  loff_t *ppos);
 
 #endif /* _GPUMIG_VFIO_PCI_H */

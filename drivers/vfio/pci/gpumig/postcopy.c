@@ -427,3 +427,66 @@ int gvp_mmap(struct vfio_device *vdev, struct vm_area_struct *vma)
 		vma->vm_ops = &gvp_aperture_ops;
 	return ret;
 }
+
+/*
+ * The aperture read or written through the device fd (pread()/pwrite():
+ * QEMU's path for a BAR it does not map, x-no-mmap=on, or any other user)
+ * reaches the VF without a fault: each block of [@pos, @pos + @count)
+ * that is absent is waited for as a fault waits (the device running), so
+ * that no read sees what is not there yet and no write lands under a
+ * block that arrives later.  0, or -EIO for a lost block, an absent one
+ * before the device runs, or a fatal signal while waiting.  Blocks
+ * present once looked at stay so: only a new restore makes blocks absent,
+ * and an access racing that one reads a device being restored.
+ */
+static ssize_t gvp_aperture_rw_wait(struct gvp_dev *g, loff_t pos, size_t count)
+{
+	struct gvp_glue *gl = &g->glue;
+	u64 off = (u64)pos & VFIO_PCI_OFFSET_MASK;
+	unsigned long blk, last;
+
+	if (!count || !gl->vf || gl->vf->vram_bar < 0 || !gl->ops.vram_absent ||
+	    VFIO_PCI_OFFSET_TO_INDEX((u64)pos) != gl->vf->vram_bar || off >= gl->aperture_len)
+		return 0;
+	last = (min_t(u64, off + count, gl->aperture_len) - 1) >> gl->block_shift;
+	for (blk = off >> gl->block_shift; blk <= last; blk++) {
+		if (!gvp_pc_block(gl, blk))
+			continue;
+		if (gvp_aperture_wait(g, blk))
+			return -EIO;
+	}
+	return 0;
+}
+
+/**
+ * gvp_read() - vfio-pci-core's read, waiting for absent aperture blocks
+ * @vdev: the VFIO device
+ * @buf: user buffer
+ * @count: bytes
+ * @ppos: region offset
+ *
+ * Return: as vfio_pci_core_read(), or -EIO (gvp_aperture_rw_wait()).
+ */
+ssize_t gvp_read(struct vfio_device *vdev, char __user *buf, size_t count, loff_t *ppos)
+{
+	ssize_t ret = gvp_aperture_rw_wait(to_gvp(vdev), *ppos, count);
+
+	return ret ?: vfio_pci_core_read(vdev, buf, count, ppos);
+}
+
+/**
+ * gvp_write() - vfio-pci-core's write, waiting for absent aperture blocks
+ * @vdev: the VFIO device
+ * @buf: user buffer
+ * @count: bytes
+ * @ppos: region offset
+ *
+ * Return: as vfio_pci_core_write(), or -EIO (gvp_aperture_rw_wait()).
+ */
+ssize_t gvp_write(struct vfio_device *vdev, const char __user *buf, size_t count,
+		  loff_t *ppos)
+{
+	ssize_t ret = gvp_aperture_rw_wait(to_gvp(vdev), *ppos, count);
+
+	return ret ?: vfio_pci_core_write(vdev, buf, count, ppos);
+}

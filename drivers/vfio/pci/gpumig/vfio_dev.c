@@ -317,8 +317,8 @@ const struct vfio_device_ops gvp_vfio_ops = {
 	.get_region_info_caps = vfio_pci_ioctl_get_region_info,
 #endif
 	.device_feature = vfio_pci_core_ioctl_feature,
-	.read = vfio_pci_core_read,
-	.write = vfio_pci_core_write,
+	.read = gvp_read,
+	.write = gvp_write,
 	.mmap = gvp_mmap,
 	.request = vfio_pci_core_request,
 	.match = vfio_pci_core_match,
