@@ -157,8 +157,9 @@ static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bo
 
 	if (!s)
 		return NULL;
-	s->owed = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
-	s->ever = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
+	/* @owed and @ever are copies of @owed whole (inside the stop: not zeroed first) */
+	s->owed = bitmap_alloc(nr, GFP_KERNEL_ACCOUNT);
+	s->ever = bitmap_alloc(nr, GFP_KERNEL_ACCOUNT);
 	s->wanted = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
 	if (!s->owed || !s->ever || !s->wanted) {
 		bitmap_free(s->owed);
