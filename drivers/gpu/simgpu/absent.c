@@ -106,8 +106,8 @@ int simgpu_core_set_absent(struct simgpu_core *core, const unsigned long *map,
 	if (shift < SIMGPU_PAGE_SHIFT || shift > 30 ||
 	    nr_blocks != DIV_ROUND_UP(core->vram_size, 1ULL << shift))
 		return -EINVAL;
-	/* A bit per block each (@absent a copy of @map); the pages' map waits for a loss. */
-	absent = bitmap_alloc(nr_blocks, GFP_KERNEL);
+	/* A bit per block each; the pages' map waits for a loss. */
+	absent = bitmap_zalloc(nr_blocks, GFP_KERNEL);
 	lost = bitmap_zalloc(nr_blocks, GFP_KERNEL);
 	if (!absent || !lost) {
 		bitmap_free(absent);
