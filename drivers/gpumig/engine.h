@@ -42,6 +42,8 @@
 #include <gpumig/migration.h>
 #include <gpumig/stream.h>
 
+struct gpumig_pc;
+
 /**
  * enum gpumig_file_state - where a data file is in its life
  * @GPUMIG_FILE_PRECOPY: saving, the device runs: passes over dirty VRAM;
@@ -126,6 +128,8 @@ enum gpumig_file_state {
  * @pc_next: saving: the first block of the next manifest section;
  *	resuming: the one expected next
  * @pc_payload: saving: one manifest section's payload
+ * @pc_sess: resuming: the destination's session, allocated at the
+ *	announcement, until the stop takes it (gpumig_pc_dest_begin())
  */
 struct gpumig_mig_file {
 	struct file *filp;
@@ -170,6 +174,7 @@ struct gpumig_mig_file {
 	unsigned long pc_owed_end;
 	unsigned long pc_next;
 	u8 *pc_payload;
+	struct gpumig_pc *pc_sess;
 };
 
 /* The stream minor that carries post-copy (GPUMIG_SEC_POSTCOPY, _OWED). */
@@ -177,8 +182,6 @@ struct gpumig_mig_file {
 /* A destination that gets no block for this long abandons (postcopy_timeout_s). */
 #define GPUMIG_PC_TIMEOUT_S		300
 #define GPUMIG_PC_TIMEOUT_MAX_S		86400
-
-struct gpumig_pc;
 
 /* Auto-converge's period and the periods its verdict looks at (converge.c). */
 #define GPUMIG_CONVERGE_PERIOD_MS	1000
@@ -422,6 +425,8 @@ bool gpumig_pc_source_holding(struct gpumig_mig *m);
 void gpumig_pc_source_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf);
 void gpumig_pc_source_resumed(struct gpumig_mig *m);
 bool gpumig_pc_dest_possible(struct gpumig_mig *m);
+int gpumig_pc_dest_prepare(struct gpumig_mig *m, struct gpumig_mig_file *migf);
+void gpumig_pc_file_free(struct gpumig_mig_file *migf);
 int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf);
 void gpumig_pc_dest_detach(struct gpumig_mig *m, const char *how);
 int gpumig_pc_dest_replaced(struct gpumig_mig *m);

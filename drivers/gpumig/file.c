@@ -69,6 +69,7 @@ void gpumig_file_free(struct gpumig_mig_file *migf)
 	kfree(migf->arch_len);
 	bitmap_free(migf->pc_owed);
 	kvfree(migf->pc_payload);
+	gpumig_pc_file_free(migf);
 	mutex_destroy(&migf->lock);
 	mutex_destroy(&migf->io_lock);
 	kfree(migf);

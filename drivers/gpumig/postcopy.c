@@ -149,15 +149,18 @@ static void gpumig_pc_put(struct gpumig_pc *s)
 
 static void gpumig_pc_timeout(struct work_struct *work);
 
-static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bool source,
-				       const unsigned long *owed)
+/*
+ * A session of @m's geometry on side @source, its maps allocated (@wanted
+ * zeroed), owing nothing yet: gpumig_pc_fill() gives it its blocks.
+ */
+static struct gpumig_pc *gpumig_pc_alloc(struct gpumig_mig *m, const u8 *token, bool source)
 {
 	unsigned long nr = m->compat.vram_size >> m->geo.block_shift;
 	struct gpumig_pc *s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 
 	if (!s)
 		return NULL;
-	/* @owed and @ever are copies of @owed whole (inside the stop: not zeroed first) */
+	/* @owed and @ever become copies of a manifest whole: not zeroed first */
 	s->owed = bitmap_alloc(nr, GFP_KERNEL_ACCOUNT);
 	s->ever = bitmap_alloc(nr, GFP_KERNEL_ACCOUNT);
 	s->wanted = bitmap_zalloc(nr, GFP_KERNEL_ACCOUNT);
@@ -179,12 +182,27 @@ static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bo
 	s->state = GPUMIG_PC_STATE_ACTIVE;
 	s->nr_blocks = nr;
 	s->block_shift = m->geo.block_shift;
-	bitmap_copy(s->owed, owed, nr);
-	bitmap_copy(s->ever, owed, nr);
-	s->nr_owed = bitmap_weight(owed, nr);
-	s->total = s->nr_owed;
 	s->first_lost = -1;
 	INIT_DELAYED_WORK(&s->timeout, gpumig_pc_timeout);
+	return s;
+}
+
+/* @s owes the blocks set in @owed. */
+static void gpumig_pc_fill(struct gpumig_pc *s, const unsigned long *owed)
+{
+	bitmap_copy(s->owed, owed, s->nr_blocks);
+	bitmap_copy(s->ever, owed, s->nr_blocks);
+	s->nr_owed = bitmap_weight(owed, s->nr_blocks);
+	s->total = s->nr_owed;
+}
+
+static struct gpumig_pc *gpumig_pc_new(struct gpumig_mig *m, const u8 *token, bool source,
+				       const unsigned long *owed)
+{
+	struct gpumig_pc *s = gpumig_pc_alloc(m, token, source);
+
+	if (s)
+		gpumig_pc_fill(s, owed);
 	return s;
 }
 
@@ -475,6 +493,36 @@ bool gpumig_pc_dest_possible(struct gpumig_mig *m)
 }
 
 /**
+ * gpumig_pc_dest_prepare() - a stream being restored announced post-copy
+ * @m: device
+ * @migf: its resuming file, with the session token
+ *
+ * The destination's session is allocated now, in pre-copy, so that the
+ * stop only fills it: its maps are sized by VRAM (32 KiB each on a 16 GiB
+ * device).  gpumig_pc_file_free() drops it if the stream never checks out.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int gpumig_pc_dest_prepare(struct gpumig_mig *m, struct gpumig_mig_file *migf)
+{
+	if (WARN_ON_ONCE(migf->pc_sess))
+		return -EINVAL;
+	migf->pc_sess = gpumig_pc_alloc(m, migf->pc_token, false);
+	return migf->pc_sess ? 0 : -ENOMEM;
+}
+
+/**
+ * gpumig_pc_file_free() - a migration file goes: its unused session too
+ * @migf: the file
+ */
+void gpumig_pc_file_free(struct gpumig_mig_file *migf)
+{
+	if (migf->pc_sess)
+		gpumig_pc_put(migf->pc_sess);
+	migf->pc_sess = NULL;
+}
+
+/**
  * gpumig_pc_dest_begin() - a post-copy stream checked out: the device runs without the rest
  * @m: device, state mutex held, about to leave RESUMING
  * @migf: its resuming file, with the manifest
@@ -487,9 +535,12 @@ int gpumig_pc_dest_begin(struct gpumig_mig *m, struct gpumig_mig_file *migf)
 	int ret;
 
 	lockdep_assert_held(&m->state_mutex);
-	s = gpumig_pc_new(m, migf->pc_token, false, migf->pc_owed);
+	/* Allocated when the stream announced post-copy, outside the stop. */
+	s = migf->pc_sess ?: gpumig_pc_alloc(m, migf->pc_token, false);
+	migf->pc_sess = NULL;
 	if (!s)
 		return -ENOMEM;
+	gpumig_pc_fill(s, migf->pc_owed);
 	/*
 	 * A token in use on this host (a replayed or forged stream) is
 	 * refused before any block goes absent: with no session to deliver

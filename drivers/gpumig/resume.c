@@ -204,6 +204,8 @@ static int gpumig_rx_postcopy(void *priv, const u8 *token)
 	if (!migf->pc_owed)
 		return -ENOMEM;
 	memcpy(migf->pc_token, token, GPUMIG_TOKEN_LEN);
+	if (gpumig_pc_dest_prepare(m, migf))
+		return -ENOMEM;
 	migf->pc = true;
 	return 0;
 }
