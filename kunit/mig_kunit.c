@@ -1958,8 +1958,8 @@ static void mig_pc_source_restored(struct kunit *test)
 		}
 		KUNIT_EXPECT_NULL(test, go(test, src, VFIO_DEVICE_STATE_RUNNING));
 		KUNIT_EXPECT_EQ_MSG(test, src->vram[100], i ? 0x22 : 0x11,
-				    "%s: block 0 reads 0x%02x", i ? "failed switchover" : "restored",
-				    src->vram[100]);
+				    "%s: block 0 reads 0x%02x",
+				    i ? "failed switchover" : "restored", src->vram[100]);
 		KUNIT_EXPECT_EQ(test, src->lost, i ? 1U : 0U);	/* hold_return calls */
 	}
 	vfree(stream);
