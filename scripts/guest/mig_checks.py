@@ -74,11 +74,13 @@ def migrate_sampled(src, dst, sock, samples, release=None):
     With @release (two Events, enough and some, and a max-bandwidth), the
     migration starts at RELEASE_BW and gets that bandwidth once enough is
     set, or after RELEASE_AFTER seconds once some is, or after
-    RELEASE_LATEST: pre-copy lasts until the samplers have enough.  Not
-    before each of @src's devices finished a pre-copy round either (up to
-    PRECOPIED_LATEST): the samplers watch the first device only, and a
-    Linux guest's mdev beside a VF had none when the release let QEMU
-    switch over."""
+    RELEASE_LATEST: pre-copy lasts until the samplers have enough.  The
+    downtime limit stays RELEASE_HOLD_MS after that until each of @src's
+    devices finished a pre-copy round (up to PRECOPIED_LATEST): the
+    samplers watch the first device only, and a Linux guest's mdev beside
+    a VF had none when the release let QEMU switch over.  (Not the
+    bandwidth: at RELEASE_BW the second device's rounds starved behind
+    guest RAM for all of PRECOPIED_LATEST.)"""
     path = src.dev.sysdir() + "/migration/"
     hold = None
     if release:
@@ -90,16 +92,18 @@ def migrate_sampled(src, dst, sock, samples, release=None):
     start_migration(src, dst, sock, hold)
     start = time.time()
     deadline = start + 900
+    held = False
     while time.time() < deadline:
         el = time.time() - start
         if release and (release[0].is_set() or el > RELEASE_LATEST or
-                        (el > RELEASE_AFTER and release[1].is_set())) and \
-                (el > PRECOPIED_LATEST or all_precopied(src.devs)):
-            src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[2],
-                                                     "downtime-limit": limit})
+                        (el > RELEASE_AFTER and release[1].is_set())):
+            src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": release[2]})
             src.qmp.cmd("migrate-set-parameters",
                         **{"avail-switchover-bandwidth": link_bandwidth(src)})
-            release = None
+            release, held = None, True
+        if held and (el > PRECOPIED_LATEST or all_precopied(src.devs)):
+            src.qmp.cmd("migrate-set-parameters", **{"downtime-limit": limit})
+            held = False
         d1 = int(sysfs(path + "remaining_bytes"))
         info = src.qmp.cmd("query-migrate")
         d2 = int(sysfs(path + "remaining_bytes"))
