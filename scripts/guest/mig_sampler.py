@@ -42,7 +42,11 @@ class Sampler(threading.Thread):
     lie between the two answers (initial plus dirty) within one VRAM section.
     When the device enters STOP_COPY it reads stopcopy_estimate_bytes and
     what stop-copy had sent by then (stopcopy_bytes); the copy of the fd is
-    closed there, before QEMU ends the migration."""
+    closed there, before QEMU ends the migration.  An mdev's STOP_COPY can
+    be over within the 2 ms between two looks (a QEMU 11.1 run once missed
+    it): then the estimate read in PRE_COPY_P2P stands, with nothing sent
+    yet (the device is quiesced there, and the state change made the view
+    fresh)."""
 
     def __init__(self, vm):
         super().__init__(daemon=True)
@@ -53,6 +57,7 @@ class Sampler(threading.Thread):
         self.samples, self.bad = [], []
         self.retaken = 0
         self.estimate = None            # (estimate, sent by then)
+        self.p2p_estimate = None        # the same, read in PRE_COPY_P2P
         self.error = None
 
     def _metric(self, name):
@@ -88,6 +93,14 @@ class Sampler(threading.Thread):
                     if self._metric("state") == "STOP_COPY":
                         self.estimate = (int(est), int(sent))
                         return
+                if state == "PRE_COPY_P2P":
+                    est = self._metric("stopcopy_estimate_bytes")
+                    if self._metric("state") == "PRE_COPY_P2P":
+                        self.p2p_estimate = (int(est), 0)
+                elif state == "PRE_COPY":
+                    self.p2p_estimate = None    # back from P2P: a new stop later
+                elif self.p2p_estimate:
+                    return                      # STOP_COPY came and went
                 if state != "PRE_COPY":
                     time.sleep(0.002)
                     continue
@@ -124,6 +137,8 @@ class Sampler(threading.Thread):
         except Exception as ex:         # report it, never hang the run
             self.error = repr(ex)
         finally:
+            if self.estimate is None:
+                self.estimate = self.p2p_estimate
             if fd >= 0:
                 os.close(fd)
             os.close(pidfd)
