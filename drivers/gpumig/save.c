@@ -462,13 +462,16 @@ static ssize_t gpumig_produce_owed(struct gpumig_mig_file *migf)
  * the dirty blocks that read zero as ranges and notes those with data
  * owed (not read: at the stop, reading them would sit in the downtime);
  * the stop's pass then sends the manifest.  The zero runs go before the
- * stop so that the stop's pass finds only what the tenant wrote since
+ * stop so that the stop's pass finds none but those the tenant made since
  * (on a VF each run costs the PF commands that take it, at the source and
- * at the destination).  A block owed by the first pass and zero at the
- * stop goes as zeroes and is owed no more; one sent as zeroes and written
- * since is owed.  The second pass is the last word on every block either
- * pass saw: the source's VRAM is frozen from the stop on.  Return: bytes,
- * 0 at the end (of pre-copy's pass: nothing sent), or -errno.
+ * at the destination); a backend that keeps a block dirty until it is
+ * read (simgpu-pf with CAP_VRAM_COUNT) shows the stop's pass the owed
+ * blocks again, a walk over its bitmap.  A block owed by the first pass
+ * and zero at the stop goes as zeroes and is owed no more; one sent as
+ * zeroes and written since is owed.  The second pass is the last word on
+ * every block either pass saw: the source's VRAM is frozen from the stop
+ * on.  Return: bytes, 0 at the end (of pre-copy's pass: nothing sent), or
+ * -errno.
  */
 static ssize_t gpumig_produce_pc_vram(struct gpumig_mig_file *migf)
 {
